@@ -1,0 +1,48 @@
+package launcher
+
+import (
+	"github.com/hlaunch/hlaunch/cgroup"
+)
+
+// Receipt is what a launch hands back: everything needed to find, verify and signal the worker later.
+// Its JSON form is the `hlaunch exec --detach` output, the sidecar's POST /v1/workers answer, and the
+// schema in docs/schema/receipt.schema.json.
+type Receipt struct {
+	ID      string   `json:"id"`      // worker id, "w-<12 hex>"
+	Token   string   `json:"token"`   // the identity token (fingerprint package); the only signal authority
+	PID     int      `json:"pid"`     // the leader's PID as the host sees it
+	Mode    string   `json:"mode"`    // "scoped", "cgroup", "degraded" or "none"
+	Profile string   `json:"profile"` // normalized profile name
+	Home    string   `json:"home"`    // the target profile's home
+	Argv    []string `json:"argv"`    // argv with credential-looking values redacted
+
+	Cgroup       string        `json:"cgroup,omitempty"`        // cgroup path relative to the hierarchy root
+	CgroupID     uint64        `json:"cgroup_id,omitempty"`     // inode of the v2 cgroup directory
+	Unit         string        `json:"unit,omitempty"`          // systemd unit, when scoped
+	InvocationID string        `json:"invocation_id,omitempty"` // systemd InvocationID, when scoped
+	Limits       cgroup.Limits `json:"limits"`                  // limits as applied
+	Key          string        `json:"key,omitempty"`
+
+	BootID             string `json:"boot_id"`
+	MachineID          string `json:"machine_id"`
+	StartTime          uint64 `json:"start_time"`          // field 22 of /proc/<pid>/stat, clock ticks since boot
+	InstantiationEpoch string `json:"instantiation_epoch"` // hermes: "<boot_id>:<pid1 start>"
+	Fingerprint        string `json:"fingerprint"`         // hermes: "<epoch>|<start>" or "unverified"
+	Verification       string `json:"verification"`        // "verified" or "unverified"
+	StartedAt          string `json:"started_at"`          // RFC 3339, UTC
+	Warning            string `json:"warning,omitempty"`   // the one degrade warning, when degraded
+}
+
+// Record is a receipt plus what is known about the worker now; `hlaunch ps --json` prints a list of them.
+type Record struct {
+	Receipt
+	State         string `json:"state"`               // running, exited, foreign-boot, foreign-machine, recycled, unverified
+	ExitCode      *int   `json:"exit_code,omitempty"` // when it exited normally and the status is known
+	Signal        string `json:"signal,omitempty"`    // when a signal ended it, e.g. "SIGKILL"
+	EndedAt       string `json:"ended_at,omitempty"`
+	TimedOut      bool   `json:"timed_out,omitempty"`
+	OOMKilled     bool   `json:"oom_killed,omitempty"`
+	MemoryCurrent uint64 `json:"memory_current,omitempty"`
+	MemoryPeak    uint64 `json:"memory_peak,omitempty"`
+	PidsCurrent   uint64 `json:"pids_current,omitempty"`
+}

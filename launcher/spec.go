@@ -1,0 +1,70 @@
+package launcher
+
+import (
+	"github.com/hlaunch/hlaunch/cgroup"
+)
+
+// Placement modes for Spec.Scope.
+const (
+	ScopeAuto    = "auto"    // a systemd scope when a manager answers, else a raw cgroup, else degraded
+	ScopeSystemd = "systemd" // a transient systemd scope; an error when none can be made
+	ScopeCgroup  = "cgroup"  // a raw cgroup under CgroupParent
+	ScopeNone    = "none"    // no placement: a plain child
+)
+
+// Secrets modes for Spec.Secrets.
+const (
+	SecretsProfile = "profile" // every .env entry of the target except Tier-1 names
+	SecretsNone    = "none"    // the target's .env minus every credential; Pass adds named ones back
+)
+
+// Spec describes one launch. It is shared by `hlaunch exec` flags, `hlaunch exec --spec` and the sidecar's
+// POST /v1/workers body; JSON names match the flags. Every zero value has the meaning given.
+type Spec struct {
+	// Profile is the hermes profile name ("default" means the root). Required.
+	Profile string `json:"profile"`
+	// Argv is the command and its arguments. Required; Argv[0] is looked up in the child's PATH.
+	Argv []string `json:"argv"`
+	// Cwd is the child's working directory; empty means the launcher's.
+	Cwd string `json:"cwd,omitempty"`
+	// Env holds literal values from the caller (--env K=V); they override the profile's.
+	Env map[string]string `json:"env,omitempty"`
+	// Inherit names variables copied from the launcher's environment (--inherit); credentials and
+	// launch-profile settings are refused.
+	Inherit []string `json:"inherit,omitempty"`
+	// Secrets is SecretsProfile (the zero value) or SecretsNone.
+	Secrets string `json:"secrets,omitempty"`
+	// Pass names credentials added back from the target's .env when Secrets is SecretsNone.
+	Pass []string `json:"pass,omitempty"`
+	// Scope is the placement mode; empty means ScopeAuto.
+	Scope string `json:"scope,omitempty"`
+	// RequireScope turns a degraded placement into an error (exit 75) instead of a warning.
+	RequireScope bool `json:"require_scope,omitempty"`
+	// Unit is the systemd unit name without ".scope"; empty means "hlaunch-<profile>-<id>".
+	Unit string `json:"unit,omitempty"`
+	// Slice is the systemd slice for the scope; empty means the manager's default.
+	Slice string `json:"slice,omitempty"`
+	// CgroupParent is the raw-cgroup parent relative to each hierarchy's root; empty means "hlaunch".
+	CgroupParent string `json:"cgroup_parent,omitempty"`
+	// Limits are the worker's resource limits; zero fields are unlimited.
+	Limits cgroup.Limits `json:"limits,omitempty"`
+	// Sandbox runs the child in new mount, pid, ipc and uts namespaces with the profile view.
+	Sandbox bool `json:"sandbox,omitempty"`
+	// Net is "host" (the zero value) or "none" (a new, empty network namespace); sandbox only.
+	Net string `json:"net,omitempty"`
+	// RW lists extra host paths that stay writable inside the sandbox.
+	RW []string `json:"rw,omitempty"`
+	// User is "UID:GID" to drop to before exec; empty keeps the launcher's credentials.
+	User string `json:"user,omitempty"`
+	// Key makes the launch exclusive: refused while another worker holding Key verifies as running.
+	Key string `json:"key,omitempty"`
+	// Timeout is the wall-clock limit (Go duration, e.g. "30s"); empty means none.
+	Timeout string `json:"timeout,omitempty"`
+	// Grace is the time between SIGTERM and the whole-cgroup kill; empty means 5s.
+	Grace string `json:"grace,omitempty"`
+	// Log is a file that receives stdout and stderr (appended, rotated by size); empty means the caller's
+	// stdio in the foreground and /dev/null when detached.
+	Log string `json:"log,omitempty"`
+	// Detach starts the worker under a shim and returns at once with its receipt.
+	Detach bool `json:"detach,omitempty"`
+}
