@@ -1,0 +1,95 @@
+package launcher
+
+import (
+	"errors"
+)
+
+// Sentinel errors. Each maps to one documented exit code (see ExitCode and docs/exit-codes.md) and to one
+// stable error code in the sidecar's JSON errors (see Code).
+var (
+	// ErrInvalid: bad input (a flag, a spec field, a profile name, a file); nothing was started.
+	ErrInvalid = errors.New("invalid launch")
+	// ErrNotFound: no worker with that id in the state directory.
+	ErrNotFound = errors.New("no such worker")
+	// ErrRefused: the identity does not verify as running (foreign boot or machine, recycled); zero signals sent.
+	ErrRefused = errors.New("refused: identity does not match")
+	// ErrUnverified: the identity was never captured; such a worker is never signalled.
+	ErrUnverified = errors.New("refused: identity unverified")
+	// ErrNotRunning: the worker has already exited.
+	ErrNotRunning = errors.New("worker is not running")
+	// ErrDegraded: no restart-safe placement exists and the launch required one; nothing was started.
+	ErrDegraded = errors.New("no restart-safe placement")
+	// ErrKeyHeld: another worker holding the same key verifies as running; nothing was started.
+	ErrKeyHeld = errors.New("key is held by a running worker")
+	// ErrNotEmpty: the worker's cgroup could not be verified empty.
+	ErrNotEmpty = errors.New("worker cgroup not verified empty")
+	// ErrCannotRun: the command exists but could not be executed (exit 126).
+	ErrCannotRun = errors.New("command cannot run")
+	// ErrCommandNotFound: the command was not found in the child's PATH (exit 127).
+	ErrCommandNotFound = errors.New("command not found")
+)
+
+// Exit codes of the hlaunch command, documented in docs/exit-codes.md.
+const (
+	ExitOK         = 0
+	ExitExited     = 1   // status/wait: the worker has exited (status only)
+	ExitRefused    = 3   // foreign boot or machine, recycled: zero signals sent
+	ExitUnverified = 4   // unverified identity: zero signals sent
+	ExitKeyHeld    = 73  // --key held by a running worker
+	ExitDegraded   = 75  // --require-scope and no restart-safe placement (EX_TEMPFAIL: a host-level condition)
+	ExitInternal   = 125 // hlaunch's own error or bad input; nothing started
+	ExitCannotRun  = 126
+	ExitNotFound   = 127
+)
+
+// ExitCode maps an error from this package to the hlaunch command's exit code.
+func ExitCode(err error) int {
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.Is(err, ErrRefused):
+		return ExitRefused
+	case errors.Is(err, ErrUnverified):
+		return ExitUnverified
+	case errors.Is(err, ErrKeyHeld):
+		return ExitKeyHeld
+	case errors.Is(err, ErrDegraded):
+		return ExitDegraded
+	case errors.Is(err, ErrCannotRun):
+		return ExitCannotRun
+	case errors.Is(err, ErrCommandNotFound):
+		return ExitNotFound
+	case errors.Is(err, ErrNotRunning):
+		return ExitExited
+	default:
+		return ExitInternal
+	}
+}
+
+// Code maps an error to the stable code used in JSON errors (sidecar, --json output).
+func Code(err error) string {
+	switch {
+	case errors.Is(err, ErrInvalid):
+		return "invalid"
+	case errors.Is(err, ErrNotFound):
+		return "not_found"
+	case errors.Is(err, ErrRefused):
+		return "refused"
+	case errors.Is(err, ErrUnverified):
+		return "unverified"
+	case errors.Is(err, ErrNotRunning):
+		return "not_running"
+	case errors.Is(err, ErrDegraded):
+		return "degraded"
+	case errors.Is(err, ErrKeyHeld):
+		return "key_held"
+	case errors.Is(err, ErrNotEmpty):
+		return "not_empty"
+	case errors.Is(err, ErrCannotRun):
+		return "cannot_run"
+	case errors.Is(err, ErrCommandNotFound):
+		return "command_not_found"
+	default:
+		return "internal"
+	}
+}
