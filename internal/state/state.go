@@ -1,0 +1,124 @@
+// Package state keeps hlaunch's durable records: one JSON file per worker (and per execution in the
+// ledger), each written atomically so a crash at any instant leaves every record parseable.
+package state
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Dir is one directory of records.
+type Dir struct {
+	Path string
+}
+
+// ErrNotFound is returned by Read for a record that does not exist.
+var ErrNotFound = errors.New("record not found")
+
+// Open makes sure dir exists (mode 0700) and returns it.
+func Open(dir string) (*Dir, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("state dir: %w", err)
+	}
+	return &Dir{Path: dir}, nil
+}
+
+// Write stores v as <name>.json: temp file, fsync, rename, fsync of the directory. With durable false the
+// two fsyncs are skipped (records that need not survive a power loss, such as a foreground run's).
+func (d *Dir) Write(name string, v any, durable bool) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode record %s: %w", name, err)
+	}
+	f, err := os.CreateTemp(d.Path, "."+name+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write record: %w", err)
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("write record: %w", err)
+	}
+	if durable {
+		if err := f.Sync(); err != nil {
+			return fmt.Errorf("write record: %w", err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write record: %w", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(d.Path, name+".json")); err != nil {
+		return fmt.Errorf("write record: %w", err)
+	}
+	ok = true
+	if durable {
+		return syncDir(d.Path)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync state dir: %w", err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("sync state dir: %w", err)
+	}
+	return nil
+}
+
+// Read decodes <name>.json into v; ErrNotFound when it does not exist.
+func (d *Dir) Read(name string, v any) error {
+	b, err := os.ReadFile(filepath.Join(d.Path, name+".json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s: %w", name, ErrNotFound)
+	}
+	if err != nil {
+		return fmt.Errorf("read record: %w", err)
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("read record %s: %w", filepath.Join(d.Path, name+".json"), err)
+	}
+	return nil
+}
+
+// Names lists the record names (without .json) that start with prefix, sorted. Temp files are skipped.
+func (d *Dir) Names(prefix string) ([]string, error) {
+	ents, err := os.ReadDir(d.Path)
+	if err != nil {
+		return nil, fmt.Errorf("list records: %w", err)
+	}
+	var out []string
+	for _, e := range ents {
+		n := e.Name()
+		if strings.HasPrefix(n, ".") || !strings.HasSuffix(n, ".json") || !strings.HasPrefix(n, prefix) {
+			continue
+		}
+		out = append(out, strings.TrimSuffix(n, ".json"))
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// Remove deletes <name>.json; a missing record is not an error.
+func (d *Dir) Remove(name string) error {
+	err := os.Remove(filepath.Join(d.Path, name+".json"))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove record: %w", err)
+	}
+	return nil
+}
