@@ -1,0 +1,109 @@
+package systemd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+
+	sdbus "github.com/coreos/go-systemd/v22/dbus"
+	godbus "github.com/godbus/dbus/v5"
+)
+
+// systemPrivateSocket is the system manager's own socket, usable by root without a dbus-daemon.
+const systemPrivateSocket = "/run/systemd/private"
+
+// ConnectOptions says which manager to talk to. The zero value means uid 0's system manager.
+type ConnectOptions struct {
+	// User selects the user manager of UID even when UID is 0. When false and UID is 0 the system manager
+	// is used; when false and UID is not 0 the user manager is used anyway (an unprivileged caller cannot
+	// create scopes in the system manager).
+	User bool
+	// UID is the user whose bus is derived (normally os.Geteuid()). It must match the effective uid for the
+	// user bus: the bus authenticates the caller's socket credentials, not this field.
+	UID int
+	// Getenv reads XDG_RUNTIME_DIR and DBUS_SESSION_BUS_ADDRESS; nil means os.Getenv.
+	Getenv func(string) string
+}
+
+// Conn is a connection to one systemd manager. It is safe for concurrent use; Close it when done.
+type Conn struct {
+	sd *sdbus.Conn
+	// Bus is where the connection went: a socket path, or "system" for the system bus.
+	bus string
+}
+
+// Connect opens a connection to the manager chosen by o. As root without o.User it tries the system bus,
+// then systemd's private socket; otherwise it derives the user bus afresh (ResolveUserBus) on every call:
+// nothing is cached, so a bus that appears later (linger) is found by the next call. Any failure wraps
+// ErrNoBus with the reason.
+func Connect(ctx context.Context, o ConnectOptions) (*Conn, error) {
+	if o.UID == 0 && !o.User {
+		sd, err := sdbus.NewSystemConnectionContext(ctx)
+		if err == nil {
+			return &Conn{sd: sd, bus: "system"}, nil
+		}
+		sd, err2 := sdbus.NewSystemdConnectionContext(ctx)
+		if err2 == nil {
+			return &Conn{sd: sd, bus: systemPrivateSocket}, nil
+		}
+		return nil, fmt.Errorf("%w: system bus: %v; %s: %v", ErrNoBus, err, systemPrivateSocket, err2)
+	}
+	p, err := ResolveUserBus(o.UID, o.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	sd, err := sdbus.NewConnection(func() (*godbus.Conn, error) { return dialUserBus(ctx, p) })
+	if err != nil {
+		return nil, fmt.Errorf("%w: user bus %s: %w", ErrNoBus, p, err)
+	}
+	return &Conn{sd: sd, bus: p}, nil
+}
+
+// dialUserBus opens one authenticated connection to the bus socket at p. go-systemd opens two (one for
+// method calls, one for the JobRemoved signal), so this is called twice per Connect.
+func dialUserBus(ctx context.Context, p string) (*godbus.Conn, error) {
+	c, err := godbus.Dial("unix:path="+p, godbus.WithContext(ctx))
+	if err != nil {
+		return nil, err
+	}
+	// EXTERNAL with the numeric uid: the daemon checks it against SO_PEERCRED, and no user lookup is needed.
+	if err := c.Auth([]godbus.Auth{godbus.AuthExternal(strconv.Itoa(os.Geteuid()))}); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if err := c.Hello(); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// Bus says where the connection went: a socket path, or "system" for the system bus.
+func (c *Conn) Bus() string { return c.bus }
+
+// Close closes the connection. It returns nil; the error is there for io.Closer.
+func (c *Conn) Close() error {
+	c.sd.Close()
+	return nil
+}
+
+// D-Bus error names that callers branch on.
+const (
+	dbusUnitExists = "org.freedesktop.systemd1.UnitExists"
+	dbusNoSuchUnit = "org.freedesktop.systemd1.NoSuchUnit"
+)
+
+// dbusErrorName returns the D-Bus error name in err, or "".
+func dbusErrorName(err error) string {
+	var de godbus.Error
+	if errors.As(err, &de) {
+		return de.Name
+	}
+	var pde *godbus.Error
+	if errors.As(err, &pde) && pde != nil {
+		return pde.Name
+	}
+	return ""
+}
