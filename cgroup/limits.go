@@ -1,5 +1,7 @@
 package cgroup
 
+import "fmt"
+
 // Limits are the resource limits of one worker's cgroup. A zero field means "no limit set".
 // A limit that cannot be applied on this host is an error, never silently ignored.
 type Limits struct {
@@ -17,3 +19,26 @@ type Limits struct {
 
 // IsZero reports whether no limit is set.
 func (l Limits) IsZero() bool { return l == Limits{} }
+
+// validate refuses values no kernel would take, before anything is created.
+func (l Limits) validate() error {
+	switch {
+	case l.Memory < 0, l.MemoryHigh < 0, l.Pids < 0, l.CPUs < 0:
+		return fmt.Errorf("%w: negative value in %+v", ErrBadLimit, l)
+	case l.CPUWeight > 10000:
+		return fmt.Errorf("%w: cpu weight %d outside 1..10000", ErrBadLimit, l.CPUWeight)
+	case l.CPUs != 0 && l.CPUs*cfsPeriod < 1000:
+		return fmt.Errorf("%w: cpus %g below the 1ms-per-period minimum", ErrBadLimit, l.CPUs)
+	}
+	return nil
+}
+
+// cfsPeriod is the CPU bandwidth period in microseconds, the kernel default for v1 and v2.
+const cfsPeriod = 100000
+
+// cpuQuota is the quota in microseconds per cfsPeriod for CPUs cores.
+func (l Limits) cpuQuota() int64 { return int64(l.CPUs * cfsPeriod) }
+
+// cpuShares maps a v2 weight (1..10000, default 100) to v1 cpu.shares (2..262144, default 1024), the
+// inverse of the mapping runc and containerd use in the other direction.
+func (l Limits) cpuShares() uint64 { return 2 + (l.CPUWeight-1)*262142/9999 }

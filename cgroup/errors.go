@@ -1,0 +1,29 @@
+package cgroup
+
+import "errors"
+
+var (
+	// ErrBadParent is returned for a cgroup parent or worker name that would leave the hierarchy root
+	// (an absolute escape, a ".." component) or is otherwise not a usable cgroup path.
+	ErrBadParent = errors.New("cgroup: bad parent path")
+	// ErrNotOurs is returned when a parent or worker cgroup exists but was not created by hlaunch
+	// (it has no hlaunch marker). hlaunch never places workers in, or removes, a cgroup it does not own.
+	ErrNotOurs = errors.New("cgroup: cgroup exists but was not created by hlaunch")
+	// ErrExists is returned by Create when the worker cgroup already exists.
+	ErrExists = errors.New("cgroup: worker cgroup already exists")
+	// ErrUnsupportedLimit is returned when a requested limit cannot be applied on this host; the
+	// message names the limit. Nothing is left created.
+	ErrUnsupportedLimit = errors.New("cgroup: limit not supported on this host")
+	// ErrPopulated is returned by Delete (and RemoveParentIfEmpty) while members remain.
+	ErrPopulated = errors.New("cgroup: cgroup still has members")
+	// ErrNoUnified is returned for operations that need a cgroup2 tree on a legacy (v1-only) host.
+	ErrNoUnified = errors.New("cgroup: no cgroup2 hierarchy on this host")
+	// ErrNotFound is returned when no cgroup hierarchy is mounted, or a worker cgroup to load is missing.
+	ErrNotFound = errors.New("cgroup: not found")
+	// ErrFallbackForbidden is returned by Kill when cgroup.kill is missing and Host.NoKillFallback
+	// forbids the freeze-kill-thaw fallback.
+	ErrFallbackForbidden = errors.New("cgroup: cgroup.kill unavailable and fallback forbidden")
+)
+
+// ErrBadLimit is returned by Create for a limit value no kernel accepts (negative, weight above 10000).
+var ErrBadLimit = errors.New("cgroup: bad limit value")
