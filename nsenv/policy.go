@@ -1,0 +1,151 @@
+package nsenv
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+)
+
+// Policy holds the name lists that decide what may enter a child's environ. Matching is case-insensitive
+// over ASCII. An entry holding '*' is a glob in which '*' matches any run of characters (possibly empty);
+// any other entry is an exact name. DefaultPolicy mirrors hermes; a policy file extends it (LoadPolicy),
+// because hermes computes its Tier-2 list at run time from its provider registry and no static copy is
+// ever complete.
+type Policy struct {
+	// Tier1 names are stripped from every child, whatever the secrets mode, and never pass a flag.
+	Tier1 []string `json:"tier1"`
+	// Tier1Patterns are globs for Tier-1 names (_HERMES_FORCE_*, AUXILIARY_*_API_KEY, ...).
+	Tier1Patterns []string `json:"tier1_patterns"`
+	// Credentials is the Tier-2 list: provider and tool credentials, stripped under --secrets none.
+	Credentials []string `json:"credentials"`
+	// CredentialSuffixes make any name ending in one of them credential-shaped (_API_KEY, _TOKEN, ...).
+	CredentialSuffixes []string `json:"credential_suffixes"`
+	// ProfileGateMarkers mark names that gate who may use one profile (_ALLOWED_, _ALLOW_ALL_, _ALLOW_FROM);
+	// a marker matches anywhere in the name, with the name's ends counting as '_'.
+	ProfileGateMarkers []string `json:"profile_gate_markers"`
+	// Base names are the only ones copied from the launcher's environment unasked (PATH, LANG, LC_*, ...).
+	// Unlike the other lists they are matched case-sensitively when copying: "path" is not PATH.
+	Base []string `json:"base"`
+	// LaunchSettingPrefixes mark names that configure the launch profile (TERMINAL_, HERMES_); they look
+	// global but belong to the launcher's profile, so --inherit refuses them.
+	LaunchSettingPrefixes []string `json:"launch_setting_prefixes"`
+}
+
+// DefaultPolicy returns a fresh copy of the built-in lists, which mirror hermes-agent.
+func DefaultPolicy() *Policy {
+	return &Policy{
+		Tier1: []string{
+			"GH_TOKEN", "GITHUB_TOKEN", "GITHUB_APP_ID", "GITHUB_APP_PRIVATE_KEY_PATH",
+			"GITHUB_APP_INSTALLATION_ID", "TELEGRAM_BOT_TOKEN", "DISCORD_BOT_TOKEN", "SLACK_BOT_TOKEN",
+			"SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "GATEWAY_ALLOWED_USERS", "GATEWAY_ALLOW_ALL_USERS",
+			"GATEWAY_RELAY_ID", "GATEWAY_RELAY_SECRET", "GATEWAY_RELAY_DELIVERY_KEY", "HASS_TOKEN",
+			"EMAIL_PASSWORD", "HERMES_DASHBOARD_SESSION_TOKEN", "MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET",
+			"DAYTONA_API_KEY",
+		},
+		Tier1Patterns: []string{
+			"_HERMES_FORCE_*", "AUXILIARY_*_API_KEY", "AUXILIARY_*_BASE_URL",
+			"GATEWAY_RELAY_*_SECRET", "GATEWAY_RELAY_*_KEY", "GATEWAY_RELAY_*_TOKEN",
+		},
+		// A static snapshot of hermes' provider registry; the gateway extends it with --policy.
+		Credentials: []string{
+			"OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
+			"ANTHROPIC_TOKEN", "OPENROUTER_API_KEY", "OPENROUTER_BASE_URL", "GOOGLE_API_KEY",
+			"GEMINI_API_KEY", "FIRECRAWL_API_KEY", "FIRECRAWL_API_URL", "BROWSERBASE_API_KEY",
+			"BROWSERBASE_PROJECT_ID", "NOUS_API_KEY", "NOUS_BASE_URL", "DEEPSEEK_API_KEY", "XAI_API_KEY",
+			"GROQ_API_KEY", "MISTRAL_API_KEY", "TOGETHER_API_KEY", "FIREWORKS_API_KEY", "HF_TOKEN",
+			"GLM_API_KEY", "KIMI_API_KEY", "MINIMAX_API_KEY", "DASHSCOPE_API_KEY", "TAVILY_API_KEY",
+			"EXA_API_KEY", "PARALLEL_API_KEY", "ELEVENLABS_API_KEY", "FAL_KEY", "VOICE_TOOLS_OPENAI_KEY",
+			"HONCHO_API_KEY", "GITHUB_COPILOT_TOKEN", "COPILOT_GITHUB_TOKEN", "AWS_ACCESS_KEY_ID",
+			"AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "API_SERVER_KEY",
+		},
+		CredentialSuffixes:    []string{"_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_KEY", "_JSON"},
+		ProfileGateMarkers:    []string{"_ALLOWED_", "_ALLOW_ALL_", "_ALLOW_FROM"},
+		Base:                  []string{"PATH", "LANG", "LC_*", "TZ", "TERM", "USER", "LOGNAME", "SHELL", "HOME"},
+		LaunchSettingPrefixes: []string{"TERMINAL_", "HERMES_"},
+	}
+}
+
+// LoadPolicy reads a JSON policy whose lists EXTEND the defaults (a policy can add names, never remove
+// one: a file that could empty Tier 1 would be a way to leak). An unknown key, a value of the wrong type,
+// an empty entry or trailing data gives ErrPolicy naming the problem.
+func LoadPolicy(r io.Reader) (*Policy, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrPolicy, err)
+	}
+	var ext Policy
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&ext); err != nil {
+		// encoding/json words it `json: unknown field "x"`, which names the key.
+		return nil, fmt.Errorf("%w: %w", ErrPolicy, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%w: trailing data after the JSON object", ErrPolicy)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%w: trailing data after the JSON object", ErrPolicy)
+	}
+	p := DefaultPolicy()
+	for _, l := range []struct {
+		key string
+		dst *[]string
+		add []string
+	}{
+		{"tier1", &p.Tier1, ext.Tier1},
+		{"tier1_patterns", &p.Tier1Patterns, ext.Tier1Patterns},
+		{"credentials", &p.Credentials, ext.Credentials},
+		{"credential_suffixes", &p.CredentialSuffixes, ext.CredentialSuffixes},
+		{"profile_gate_markers", &p.ProfileGateMarkers, ext.ProfileGateMarkers},
+		{"base", &p.Base, ext.Base},
+		{"launch_setting_prefixes", &p.LaunchSettingPrefixes, ext.LaunchSettingPrefixes},
+	} {
+		for _, s := range l.add {
+			if strings.TrimSpace(s) == "" || strings.ContainsAny(s, "=\x00") {
+				return nil, fmt.Errorf("%w: %q: entry %q is empty or holds '=' or NUL", ErrPolicy, l.key, s)
+			}
+			if !slices.Contains(*l.dst, s) {
+				*l.dst = append(*l.dst, s)
+			}
+		}
+	}
+	return p, nil
+}
+
+// LoadPolicyFile is LoadPolicy over a file; errors name the file.
+func LoadPolicyFile(path string) (*Policy, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--policy %s: %w: %w", path, ErrUnreadable, err)
+	}
+	defer f.Close()
+	p, err := LoadPolicy(f)
+	if err != nil {
+		return nil, fmt.Errorf("--policy %s: %w", path, err)
+	}
+	return p, nil
+}
+
+// IsTier1 reports whether name is a Tier-1 name (exact list or pattern).
+func (p *Policy) IsTier1(name string) bool { return p.compile().isTier1(upperASCII(name)) }
+
+// IsCredential reports whether name is a credential: Tier 1, the Tier-2 list, or credential-shaped (ends
+// in one of the credential suffixes).
+func (p *Policy) IsCredential(name string) bool { return p.compile().isCredential(upperASCII(name)) }
+
+// IsLaunchSetting reports whether name is a launch-profile setting (TERMINAL_*, HERMES_*).
+func (p *Policy) IsLaunchSetting(name string) bool {
+	return p.compile().isLaunchSetting(upperASCII(name))
+}
+
+// IsProfileGate reports whether name gates one profile's users (<PLATFORM>_ALLOWED_USERS, ...).
+func (p *Policy) IsProfileGate(name string) bool { return p.compile().isProfileGate(upperASCII(name)) }
+
+// IsBase reports whether name is on the base list, ignoring case. (Compose copies from the launcher only
+// names that match the base list exactly; see Policy.Base.)
+func (p *Policy) IsBase(name string) bool { return p.compile().base.match(upperASCII(name)) }
