@@ -1,0 +1,150 @@
+package nsenv
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// buildView turns the child's copy of the host mount tree into the sandbox's view. The order matters:
+// everything read-only first, then the private tmpfs, then the writable paths, then the hermes root's
+// view, then Hide, then /proc; each later step covers the earlier ones, so a writable path that
+// contains the hermes root (--rw $HOME) cannot re-expose other profiles, and a hidden path inside a
+// writable one stays hidden.
+func (s *Sandbox) buildView(v *view) error {
+	slash, err := openPath("/", true)
+	if err != nil {
+		return err
+	}
+	err = setReadOnly(slash, "/", true)
+	unix.Close(slash)
+	if err != nil {
+		return err
+	}
+	if err := privateTmpfs("/tmp", "mode=1777"); err != nil {
+		return err
+	}
+	if err := privateTmpfs("/dev/shm", "mode=1777"); err != nil {
+		return err
+	}
+	for i, p := range v.paths {
+		if err := attachAt(v.trees[i], p, v.dirs[i]); err != nil {
+			return err
+		}
+	}
+	if err := s.profileView(v); err != nil {
+		return err
+	}
+	for _, h := range s.Hide {
+		if err := hide(h); err != nil {
+			return err
+		}
+	}
+	proc, err := openPath("/proc", true)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(proc)
+	// Read-only: the fresh /proc/sys writes the host's sysctls, and nothing a worker needs writes /proc.
+	if err := unix.Mount("proc", fdPath(proc), "proc", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount fresh /proc: %w", err)
+	}
+	return nil
+}
+
+// privateTmpfs covers dir with an empty writable tmpfs; a missing dir (or one reached through a link,
+// as /dev/shm -> /run/shm on old systems) is left alone.
+func privateTmpfs(dir, data string) error {
+	fd, err := openPath(dir, true)
+	if err != nil {
+		return nil //nolint:nilerr // nothing to make private
+	}
+	defer unix.Close(fd)
+	return mountTmpfs(fd, dir, 0, data)
+}
+
+// attachAt mounts a writable clone back at its own path as the view now shows it (inside the private
+// /tmp the path is re-created first).
+func attachAt(tree int, p string, dir bool) error {
+	fd, err := openTarget(p, dir)
+	if err != nil {
+		return fmt.Errorf("sandbox writable path: %w", err)
+	}
+	defer unix.Close(fd)
+	return attachTree(tree, fd, p)
+}
+
+// profileView replaces what the hermes root shows. Default profile: the root (writable, as cloned) with
+// an empty read-only tmpfs over profiles/. Named profile: an empty read-only tmpfs over the root holding
+// only profiles/<name>, with the writable home bound there; the root's own .env, auth.json, state.db are
+// gone with the rest.
+func (s *Sandbox) profileView(v *view) error {
+	root, err := openTarget(s.Root, true)
+	if err != nil {
+		return fmt.Errorf("sandbox root: %w", err)
+	}
+	defer unix.Close(root)
+	if s.Home == s.Root {
+		if err := attachTree(v.homeTree, root, s.Home); err != nil {
+			return err
+		}
+		return hideDir(filepath.Join(s.Root, "profiles"), "mode=0755")
+	}
+	if err := mountTmpfs(root, s.Root, unix.MS_NOEXEC, "mode=0755"); err != nil {
+		return err
+	}
+	// Re-open: root still names the covered directory, the tmpfs is on top of the path now.
+	top, err := openPath(s.Root, true)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(top)
+	name, _ := s.profileName()
+	if err := unix.Mkdirat(top, "profiles", 0o755); err != nil {
+		return fmt.Errorf("sandbox view: mkdir profiles: %w", err)
+	}
+	if err := unix.Mkdirat(top, "profiles/"+name, 0o755); err != nil {
+		return fmt.Errorf("sandbox view: mkdir profiles/%s: %w", name, err)
+	}
+	if err := setReadOnly(top, s.Root, false); err != nil {
+		return err
+	}
+	target, err := openBeneath(top, "profiles/"+name, s.Home, true)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(target)
+	return attachTree(v.homeTree, target, s.Home)
+}
+
+// hideDir covers an existing directory with an empty read-only tmpfs (tmpfs options in data).
+func hideDir(p, data string) error {
+	fd, err := openPath(p, true)
+	if err != nil {
+		return nil //nolint:nilerr // missing: nothing to hide
+	}
+	defer unix.Close(fd)
+	return mountTmpfs(fd, p, unix.MS_RDONLY|unix.MS_NOEXEC, data)
+}
+
+// hide makes p invisible: a directory gets an empty read-only tmpfs, anything else (a socket, a file)
+// is covered by /dev/null. A missing path is skipped; a path through a link is refused.
+func hide(p string) error {
+	fd, err := openPath(p, false)
+	if err != nil {
+		if isNotExist(err) {
+			return nil
+		}
+		return fmt.Errorf("sandbox hidden path: %w", err)
+	}
+	defer unix.Close(fd)
+	dir, err := isDir(fd)
+	if err != nil {
+		return err
+	}
+	if dir {
+		return mountTmpfs(fd, p, unix.MS_RDONLY|unix.MS_NOEXEC, "mode=0")
+	}
+	return bindDevNull(fd, p)
+}

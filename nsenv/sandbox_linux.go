@@ -1,0 +1,188 @@
+package nsenv
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// validateFS resolves every path of s on the file system the way Enter will: no symbolic link anywhere,
+// Home beneath Root.
+func (s *Sandbox) validateFS() error {
+	rootFD, err := openPath(s.Root, true)
+	if err != nil {
+		return fmt.Errorf("sandbox root: %w", err)
+	}
+	defer unix.Close(rootFD)
+	homeFD, err := s.openHome(rootFD)
+	if err != nil {
+		return err
+	}
+	unix.Close(homeFD)
+	for _, w := range s.writable() {
+		fd, err := openPath(w, false)
+		if err != nil {
+			return fmt.Errorf("sandbox writable path: %w", err)
+		}
+		unix.Close(fd)
+	}
+	for _, h := range s.Hide {
+		fd, err := openPath(h, false)
+		if errors.Is(err, unix.ENOENT) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("sandbox hidden path: %w", err)
+		}
+		unix.Close(fd)
+	}
+	return nil
+}
+
+// openHome opens Home beneath the already open Root.
+func (s *Sandbox) openHome(rootFD int) (int, error) {
+	rel := "."
+	if s.Home != s.Root {
+		rel = strings.TrimPrefix(s.Home, s.Root+"/")
+	}
+	fd, err := openBeneath(rootFD, rel, s.Home, true)
+	if err != nil {
+		return -1, fmt.Errorf("sandbox home: %w", err)
+	}
+	return fd, nil
+}
+
+// SysProcAttr adds the sandbox's namespaces to attr: mount, pid, ipc and uts, network for Net "none",
+// and, when the caller is not root and the kernel allows it, a user namespace that maps the caller's
+// uid and gid to 0 (the only ids an unprivileged process may map; setgroups is denied). The caller
+// keeps the rest of attr (Setsid, Pdeathsig, UseCgroupFD) as it set it.
+func (s *Sandbox) SysProcAttr(attr *syscall.SysProcAttr) {
+	attr.Cloneflags |= unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS
+	if s.Net == NetNone {
+		attr.Cloneflags |= unix.CLONE_NEWNET
+	}
+	if os.Geteuid() != 0 && UserNamespaceSupport() == nil {
+		attr.Cloneflags |= unix.CLONE_NEWUSER
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
+		attr.GidMappingsEnableSetgroups = false
+	}
+}
+
+// UserNamespaceSupport says whether this process can build a sandbox without root: nil for root, or
+// when the kernel lets unprivileged users create user namespaces; otherwise an error matching
+// ErrNoUserNamespace that names the knob that forbids it.
+func UserNamespaceSupport() error {
+	if os.Geteuid() == 0 {
+		return nil
+	}
+	knobs := []struct{ file, bad string }{
+		{"/proc/sys/user/max_user_namespaces", "0"},
+		{"/proc/sys/kernel/unprivileged_userns_clone", "0"},
+		{"/proc/sys/kernel/apparmor_restrict_unprivileged_userns", "1"},
+	}
+	for _, k := range knobs {
+		b, err := os.ReadFile(k.file)
+		if err != nil {
+			continue // the knob does not exist on this kernel
+		}
+		if strings.TrimSpace(string(b)) == k.bad {
+			return fmt.Errorf("%w: %s is %s", ErrNoUserNamespace, k.file, k.bad)
+		}
+	}
+	return nil
+}
+
+// Enter builds the sandbox from inside the child, in the namespaces SysProcAttr asked for, before the
+// target is executed. It must run on the thread that will call execve (runtime.LockOSThread): no_new_privs
+// and the capability sets belong to a thread. On error the child must not execute the target.
+//
+// Steps: / becomes a recursive slave (nothing propagates back to the host); the writable paths are
+// cloned as they are; every mount becomes read-only with one mount_setattr(AT_RECURSIVE); /tmp and
+// /dev/shm get private tmpfs; the writable clones are put back; the hermes root is replaced by a view
+// holding only the target home; Hide paths are covered; /proc is mounted fresh for the new pid namespace
+// (read-only); then the host name, core dumps, no_new_privs and the identity are set.
+func (s *Sandbox) Enter() error {
+	if err := s.validateLexical(); err != nil {
+		return err
+	}
+	// PID 1 proves a new pid namespace; SysProcAttr never asks for one without a new mount namespace.
+	if os.Getpid() != 1 {
+		return fmt.Errorf("%w: pid is %d, not 1", ErrNotIsolated, os.Getpid())
+	}
+	if err := unix.Mount("", "/", "", unix.MS_SLAVE|unix.MS_REC, ""); err != nil {
+		return &os.PathError{Op: "mount rslave", Path: "/", Err: err}
+	}
+	v, err := s.openView()
+	if err != nil {
+		return err
+	}
+	defer v.close()
+	if err := s.buildView(v); err != nil {
+		return err
+	}
+	return s.harden()
+}
+
+// view holds the descriptors taken before the host is made read-only.
+type view struct {
+	rootFD   int
+	homeTree int
+	paths    []string // writable paths (other than inside Home), parents first
+	trees    []int    // their clones, same order
+	dirs     []bool
+}
+
+func (v *view) close() {
+	for _, fd := range append([]int{v.rootFD, v.homeTree}, v.trees...) {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	}
+}
+
+func (s *Sandbox) openView() (*view, error) {
+	v := &view{rootFD: -1, homeTree: -1}
+	var err error
+	if v.rootFD, err = openPath(s.Root, true); err != nil {
+		return v, fmt.Errorf("sandbox root: %w", err)
+	}
+	homeFD, err := s.openHome(v.rootFD)
+	if err != nil {
+		return v, err
+	}
+	v.homeTree, err = cloneTree(homeFD, s.Home)
+	unix.Close(homeFD)
+	if err != nil {
+		return v, err
+	}
+	ws := s.writable()
+	sort.Strings(ws) // a parent sorts before its children, so children end up on top
+	for _, w := range ws {
+		if pathUnder(w, s.Home) {
+			continue // the home's clone carries it
+		}
+		fd, err := openPath(w, false)
+		if err != nil {
+			return v, fmt.Errorf("sandbox writable path: %w", err)
+		}
+		dir, err := isDir(fd)
+		if err == nil {
+			var t int
+			t, err = cloneTree(fd, w)
+			if err == nil {
+				v.paths, v.trees, v.dirs = append(v.paths, w), append(v.trees, t), append(v.dirs, dir)
+			}
+		}
+		unix.Close(fd)
+		if err != nil {
+			return v, err
+		}
+	}
+	return v, nil
+}
