@@ -1,0 +1,117 @@
+package systemdtest
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// killTree kills every process in the cgroup2 subtree dir and waits until it is empty. It uses
+// cgroup.kill, and falls back to SIGKILL per PID read from the subtree where cgroup.kill is missing.
+func killTree(dir string) error {
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	useKill := true
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		populated, err := populated(dir)
+		if err != nil {
+			return err
+		}
+		if !populated {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s still populated after SIGKILL", dir)
+		}
+		if useKill {
+			if err := os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0); err != nil {
+				useKill = false
+			}
+		}
+		if !useKill {
+			killEach(dir)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// populated reads "populated" from dir/cgroup.events.
+func populated(dir string) (bool, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.events"))
+	if err != nil {
+		return false, err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "populated "); ok {
+			return v != "0", nil
+		}
+	}
+	return false, fmt.Errorf("%s/cgroup.events: no populated line", dir)
+}
+
+// killEach sends SIGKILL to every PID listed in the subtree. The PIDs are ours: they are in our subtree.
+func killEach(dir string) {
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		f, err := os.Open(filepath.Join(p, "cgroup.procs"))
+		if err != nil {
+			return nil
+		}
+		defer f.Close()
+		s := bufio.NewScanner(f)
+		for s.Scan() {
+			if pid, err := strconv.Atoi(s.Text()); err == nil && pid > 0 {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		return nil
+	})
+}
+
+// removeTree removes the cgroup directory dir and all below it, deepest first, retrying EBUSY briefly
+// (a cgroup whose last task just exited can be busy for a moment).
+func removeTree(dir string) error {
+	var dirs []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	sort.Slice(dirs, func(i, j int) bool { return strings.Count(dirs[i], "/") > strings.Count(dirs[j], "/") })
+	for _, d := range dirs {
+		var rerr error
+		for i := 0; i < 100; i++ {
+			if rerr = os.Remove(d); rerr == nil || errors.Is(rerr, fs.ErrNotExist) {
+				rerr = nil
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if rerr != nil {
+			return rerr
+		}
+	}
+	return nil
+}

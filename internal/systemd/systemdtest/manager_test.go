@@ -1,0 +1,50 @@
+package systemdtest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestStartAndTeardown checks the manager's view (its own subtree as root), a client's placement, and
+// that teardown leaves nothing behind.
+func TestStartAndTeardown(t *testing.T) {
+	var m *Manager
+	t.Run("run", func(t *testing.T) {
+		m = Start(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		out, err := m.Command(ctx, "cat", "/proc/self/cgroup").Output()
+		if err != nil {
+			t.Fatalf("client: %v", err)
+		}
+		// Inside the manager's cgroup namespace the client is in /clients, not in a host path.
+		if !strings.Contains(string(out), "0::/clients\n") {
+			t.Errorf("client cgroup = %q, want 0::/clients", out)
+		}
+		mgr, err := os.ReadFile("/proc/" + itoa(m.PID) + "/cgroup")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := "0::/" + filepath.Base(m.CgroupV2) + "/init.scope\n"; !strings.Contains(string(mgr), want) {
+			t.Errorf("manager cgroup (host view) = %q, want init.scope inside %s", mgr, m.CgroupV2)
+		}
+		if _, err := os.Stat(m.CgroupV2 + "/init.scope"); err != nil {
+			t.Errorf("manager did not create init.scope in its subtree: %v", err)
+		}
+	})
+	if m == nil {
+		return
+	}
+	for _, p := range append(m.subtrees(), m.base) {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("left behind after teardown: %s (%v)", p, err)
+		}
+	}
+	if err := syscallKill0(m.PID); err == nil {
+		t.Errorf("manager %d still alive after teardown", m.PID)
+	}
+}
