@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"errors"
+	"fmt"
 )
 
 // Sentinel errors. Each maps to one documented exit code (see ExitCode and docs/exit-codes.md) and to one
@@ -28,6 +29,9 @@ var (
 	// ErrCommandNotFound: the command was not found in the child's PATH (exit 127).
 	ErrCommandNotFound = errors.New("command not found")
 )
+
+// invalid marks err as bad input (exit 125, JSON code "invalid").
+func invalid(err error) error { return fmt.Errorf("%w: %w", ErrInvalid, err) }
 
 // Exit codes of the hlaunch command, documented in docs/exit-codes.md.
 const (

@@ -1,11 +1,12 @@
 package launcher
 
 import (
-	"context"
 	"io"
 	"os"
-	"syscall"
-	"time"
+
+	"github.com/hlaunch/hlaunch/cgroup"
+	"github.com/hlaunch/hlaunch/fingerprint"
+	"github.com/hlaunch/hlaunch/nsenv"
 )
 
 // Config is what a Launcher needs from its host; zero fields take the defaults given.
@@ -26,6 +27,8 @@ type Config struct {
 	Stderr io.Writer
 	// Self is the hlaunch binary used for the init stub and the shim; empty means /proc/self/exe.
 	Self string
+	// Hide lists extra paths a sandboxed worker must not see (a sidecar's socket).
+	Hide []string
 	// Defaults fill the placement fields a Spec leaves empty (Scope, CgroupParent, Slice, RequireScope, Net).
 	Defaults Spec
 }
@@ -39,34 +42,35 @@ type Stdio struct {
 // Launcher carries out launches and later operations on workers. It holds no global state; one value per
 // process is enough, and it is safe for concurrent use.
 type Launcher struct {
-	cfg Config
+	cfg     Config
+	root    string        // resolved hermes root
+	policy  *nsenv.Policy // built-in lists, extended by --policy
+	host    *cgroup.Host  // nil when this host has no usable cgroupfs
+	hostErr error         // why host is nil
+	state   string        // state directory
+	ledger  string        // ledger directory
+	src     fingerprint.Sources
 }
 
-// Run starts spec in the foreground with stdio, forwards the given signals to it, waits, removes its
-// cgroup, and returns its wait status as an exit code (128+N for signal N).
-func (l *Launcher) Run(ctx context.Context, spec Spec, stdio Stdio, signals <-chan os.Signal) (int, error) {
-	panic("not yet")
+// Report is the `hlaunch doctor` answer.
+type Report struct {
+	CgroupMode      string            `json:"cgroup_mode"`
+	Mounts          map[string]string `json:"mounts"`
+	Controllers     []string          `json:"controllers"`
+	CgroupKill      bool              `json:"cgroup_kill"`
+	CloneIntoCgroup bool              `json:"clone_into_cgroup"`
+	Pidfd           bool              `json:"pidfd"`
+	UserNamespaces  bool              `json:"user_namespaces"`
+	SystemBus       Check             `json:"system_bus"`
+	UserBus         Check             `json:"user_bus"`
+	Linger          Check             `json:"linger"`
+	AutoChoice      string            `json:"auto_choice"`
+	AutoReason      string            `json:"auto_reason"`
+	RestartSafe     bool              `json:"restart_safe"`
 }
 
-// Start starts spec detached under a shim and returns its receipt at once.
-func (l *Launcher) Start(ctx context.Context, spec Spec) (*Receipt, error) { panic("not yet") }
-
-// List returns every worker record in the state directory, each verified now.
-func (l *Launcher) List(ctx context.Context) ([]Record, error) { panic("not yet") }
-
-// Get returns one worker's record; ref is a worker id or a token.
-func (l *Launcher) Get(ctx context.Context, ref string) (Record, error) { panic("not yet") }
-
-// Signal sends sig to the worker's leader, or to its whole cgroup with all, only when its identity verifies.
-func (l *Launcher) Signal(ctx context.Context, ref string, sig syscall.Signal, all bool) error {
-	panic("not yet")
+// Check is one probed capability: whether it is there and why.
+type Check struct {
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
 }
-
-// Stop sends SIGTERM, waits up to grace for the cgroup to empty, then kills the whole cgroup; it returns
-// nil only when the cgroup is verified empty.
-func (l *Launcher) Stop(ctx context.Context, ref string, grace time.Duration) (Record, error) {
-	panic("not yet")
-}
-
-// Wait blocks until the worker has ended (or ctx ends) and returns its final record.
-func (l *Launcher) Wait(ctx context.Context, ref string) (Record, error) { panic("not yet") }

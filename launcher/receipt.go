@@ -22,6 +22,7 @@ type Receipt struct {
 	InvocationID string        `json:"invocation_id,omitempty"` // systemd InvocationID, when scoped
 	Limits       cgroup.Limits `json:"limits"`                  // limits as applied
 	Key          string        `json:"key,omitempty"`
+	ShimPID      int           `json:"shim_pid,omitempty"` // the detached worker's shim (its parent)
 
 	BootID             string `json:"boot_id"`
 	MachineID          string `json:"machine_id"`
@@ -37,6 +38,7 @@ type Receipt struct {
 type Record struct {
 	Receipt
 	State         string `json:"state"`               // running, exited, foreign-boot, foreign-machine, recycled, unverified
+	Reason        string `json:"reason,omitempty"`    // one line: why this state
 	ExitCode      *int   `json:"exit_code,omitempty"` // when it exited normally and the status is known
 	Signal        string `json:"signal,omitempty"`    // when a signal ended it, e.g. "SIGKILL"
 	EndedAt       string `json:"ended_at,omitempty"`

@@ -42,6 +42,9 @@ type Spec struct {
 	RequireScope bool `json:"require_scope,omitempty"`
 	// Unit is the systemd unit name without ".scope"; empty means "hlaunch-<profile>-<id>".
 	Unit string `json:"unit,omitempty"`
+	// UserManager selects the caller's user manager (--user) even as root; the default for root is the
+	// system manager, for everyone else the user manager.
+	UserManager bool `json:"user_manager,omitempty"`
 	// Slice is the systemd slice for the scope; empty means the manager's default.
 	Slice string `json:"slice,omitempty"`
 	// CgroupParent is the raw-cgroup parent relative to each hierarchy's root; empty means "hlaunch".

@@ -1,0 +1,105 @@
+package handshake
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+)
+
+// InitArg is the argv[1] that makes an hlaunch binary act as the stub.
+const InitArg = "__init"
+
+// Child is a started stub, blocked until Release sends it its Config.
+type Child struct {
+	Cmd  *exec.Cmd
+	cfgW *os.File
+	resR *os.File
+}
+
+// Start starts cmd as the stub. The caller sets cmd.Path to an hlaunch binary, cmd.Args to
+// {path, InitArg}, and SysProcAttr, stdio and Env (the stub's env should be empty: the target's environ
+// travels in the Config). Start appends the two protocol pipes as fds 3 and 4.
+func Start(cmd *exec.Cmd) (*Child, error) {
+	cfgR, cfgW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("handshake pipe: %w", err)
+	}
+	resR, resW, err := os.Pipe()
+	if err != nil {
+		cfgR.Close()
+		cfgW.Close()
+		return nil, fmt.Errorf("handshake pipe: %w", err)
+	}
+	if len(cmd.ExtraFiles) != 0 {
+		panic("handshake: cmd.ExtraFiles must be empty")
+	}
+	cmd.ExtraFiles = []*os.File{cfgR, resW}
+	err = cmd.Start()
+	// The child holds its own copies now; ours must go so EOF means what the protocol says.
+	cfgR.Close()
+	resW.Close()
+	if err != nil {
+		cfgW.Close()
+		resR.Close()
+		return nil, err
+	}
+	return &Child{Cmd: cmd, cfgW: cfgW, resR: resR}, nil
+}
+
+// PID is the stub's (and, after Release, the target's) process id.
+func (c *Child) PID() int { return c.Cmd.Process.Pid }
+
+// Release sends cfg, which lets the stub go on to exec the target, and waits for the outcome: nil once the
+// target program is running, an *Error (wrapping ErrFailed and the errno) when the stub reported a failure.
+// On any error the stub has exited or is about to; the caller still Waits for it.
+func (c *Child) Release(cfg Config) error {
+	err := WriteMsg(c.cfgW, cfg)
+	c.cfgW.Close()
+	c.cfgW = nil
+	if err != nil {
+		c.resR.Close()
+		return fmt.Errorf("handshake: send config: %w", err)
+	}
+	var f Failure
+	err = ReadMsg(c.resR, &f)
+	c.resR.Close()
+	switch {
+	case errors.Is(err, io.EOF):
+		return nil // the result pipe closed on exec: the target runs
+	case err != nil:
+		return fmt.Errorf("handshake: read result: %w", err)
+	default:
+		return &Error{f}
+	}
+}
+
+// Abort ends a stub that will not be released; it never reaches the target program.
+func (c *Child) Abort() {
+	if c.cfgW != nil {
+		c.cfgW.Close()
+		c.cfgW = nil
+	}
+	c.resR.Close()
+	_ = c.Cmd.Process.Kill()
+	_ = c.Cmd.Wait()
+}
+
+// Exchange sends msg and reads one reply message into reply: the shim's variant of the protocol, where the
+// child answers (with the worker's identity) instead of exec'ing. On success the child keeps running.
+func (c *Child) Exchange(msg, reply any) error {
+	err := WriteMsg(c.cfgW, msg)
+	c.cfgW.Close()
+	c.cfgW = nil
+	if err != nil {
+		c.resR.Close()
+		return fmt.Errorf("handshake: send config: %w", err)
+	}
+	err = ReadMsg(c.resR, reply)
+	c.resR.Close()
+	if err != nil {
+		return fmt.Errorf("handshake: no answer from child: %w", err)
+	}
+	return nil
+}

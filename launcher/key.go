@@ -1,0 +1,63 @@
+package launcher
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/hlaunch/hlaunch/fingerprint"
+	"golang.org/x/sys/unix"
+)
+
+// holdKey takes the key's lock (so two launches with one key cannot race past the check) and refuses when
+// a worker holding the key verifies as running. A holder that does not verify is released: it is never
+// signalled, and it no longer blocks the key. The returned function drops the lock.
+func (l *Launcher) holdKey(ctx context.Context, key string) (func(), error) {
+	dir := filepath.Join(l.state, "keys")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("key lock: %w", err)
+	}
+	sum := sha256.Sum256([]byte(key))
+	f, err := os.OpenFile(filepath.Join(dir, hex.EncodeToString(sum[:16])+".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("key lock: %w", err)
+	}
+	if err := flock(ctx, f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	unlock := func() { f.Close() } // closing drops the flock
+	recs, err := l.List(ctx)
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	for _, r := range recs {
+		if r.Key == key && r.State == string(fingerprint.Running) {
+			unlock()
+			return nil, fmt.Errorf("%w: --key %q is held by worker %s (pid %d)", ErrKeyHeld, key, r.ID, r.PID)
+		}
+	}
+	return unlock, nil
+}
+
+// flock takes an exclusive lock on f, giving up when ctx ends.
+func flock(ctx context.Context, f *os.File) error {
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return nil
+		}
+		if err != unix.EWOULDBLOCK && err != unix.EINTR {
+			return os.NewSyscallError("flock", err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timeAfter():
+		}
+	}
+}

@@ -1,0 +1,83 @@
+package launcher
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/hlaunch/hlaunch/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/state"
+)
+
+// LedgerQuery selects ledger records; zero fields select everything.
+type LedgerQuery struct {
+	Key   string
+	Since time.Time
+}
+
+// writeLedger stores rec as the execution's ledger record.
+func (l *Launcher) writeLedger(rec Record) error {
+	d, err := state.Open(l.ledger)
+	if err != nil {
+		return err
+	}
+	return d.Write(rec.ID, rec, true)
+}
+
+// finishLedger completes an execution's ledger record with how it ended. Best effort: the worker record's
+// exit file holds the same facts.
+func finishLedger(dir, id string, ex exitRecord) {
+	d := &state.Dir{Path: dir}
+	var rec Record
+	if d.Read(id, &rec) != nil {
+		return
+	}
+	rec.applyExit(ex)
+	rec.State = string(fingerprint.Exited)
+	_ = d.Write(id, rec, true)
+}
+
+// Ledger returns the execution records that match q, oldest first. A record whose worker has not ended is
+// verified now: one from before a reboot says foreign-boot, never running.
+func (l *Launcher) Ledger(ctx context.Context, q LedgerQuery) ([]Record, error) {
+	d, err := state.Open(l.ledger)
+	if err != nil {
+		return nil, err
+	}
+	ids, err := d.Names("w-")
+	if err != nil {
+		return nil, err
+	}
+	var out []Record
+	for _, id := range ids {
+		var rec Record
+		if err := d.Read(id, &rec); err != nil {
+			return nil, err
+		}
+		if q.Key != "" && rec.Key != q.Key {
+			continue
+		}
+		if !q.Since.IsZero() {
+			if t, err := time.Parse(time.RFC3339Nano, rec.StartedAt); err == nil && t.Before(q.Since) {
+				continue
+			}
+		}
+		if rec.EndedAt == "" {
+			ident, err := fingerprint.ParseToken(rec.Token)
+			if err != nil {
+				return nil, fmt.Errorf("ledger record %s: %w", id, err)
+			}
+			v, err := fingerprint.Verify(l.src, ident)
+			if err != nil {
+				return nil, fmt.Errorf("ledger record %s: %w", id, err)
+			}
+			rec.State, rec.Reason = string(v.State), v.Reason
+		}
+		out = append(out, rec)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].StartedAt < out[j].StartedAt })
+	return out, nil
+}
+
+func timeAfter() <-chan time.Time { return time.After(5 * time.Millisecond) }

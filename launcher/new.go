@@ -1,0 +1,128 @@
+package launcher
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strings"
+
+	"github.com/hlaunch/hlaunch/cgroup"
+	"github.com/hlaunch/hlaunch/fingerprint"
+	"github.com/hlaunch/hlaunch/nsenv"
+)
+
+// New checks cfg and returns a Launcher. It resolves the hermes root, loads the policy and detects the
+// host's cgroup layout once; nothing is created.
+func New(cfg Config) (*Launcher, error) {
+	if cfg.Environ == nil {
+		cfg.Environ = os.Environ()
+	}
+	if cfg.Stderr == nil {
+		cfg.Stderr = os.Stderr
+	}
+	if cfg.Self == "" {
+		cfg.Self = "/proc/self/exe"
+	}
+	l := &Launcher{cfg: cfg}
+	getenv := envLookup(cfg.Environ)
+	root, err := nsenv.ResolveRoot(cfg.Root, getenv, osHome(getenv))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	l.root = root
+	l.policy = nsenv.DefaultPolicy()
+	if cfg.PolicyFile != "" {
+		if l.policy, err = nsenv.LoadPolicyFile(cfg.PolicyFile); err != nil {
+			return nil, fmt.Errorf("%w: --policy: %w", ErrInvalid, err)
+		}
+	}
+	l.state = cfg.StateDir
+	if l.state == "" {
+		l.state = defaultStateDir(getenv)
+	}
+	if !filepath.IsAbs(l.state) {
+		return nil, fmt.Errorf("%w: --state-dir %q must be absolute", ErrInvalid, l.state)
+	}
+	l.ledger = cfg.LedgerDir
+	if l.ledger == "" {
+		l.ledger = filepath.Join(l.state, "ledger")
+	}
+	l.host, l.hostErr = cgroup.Detect()
+	l.src = fingerprint.Sources{}
+	if l.host != nil {
+		l.src.CgroupRoot = l.host.Unified
+	}
+	return l, nil
+}
+
+// Root is the hermes root this launcher resolves profiles in.
+func (l *Launcher) Root() string { return l.root }
+
+// StateDir is where worker records live.
+func (l *Launcher) StateDir() string { return l.state }
+
+func defaultStateDir(getenv func(string) string) string {
+	if d := getenv("HLAUNCH_STATE_DIR"); d != "" {
+		return d
+	}
+	if os.Geteuid() == 0 {
+		return "/run/hlaunch"
+	}
+	if d := getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
+		return filepath.Join(d, "hlaunch")
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("hlaunch-%d", os.Geteuid()))
+}
+
+// envLookup reads a name from an environ slice (the last assignment wins, as getenv does).
+func envLookup(env []string) func(string) string {
+	return func(name string) string {
+		for i := len(env) - 1; i >= 0; i-- {
+			if v, ok := strings.CutPrefix(env[i], name+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+}
+
+// osHome is the OS home (HERMES_REAL_HOME): the launcher's HOME, else the password database's.
+func osHome(getenv func(string) string) string {
+	if h := getenv("HOME"); filepath.IsAbs(h) {
+		return h
+	}
+	if u, err := user.Current(); err == nil {
+		return u.HomeDir
+	}
+	return "/"
+}
+
+// Environ composes the environ the child of spec would get, each entry with its provenance
+// (`hlaunch env`). Nothing is started.
+func (l *Launcher) Environ(ctx context.Context, spec Spec) (nsenv.Environ, error) {
+	env, _, err := l.compose(spec)
+	return env, err
+}
+
+func (l *Launcher) compose(spec Spec) (nsenv.Environ, *nsenv.Profile, error) {
+	p, err := nsenv.OpenProfile(l.root, spec.Profile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	env, err := nsenv.Compose(nsenv.Request{
+		Profile:  p,
+		Secrets:  spec.Secrets,
+		Pass:     spec.Pass,
+		Env:      spec.Env,
+		Inherit:  spec.Inherit,
+		Launcher: l.cfg.Environ,
+		OSHome:   osHome(envLookup(l.cfg.Environ)),
+		Policy:   l.policy,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return env, p, nil
+}

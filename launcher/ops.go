@@ -1,0 +1,315 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hlaunch/hlaunch/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/state"
+)
+
+// load finds a worker by id (its record) or by token (the token alone is enough to verify and signal).
+func (l *Launcher) load(ref string) (Receipt, fingerprint.Identity, error) {
+	if isID(ref) {
+		d := &state.Dir{Path: l.workersDir()}
+		var rc Receipt
+		if err := d.Read(ref, &rc); err != nil {
+			if errors.Is(err, state.ErrNotFound) {
+				return Receipt{}, fingerprint.Identity{}, fmt.Errorf("%w: %s (state dir %s)", ErrNotFound, ref, l.state)
+			}
+			return Receipt{}, fingerprint.Identity{}, err
+		}
+		ident, err := fingerprint.ParseToken(rc.Token)
+		if err != nil {
+			return Receipt{}, fingerprint.Identity{}, fmt.Errorf("record %s: %w", ref, err)
+		}
+		return rc, ident, nil
+	}
+	ident, err := fingerprint.ParseToken(ref)
+	if err != nil {
+		return Receipt{}, fingerprint.Identity{}, fmt.Errorf("%w: not a worker id (w-<12 hex>) nor a valid token: %w", ErrInvalid, err)
+	}
+	rc := receiptOf(ident)
+	// A token of a worker we recorded gets its record's detail (profile, exit status).
+	if ids, err := (&state.Dir{Path: l.workersDir()}).Names("w-"); err == nil {
+		for _, id := range ids {
+			var r Receipt
+			if isID(id) && (&state.Dir{Path: l.workersDir()}).Read(id, &r) == nil && r.Token == ref {
+				return r, ident, nil
+			}
+		}
+	}
+	return rc, ident, nil
+}
+
+// receiptOf is the receipt a bare token implies.
+func receiptOf(i fingerprint.Identity) Receipt {
+	rc := Receipt{
+		Token: i.Token(), PID: i.PID, Cgroup: i.Cgroup, CgroupID: i.CgroupID, Unit: i.Unit,
+		InvocationID: i.InvocationID, BootID: i.BootID, MachineID: i.MachineID, StartTime: i.Start,
+		InstantiationEpoch: i.Epoch(), Fingerprint: i.Fingerprint(), Verification: "verified",
+	}
+	if i.Unverified {
+		rc.Verification = "unverified"
+	}
+	return rc
+}
+
+// record verifies a worker now and merges what its shim recorded.
+func (l *Launcher) record(rc Receipt, ident fingerprint.Identity) (Record, error) {
+	v, err := fingerprint.Verify(l.src, ident)
+	if err != nil {
+		return Record{}, fmt.Errorf("verify %s: %w", rc.ID, err)
+	}
+	rec := Record{Receipt: rc, State: string(v.State), Reason: v.Reason}
+	if rc.ID != "" {
+		var ex exitRecord
+		if (&state.Dir{Path: l.workersDir()}).Read(rc.ID+".exit", &ex) == nil {
+			rec.applyExit(ex)
+		}
+	}
+	if v.State == fingerprint.Running && l.host != nil && rc.Cgroup != "" {
+		if g, err := l.host.Load(rc.Cgroup); err == nil {
+			if st, err := g.Stats(); err == nil {
+				rec.MemoryCurrent, rec.MemoryPeak, rec.PidsCurrent = st.MemoryCurrent, st.MemoryPeak, st.PidsCurrent
+				rec.OOMKilled = rec.OOMKilled || st.OOMKills > 0
+			}
+		}
+	}
+	return rec, nil
+}
+
+func (r *Record) applyExit(ex exitRecord) {
+	r.ExitCode, r.Signal, r.EndedAt = ex.ExitCode, ex.Signal, ex.EndedAt
+	r.TimedOut, r.OOMKilled = ex.TimedOut, ex.OOMKilled
+	if ex.MemoryPeak > r.MemoryPeak {
+		r.MemoryPeak = ex.MemoryPeak
+	}
+}
+
+// Get returns one worker's record, verified now; ref is a worker id or a token.
+func (l *Launcher) Get(ctx context.Context, ref string) (Record, error) {
+	rc, ident, err := l.load(ref)
+	if err != nil {
+		return Record{}, err
+	}
+	return l.record(rc, ident)
+}
+
+// Status is Get under the name of the `hlaunch status` command.
+func (l *Launcher) Status(ctx context.Context, ref string) (Record, error) { return l.Get(ctx, ref) }
+
+// List returns every worker record in the state directory, each verified now, oldest first.
+func (l *Launcher) List(ctx context.Context) ([]Record, error) {
+	d := &state.Dir{Path: l.workersDir()}
+	ids, err := d.Names("w-")
+	if err != nil {
+		if errors.Is(err, syscall.ENOENT) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var out []Record
+	for _, id := range ids {
+		if !isID(id) {
+			continue
+		}
+		rec, err := l.Get(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}
+
+// refusal turns a verdict that does not authorize a signal into the matching error.
+func refusal(v fingerprint.Verdict) error {
+	switch v.State {
+	case fingerprint.Exited:
+		return fmt.Errorf("%w: %s", ErrNotRunning, v.Reason)
+	case fingerprint.Unverified:
+		return fmt.Errorf("%w: %s", ErrUnverified, v.Reason)
+	default:
+		return fmt.Errorf("%w: %s: %s", ErrRefused, v.State, v.Reason)
+	}
+}
+
+// authorize pins the worker for signalling, or says why not. Zero signals are sent on refusal.
+func (l *Launcher) authorize(ref string) (*fingerprint.Handle, Receipt, error) {
+	rc, ident, err := l.load(ref)
+	if err != nil {
+		return nil, rc, err
+	}
+	h, v, err := fingerprint.Authorize(l.src, ident)
+	if err != nil {
+		return nil, rc, fmt.Errorf("verify: %w", err)
+	}
+	if h == nil {
+		return nil, rc, refusal(v)
+	}
+	return h, rc, nil
+}
+
+// Signal sends sig to the worker's leader, or with all to every process in its cgroup, only when its
+// identity verifies as running.
+func (l *Launcher) Signal(ctx context.Context, ref string, sig syscall.Signal, all bool) error {
+	h, _, err := l.authorize(ref)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	if all {
+		return h.SignalAll(ctx, sig)
+	}
+	return h.SignalLeader(sig)
+}
+
+// Stop sends SIGTERM to the whole worker, waits up to grace for its cgroup to empty, then kills the whole
+// cgroup. It returns the final record, and an error unless the cgroup is verified empty.
+func (l *Launcher) Stop(ctx context.Context, ref string, grace time.Duration) (Record, error) {
+	h, rc, err := l.authorize(ref)
+	if err != nil {
+		return Record{}, err
+	}
+	defer h.Close()
+	killed := false
+	if err := h.SignalAll(ctx, syscall.SIGTERM); err != nil {
+		return Record{}, fmt.Errorf("stop: SIGTERM: %w", err)
+	}
+	gctx, cancel := context.WithTimeout(ctx, grace)
+	err = h.WaitEmpty(gctx)
+	cancel()
+	if err != nil {
+		killed = true
+		if err := h.SignalAll(ctx, syscall.SIGKILL); err != nil {
+			return Record{}, fmt.Errorf("stop: kill: %w", err)
+		}
+		kctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err = h.WaitEmpty(kctx)
+		cancel()
+		if err != nil {
+			return Record{}, fmt.Errorf("%w: %w", ErrNotEmpty, err)
+		}
+	}
+	if rc.ID != "" {
+		l.recordStopped(rc, killed)
+	}
+	if rc.Mode == ModeCgroup && l.host != nil && rc.Cgroup != "" {
+		if g, err := l.host.Load(rc.Cgroup); err == nil {
+			_ = g.Delete()
+		}
+	}
+	rec, err := l.Get(ctx, refOf(rc, ref))
+	if err != nil {
+		return Record{}, err
+	}
+	if rec.State == string(fingerprint.Running) {
+		return rec, fmt.Errorf("%w: still running after stop", ErrNotEmpty)
+	}
+	return rec, nil
+}
+
+func refOf(rc Receipt, ref string) string {
+	if rc.ID != "" {
+		return rc.ID
+	}
+	return ref
+}
+
+// recordStopped writes the exit record when the shim could not (it died with the cgroup).
+func (l *Launcher) recordStopped(rc Receipt, killed bool) {
+	d := &state.Dir{Path: l.workersDir()}
+	var ex exitRecord
+	if d.Read(rc.ID+".exit", &ex) == nil {
+		return
+	}
+	ex = exitRecord{EndedAt: time.Now().UTC().Format(time.RFC3339Nano), Stopped: true, Signal: "SIGTERM"}
+	if killed {
+		ex.Signal = "SIGKILL"
+	}
+	_ = d.Write(rc.ID+".exit", ex, true)
+	finishLedger(l.ledger, rc.ID, ex)
+}
+
+// Wait blocks until the worker has ended (or ctx ends) and returns its final record.
+func (l *Launcher) Wait(ctx context.Context, ref string) (Record, error) {
+	for {
+		rec, err := l.Get(ctx, ref)
+		if err != nil {
+			return Record{}, err
+		}
+		ended := rec.State != string(fingerprint.Running)
+		// The shim writes the exit status just after the leader ends; give it a moment to land.
+		if ended && (rec.ExitCode != nil || rec.Signal != "" || rec.ID == "" || rec.ShimPID == 0 || !alive(rec.ShimPID)) {
+			return rec, nil
+		}
+		select {
+		case <-ctx.Done():
+			return rec, ctx.Err()
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
+}
+
+// alive reports whether pid exists. Used only to stop waiting for a shim's record, never to signal.
+func alive(pid int) bool {
+	return syscall.Kill(pid, 0) == nil || errors.Is(syscall.Kill(pid, 0), syscall.EPERM)
+}
+
+// LegacyStatus applies the identity rules to a hermes row: a PID and its "<epoch>|<start>" fingerprint.
+func (l *Launcher) LegacyStatus(ctx context.Context, pid int, fp string) (Record, error) {
+	v, err := fingerprint.VerifyHermes(l.src, pid, fp)
+	if err != nil {
+		return Record{}, fmt.Errorf("verify: %w", err)
+	}
+	return Record{Receipt: Receipt{PID: pid, Fingerprint: fp}, State: string(v.State), Reason: v.Reason}, nil
+}
+
+// LegacySignal signals a hermes row's process only when its fingerprint verifies.
+func (l *Launcher) LegacySignal(ctx context.Context, pid int, fp string, sig syscall.Signal) error {
+	h, v, err := fingerprint.AuthorizeHermes(l.src, pid, fp)
+	if err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
+	if h == nil {
+		return refusal(v)
+	}
+	defer h.Close()
+	return h.SignalLeader(sig)
+}
+
+// GC removes the records of ended workers and their empty cgroups; it returns the ids removed. Records of
+// running workers, and of workers whose identity does not verify, stay (they are shown, never touched).
+func (l *Launcher) GC(ctx context.Context) ([]string, error) {
+	recs, err := l.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	d := &state.Dir{Path: l.workersDir()}
+	var removed []string
+	for _, r := range recs {
+		if r.State != string(fingerprint.Exited) {
+			continue
+		}
+		if r.Mode == ModeCgroup && l.host != nil && r.Cgroup != "" {
+			if g, err := l.host.Load(r.Cgroup); err == nil {
+				if err := g.Delete(); err != nil {
+					continue
+				}
+			}
+		}
+		_ = d.Remove(r.ID + ".exit")
+		if err := d.Remove(r.ID); err != nil {
+			return removed, err
+		}
+		removed = append(removed, r.ID)
+	}
+	return removed, nil
+}
+
+var _ = strings.TrimSpace

@@ -1,0 +1,214 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hlaunch/hlaunch/cgroup"
+	"github.com/hlaunch/hlaunch/internal/systemd"
+)
+
+// Receipt modes.
+const (
+	ModeScoped   = "scoped"
+	ModeCgroup   = "cgroup"
+	ModeDegraded = "degraded"
+	ModeNone     = "none"
+)
+
+// scopeTimeout bounds the wait for StartTransientUnit's job: a manager that does not answer in this time is
+// treated as absent.
+const scopeTimeout = 10 * time.Second
+
+// placement is where one worker lives. It is decided and created before the child starts; place runs after
+// the child (stub or shim) exists and before it may exec.
+type placement struct {
+	mode    string
+	group   *cgroup.Group // cgroup mode: the worker's own cgroup
+	conn    *systemd.Conn // scoped: the manager that owns the scope
+	unit    string        // scoped: "<name>.scope"
+	invID   string        // scoped: InvocationID
+	warning string        // degraded: the one warning
+	limits  cgroup.Limits
+}
+
+// prepare decides the placement for spec and creates what must exist before the child starts.
+func (l *Launcher) prepare(ctx context.Context, spec Spec, id string) (*placement, error) {
+	switch spec.Scope {
+	case ScopeNone:
+		return &placement{mode: ModeNone}, nil
+	case ScopeCgroup:
+		return l.prepareCgroup(spec, id)
+	case ScopeSystemd:
+		return l.prepareSystemd(ctx, spec)
+	}
+	// auto: a scope when a manager answers; else a raw cgroup; else degraded, said once.
+	p, sdErr := l.prepareSystemd(ctx, spec)
+	if sdErr == nil {
+		return p, nil
+	}
+	if errors.Is(sdErr, ErrInvalid) {
+		return nil, sdErr
+	}
+	p, cgErr := l.prepareCgroup(spec, id)
+	if cgErr == nil {
+		return p, nil
+	}
+	if errors.Is(cgErr, ErrInvalid) {
+		return nil, cgErr
+	}
+	why := fmt.Sprintf("no restart-safe placement: systemd: %v; cgroup: %v", sdErr, cgErr)
+	if spec.RequireScope {
+		return nil, fmt.Errorf("%w: %s", ErrDegraded, why)
+	}
+	if !spec.Limits.IsZero() {
+		return nil, fmt.Errorf("%w: limits cannot be applied: %s", ErrDegraded, why)
+	}
+	return &placement{mode: ModeDegraded, warning: "hlaunch: warning: running degraded (a plain process in its own session, not restart-safe): " + why}, nil
+}
+
+func (l *Launcher) prepareCgroup(spec Spec, id string) (*placement, error) {
+	if l.host == nil {
+		return nil, fmt.Errorf("no cgroup filesystem: %w", l.hostErr)
+	}
+	g, err := l.host.Create(spec.CgroupParent, id, spec.Limits)
+	if err != nil {
+		if errors.Is(err, cgroup.ErrBadParent) || errors.Is(err, cgroup.ErrNotOurs) || errors.Is(err, cgroup.ErrUnsupportedLimit) {
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
+		return nil, err
+	}
+	return &placement{mode: ModeCgroup, group: g, limits: g.Limits()}, nil
+}
+
+func (l *Launcher) prepareSystemd(ctx context.Context, spec Spec) (*placement, error) {
+	if spec.Unit != "" {
+		if err := systemd.ValidUnitName(spec.Unit); err != nil {
+			return nil, fmt.Errorf("%w: --unit: %w", ErrInvalid, err)
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, scopeTimeout)
+	defer cancel()
+	conn, err := systemd.Connect(cctx, systemd.ConnectOptions{
+		User:   spec.UserManager || os.Geteuid() != 0,
+		UID:    os.Geteuid(),
+		Getenv: envLookup(l.cfg.Environ),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &placement{mode: ModeScoped, conn: conn, limits: spec.Limits}, nil
+}
+
+// cloneFD opens the fd a child is cloned into (clone3 CLONE_INTO_CGROUP), or returns nil when the child is
+// placed another way.
+func (p *placement) cloneFD() (*os.File, error) {
+	if p.group == nil {
+		return nil, nil
+	}
+	f, err := p.group.OpenFD()
+	if errors.Is(err, cgroup.ErrNoUnified) {
+		return nil, nil
+	}
+	return f, err
+}
+
+// needsHold reports whether the child must wait on the handshake until place has run.
+func (p *placement) needsHold(cloned bool) bool {
+	switch p.mode {
+	case ModeScoped:
+		return true
+	case ModeCgroup:
+		return p.group.NeedsJoin() || !cloned
+	}
+	return false
+}
+
+// place puts pid where it belongs: v1 joins (and v2 when it was not cloned there), or a transient scope.
+func (p *placement) place(ctx context.Context, spec Spec, id string, pid int, cloned bool) error {
+	switch p.mode {
+	case ModeCgroup:
+		if cloned {
+			return p.group.Join(pid)
+		}
+		return p.group.JoinAll(pid)
+	case ModeScoped:
+		name := spec.Unit
+		if name == "" {
+			name = "hlaunch-" + spec.Profile + "-" + strings.TrimPrefix(id, "w-")
+		}
+		unit, err := systemd.ScopeName(name)
+		if err != nil {
+			return fmt.Errorf("%w: --unit: %w", ErrInvalid, err)
+		}
+		cctx, cancel := context.WithTimeout(ctx, scopeTimeout)
+		defer cancel()
+		info, err := p.conn.StartScope(cctx, systemd.ScopeSpec{
+			Unit:               unit,
+			Slice:              spec.Slice,
+			Description:        fmt.Sprintf("hlaunch worker %s for profile %s: %s", id, spec.Profile, spec.Argv[0]),
+			PIDs:               []uint32{uint32(pid)},
+			MemoryMax:          spec.Limits.Memory,
+			MemoryHigh:         spec.Limits.MemoryHigh,
+			TasksMax:           uint64(spec.Limits.Pids),
+			CPUWeight:          spec.Limits.CPUWeight,
+			CPUQuotaPerSecUSec: uint64(spec.Limits.CPUs * 1e6),
+		})
+		if err != nil {
+			return err
+		}
+		p.unit, p.invID = info.Unit, info.InvocationID
+	}
+	return nil
+}
+
+// cgroupPath is the worker's cgroup as the v2 tree names it (relative to its root), read from the leader
+// itself so that scopes and raw cgroups are described the same way.
+func (l *Launcher) cgroupPath(p *placement, pid int) string {
+	if p.group != nil {
+		return p.group.Path()
+	}
+	if p.mode != ModeScoped {
+		return ""
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "0::"); ok {
+			return rest
+		}
+	}
+	return ""
+}
+
+// release undoes prepare after a failed start, or tidies up after a foreground worker ended: the cgroup
+// is killed (its leftovers die with the leader) and removed; a scope is stopped.
+func (p *placement) release(ctx context.Context) {
+	if p.group != nil {
+		kctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		_ = p.group.Kill(kctx)
+		cancel()
+		_ = p.group.Delete()
+	}
+	if p.conn != nil {
+		if p.unit != "" {
+			sctx, cancel := context.WithTimeout(ctx, scopeTimeout)
+			_ = p.conn.StopUnit(sctx, p.unit)
+			cancel()
+		}
+		p.conn.Close()
+	}
+}
+
+// close drops what the launcher holds without touching the worker (a detached launch).
+func (p *placement) close() {
+	if p.conn != nil {
+		p.conn.Close()
+	}
+}

@@ -1,0 +1,148 @@
+package launcher
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Run starts spec in the foreground with stdio as the child's own descriptors, forwards every signal
+// received on signals to it, waits, removes its cgroup, and returns its exit code (128+N for signal N).
+// A launch that fails before the target runs returns ExitCode(err) and err.
+func (l *Launcher) Run(ctx context.Context, spec Spec, stdio Stdio, signals <-chan os.Signal) (int, error) {
+	spec = spec.withDefaults(l.cfg.Defaults)
+	if spec.Detach {
+		return ExitInternal, fmt.Errorf("%w: Run is for foreground launches; use Start with --detach", ErrInvalid)
+	}
+	if err := spec.Validate(); err != nil {
+		return ExitCode(err), err
+	}
+	env, prof, err := l.compose(spec)
+	if err != nil {
+		return ExitCode(err), err
+	}
+	sb, err := l.sandbox(spec, prof)
+	if err != nil {
+		return ExitCode(err), err
+	}
+	cwd, err := l.cwd(spec)
+	if err != nil {
+		return ExitCode(err), err
+	}
+	id := newID()
+	p, err := l.prepare(ctx, spec, id)
+	if err != nil {
+		return ExitCode(err), err
+	}
+	defer p.release(context.WithoutCancel(ctx))
+	if p.warning != "" {
+		fmt.Fprintln(l.cfg.Stderr, p.warning)
+	}
+	out, closeOut, err := logStdio(spec, stdio)
+	if err != nil {
+		return ExitCode(err), err
+	}
+	defer closeOut()
+	// The child gets its own process group so a signal to hlaunch's group reaches it once, through us. On a
+	// terminal its group becomes the foreground one, so ^C reaches it directly, as without hlaunch.
+	attr := syscall.SysProcAttr{Setpgid: true}
+	fg := foregroundTTY(stdio.Stdin)
+	if fg {
+		attr.Foreground, attr.Ctty = true, int(stdio.Stdin.Fd())
+	}
+	cmd, err := l.start(ctx, spec, id, p, childStart{argv: spec.Argv, env: env.Strings(), cwd: cwd, stdio: out, sb: sb, attr: attr})
+	if err != nil {
+		return ExitCode(err), err
+	}
+	if fg {
+		defer reclaimTTY(stdio.Stdin)
+	}
+	done := make(chan struct{})
+	go forward(cmd.Process, signals, done)
+	stopTimer := l.enforceTimeout(spec, p, cmd.Process)
+	err = cmd.Wait()
+	close(done)
+	stopTimer()
+	if cmd.ProcessState == nil {
+		return ExitInternal, fmt.Errorf("wait: %w", err)
+	}
+	return waitCode(cmd.ProcessState), nil
+}
+
+// forward relays signals to the leader until done. The leader is our unreaped child, so its PID cannot
+// have been recycled while we forward.
+func forward(proc *os.Process, signals <-chan os.Signal, done <-chan struct{}) {
+	for {
+		select {
+		case <-done:
+			return
+		case s, ok := <-signals:
+			if !ok {
+				return
+			}
+			_ = proc.Signal(s)
+		}
+	}
+}
+
+// enforceTimeout sends SIGTERM at the deadline and kills the whole tree after the grace. It returns a
+// function that cancels both.
+func (l *Launcher) enforceTimeout(spec Spec, p *placement, proc *os.Process) func() {
+	timeout, _ := spec.timeout()
+	if timeout == 0 {
+		return func() {}
+	}
+	grace, _ := spec.grace()
+	term := time.AfterFunc(timeout, func() {
+		if p.group != nil {
+			_ = p.group.Signal(context.Background(), syscall.SIGTERM)
+		} else {
+			_ = proc.Signal(syscall.SIGTERM)
+		}
+	})
+	kill := time.AfterFunc(timeout+grace, func() {
+		if p.group != nil {
+			_ = p.group.Kill(context.Background())
+		} else {
+			_ = proc.Kill()
+		}
+	})
+	return func() { term.Stop(); kill.Stop() }
+}
+
+// foregroundTTY reports whether f is a terminal whose foreground process group is ours.
+func foregroundTTY(f *os.File) bool {
+	if f == nil {
+		return false
+	}
+	pgrp, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP)
+	return err == nil && pgrp == unix.Getpgrp()
+}
+
+// reclaimTTY makes our process group the terminal's foreground group again once the child is gone.
+func reclaimTTY(f *os.File) {
+	// tcsetpgrp from a background group raises SIGTTOU; ignore it for this call.
+	signal.Ignore(syscall.SIGTTOU)
+	defer signal.Reset(syscall.SIGTTOU)
+	_ = unix.IoctlSetPointerInt(int(f.Fd()), unix.TIOCSPGRP, unix.Getpgrp())
+}
+
+func (l *Launcher) cwd(spec Spec) (string, error) {
+	if spec.Cwd != "" {
+		st, err := os.Stat(spec.Cwd)
+		if err != nil || !st.IsDir() {
+			return "", fmt.Errorf("%w: --cwd %s: not a directory", ErrInvalid, spec.Cwd)
+		}
+		return spec.Cwd, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("current directory: %w", err)
+	}
+	return wd, nil
+}

@@ -1,0 +1,33 @@
+package launcher
+
+import (
+	"github.com/hlaunch/hlaunch/nsenv"
+)
+
+// sandbox builds the sandbox of spec, or returns nil when none is asked for. The state and ledger
+// directories and the Hide paths of the Config (a sidecar's socket) are made invisible inside.
+func (l *Launcher) sandbox(spec Spec, prof *nsenv.Profile) (*nsenv.Sandbox, error) {
+	if !spec.Sandbox {
+		return nil, nil
+	}
+	cwd, err := l.cwd(spec)
+	if err != nil {
+		return nil, err
+	}
+	sb := &nsenv.Sandbox{
+		Root: l.root,
+		Home: prof.Home,
+		Cwd:  cwd,
+		RW:   spec.RW,
+		Hide: append([]string{l.state, l.ledger}, l.cfg.Hide...),
+		Net:  spec.Net,
+	}
+	if spec.User != "" {
+		sb.UID, sb.GID, _ = parseUser(spec.User) // checked by Validate
+		sb.SetUser = true
+	}
+	if err := sb.Validate(); err != nil {
+		return nil, invalid(err)
+	}
+	return sb, nil
+}

@@ -1,0 +1,205 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"syscall"
+	"time"
+
+	"github.com/hlaunch/hlaunch/cgroup"
+	"github.com/hlaunch/hlaunch/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/handshake"
+	"github.com/hlaunch/hlaunch/internal/state"
+)
+
+// shimConfig is what the launcher hands a worker's shim once the shim is placed.
+type shimConfig struct {
+	ID           string           `json:"id"`
+	Workers      string           `json:"workers"` // state directory of worker records
+	Ledger       string           `json:"ledger"`
+	Log          string           `json:"log,omitempty"`
+	Timeout      time.Duration    `json:"timeout,omitempty"`
+	Grace        time.Duration    `json:"grace,omitempty"`
+	Cgroup       string           `json:"cgroup,omitempty"` // the worker's cgroup, v2-relative; "" when unplaced
+	Unit         string           `json:"unit,omitempty"`
+	InvocationID string           `json:"invocation_id,omitempty"`
+	Init         handshake.Config `json:"init"`
+}
+
+// shimResult is the shim's answer: the worker's identity token, or why it did not start.
+type shimResult struct {
+	PID     int                `json:"pid,omitempty"`
+	Token   string             `json:"token,omitempty"`
+	Failure *handshake.Failure `json:"failure,omitempty"`
+}
+
+// exitRecord is what the shim learns when the worker's leader ends; stored as <id>.exit beside the receipt.
+type exitRecord struct {
+	ExitCode   *int   `json:"exit_code,omitempty"`
+	Signal     string `json:"signal,omitempty"`
+	EndedAt    string `json:"ended_at"`
+	TimedOut   bool   `json:"timed_out,omitempty"`
+	OOMKilled  bool   `json:"oom_killed,omitempty"`
+	MemoryPeak uint64 `json:"memory_peak,omitempty"`
+	Stopped    bool   `json:"stopped,omitempty"` // ended by `hlaunch stop` (recorded by stop when the shim died with it)
+}
+
+// shimMain is the shim's life: start the worker as its child, report the worker's identity, enforce the
+// timeout, wait, and record the exit status. It lives in the worker's cgroup and its own session, so it
+// outlives the launcher, the sidecar and the gateway alike. It never returns.
+func shimMain() {
+	runtime.GOMAXPROCS(1) // it waits on one child; keep its footprint in the worker's cgroup small
+	// A stop sends SIGTERM to every member of the cgroup: the shim must live on to record the exit.
+	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
+	res := os.NewFile(handshake.ResultFD, "shim-result")
+	var sc shimConfig
+	if err := handshake.ReadMsg(os.NewFile(handshake.ConfigFD, "shim-config"), &sc); err != nil {
+		os.Exit(125) // the launcher went away before placing us: start nothing
+	}
+	cmd, err := shimStart(&sc)
+	if err != nil {
+		f := handshake.Failure{Stage: "exec", Message: err.Error()}
+		var hs *handshake.Error
+		var errno syscall.Errno
+		if errors.As(err, &hs) {
+			f = hs.Failure
+		} else if errors.As(err, &errno) {
+			f.Errno = int(errno)
+		}
+		_ = handshake.WriteMsg(res, shimResult{Failure: &f})
+		os.Exit(125)
+	}
+	host, _ := cgroup.Detect()
+	src := fingerprint.Sources{}
+	if host != nil {
+		src.CgroupRoot = host.Unified
+	}
+	// The worker is our unreaped child: its /proc entry and start time are stable until we Wait.
+	ident := fingerprint.Capture(src, cmd.Process.Pid, sc.Cgroup)
+	if sc.Unit != "" {
+		ident = ident.WithUnit(sc.Unit, sc.InvocationID)
+	}
+	_ = handshake.WriteMsg(res, shimResult{PID: cmd.Process.Pid, Token: ident.Token()})
+	res.Close()
+
+	var group *cgroup.Group
+	if host != nil && sc.Cgroup != "" {
+		group, _ = host.Load(sc.Cgroup)
+	}
+	timedOut := make(chan struct{})
+	if sc.Timeout > 0 {
+		time.AfterFunc(sc.Timeout, func() {
+			close(timedOut)
+			shimSignal(group, cmd.Process, syscall.SIGTERM)
+			time.AfterFunc(sc.Grace, func() { shimSignal(group, cmd.Process, syscall.SIGKILL) })
+		})
+	}
+	_ = cmd.Wait()
+	rec := exitRecord{EndedAt: time.Now().UTC().Format(time.RFC3339Nano)}
+	select {
+	case <-timedOut:
+		rec.TimedOut = true
+		// The deadline covers the whole tree: what the leader left behind goes too, after the grace.
+		if group != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), sc.Grace+time.Second)
+			if waitOnly(ctx, group, os.Getpid()) != nil {
+				_ = group.Signal(context.Background(), syscall.SIGKILL, os.Getpid())
+			}
+			cancel()
+		}
+	default:
+	}
+	fillStatus(&rec, cmd.ProcessState)
+	if group != nil {
+		if st, err := group.Stats(); err == nil {
+			rec.OOMKilled = st.OOMKills > 0
+			rec.MemoryPeak = st.MemoryPeak
+		}
+	}
+	if d, err := state.Open(sc.Workers); err == nil {
+		_ = d.Write(sc.ID+".exit", rec, true)
+	}
+	finishLedger(sc.Ledger, sc.ID, rec)
+	os.Exit(0)
+}
+
+// shimStart starts the worker as the shim's child, in its own session: directly, or through the init stub
+// when it enters a sandbox.
+func shimStart(sc *shimConfig) (*exec.Cmd, error) {
+	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer devnull.Close()
+	out := devnull
+	if sc.Log != "" {
+		if out, err = openLog(sc.Log); err != nil {
+			return nil, err
+		}
+		defer out.Close()
+	}
+	cmd := &exec.Cmd{Stdin: devnull, Stdout: out, Stderr: out, SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
+	in := sc.Init
+	if in.Sandbox == nil {
+		path, err := handshake.LookPath(in.Argv[0], pathOf(in.Env))
+		if err != nil {
+			return nil, err
+		}
+		cmd.Path, cmd.Args, cmd.Env, cmd.Dir = path, in.Argv, in.Env, in.Cwd
+		return cmd, cmd.Start()
+	}
+	cmd.Path, cmd.Args, cmd.Env = "/proc/self/exe", []string{"/proc/self/exe", handshake.InitArg}, []string{}
+	in.Sandbox.SysProcAttr(cmd.SysProcAttr)
+	child, err := handshake.Start(cmd)
+	if err != nil {
+		return nil, err
+	}
+	if err := child.Release(in); err != nil {
+		_ = cmd.Wait()
+		return nil, err
+	}
+	return cmd, nil
+}
+
+// shimSignal signals the whole worker (every member but the shim) when its cgroup is known, else the leader.
+func shimSignal(g *cgroup.Group, p *os.Process, sig syscall.Signal) {
+	if g != nil {
+		_ = g.Signal(context.Background(), sig, os.Getpid())
+		return
+	}
+	_ = p.Signal(sig)
+}
+
+func fillStatus(rec *exitRecord, ps *os.ProcessState) {
+	if ps == nil {
+		return
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		rec.Signal = signalName(ws.Signal())
+		return
+	}
+	code := ps.ExitCode()
+	rec.ExitCode = &code
+}
+
+// waitOnly waits until self is the only member of g (the tree the leader left behind is gone).
+func waitOnly(ctx context.Context, g *cgroup.Group, self int) error {
+	for {
+		procs, err := g.Procs()
+		if err != nil {
+			return err
+		}
+		if len(procs) == 0 || (len(procs) == 1 && procs[0] == self) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,33 @@
+package launcher
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// signalName is "SIGTERM" for syscall.SIGTERM.
+func signalName(s syscall.Signal) string {
+	if n := unix.SignalName(s); n != "" {
+		return n
+	}
+	return "SIG" + strconv.Itoa(int(s))
+}
+
+// ParseSignal accepts "TERM", "SIGTERM", "term" or "15".
+func ParseSignal(v string) (syscall.Signal, error) {
+	if n, err := strconv.Atoi(v); err == nil && n > 0 && n < 65 {
+		return syscall.Signal(n), nil
+	}
+	name := strings.ToUpper(v)
+	if !strings.HasPrefix(name, "SIG") {
+		name = "SIG" + name
+	}
+	if s := unix.SignalNum(name); s != 0 {
+		return s, nil
+	}
+	return 0, fmt.Errorf("%w: unknown signal %q", ErrInvalid, v)
+}

@@ -1,0 +1,148 @@
+package launcher
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/hlaunch/hlaunch/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/handshake"
+	"github.com/hlaunch/hlaunch/internal/state"
+)
+
+// ShimArg is the argv[1] that makes an hlaunch binary act as a worker's shim.
+const ShimArg = "__shim"
+
+// Start starts spec detached and returns its receipt once the target runs. The worker's parent is a shim
+// placed with it (in its cgroup or scope, in its own session), never in the caller's cgroup, session or
+// process group; the shim records the exit status and enforces the timeout even when the caller is gone.
+func (l *Launcher) Start(ctx context.Context, spec Spec) (*Receipt, error) {
+	spec = spec.withDefaults(l.cfg.Defaults)
+	spec.Detach = true
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	env, prof, err := l.compose(spec)
+	if err != nil {
+		return nil, err
+	}
+	sb, err := l.sandbox(spec, prof)
+	if err != nil {
+		return nil, err
+	}
+	cwd, err := l.cwd(spec)
+	if err != nil {
+		return nil, err
+	}
+	if spec.Log != "" {
+		f, err := openLog(spec.Log) // fail here, not in the shim, when the log cannot be opened
+		if err != nil {
+			return nil, err
+		}
+		f.Close()
+	}
+	workers, err := state.Open(l.workersDir())
+	if err != nil {
+		return nil, err
+	}
+	if spec.Key != "" {
+		unlock, err := l.holdKey(ctx, spec.Key)
+		if err != nil {
+			return nil, err
+		}
+		defer unlock()
+	}
+	id := newID()
+	p, err := l.prepare(ctx, spec, id)
+	if err != nil {
+		return nil, err
+	}
+	if p.warning != "" {
+		fmt.Fprintln(l.cfg.Stderr, p.warning)
+	}
+	timeout, _ := spec.timeout()
+	grace, _ := spec.grace()
+	sc := shimConfig{
+		ID: id, Workers: workers.Path, Ledger: l.ledger, Log: spec.Log,
+		Timeout: timeout, Grace: grace, Cgroup: "",
+		Init: handshake.Config{Argv: spec.Argv, Env: env.Strings(), Cwd: cwd, Sandbox: sb},
+	}
+	res, cmd, err := l.startShim(ctx, spec, id, p, &sc)
+	if err != nil {
+		p.release(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	go cmd.Wait() //nolint:errcheck // reap the shim if it ends while we live; its status is its own record
+	p.close()
+	id2, err := fingerprint.ParseToken(res.Token)
+	if err != nil {
+		return nil, fmt.Errorf("shim identity: %w", err)
+	}
+	rc := l.receipt(spec, prof.Name, prof.Home, id, p, id2)
+	rc.ShimPID = cmd.Process.Pid
+	if err := workers.Write(id, rc, true); err != nil {
+		return nil, err
+	}
+	if err := l.writeLedger(Record{Receipt: *rc, State: string(fingerprint.Running)}); err != nil {
+		fmt.Fprintf(l.cfg.Stderr, "hlaunch: warning: ledger: %v\n", err)
+	}
+	return rc, nil
+}
+
+// startShim starts the shim, places it, hands it the worker's config and waits for its report: the
+// worker's identity, or why it did not start.
+func (l *Launcher) startShim(ctx context.Context, spec Spec, id string, p *placement, sc *shimConfig) (*shimResult, *exec.Cmd, error) {
+	fd, err := p.cloneFD()
+	if err != nil {
+		return nil, nil, fmt.Errorf("open worker cgroup: %w", err)
+	}
+	if fd != nil {
+		defer fd.Close()
+	}
+	attr := &syscall.SysProcAttr{Setsid: true}
+	if fd != nil {
+		attr.UseCgroupFD, attr.CgroupFD = true, int(fd.Fd())
+	}
+	cmd := &exec.Cmd{Path: l.cfg.Self, Args: []string{l.cfg.Self, ShimArg}, Env: []string{}, SysProcAttr: attr}
+	child, err := handshake.Start(cmd)
+	if err != nil {
+		return nil, nil, fmt.Errorf("start shim %s: %w", l.cfg.Self, err)
+	}
+	if err := p.place(ctx, spec, id, child.PID(), fd != nil); err != nil {
+		child.Abort()
+		return nil, nil, err
+	}
+	sc.Cgroup = l.cgroupPath(p, child.PID())
+	sc.Unit, sc.InvocationID = p.unit, p.invID
+	res := &shimResult{}
+	if err := child.Exchange(sc, res); err != nil {
+		child.Abort()
+		return nil, nil, err
+	}
+	if res.Failure != nil {
+		_ = cmd.Wait()
+		return nil, nil, execError(&handshake.Error{Failure: *res.Failure})
+	}
+	return res, cmd, nil
+}
+
+// receipt describes a started worker.
+func (l *Launcher) receipt(spec Spec, profile, home, id string, p *placement, ident fingerprint.Identity) *Receipt {
+	rc := &Receipt{
+		ID: id, Token: ident.Token(), PID: ident.PID, Mode: p.mode, Profile: profile, Home: home,
+		Argv: redactArgv(spec.Argv, l.policy), Cgroup: ident.Cgroup, CgroupID: ident.CgroupID,
+		Unit: p.unit, InvocationID: p.invID, Limits: p.limits, Key: spec.Key,
+		BootID: ident.BootID, MachineID: ident.MachineID, StartTime: ident.Start,
+		InstantiationEpoch: ident.Epoch(), Fingerprint: ident.Fingerprint(),
+		Verification: "verified", StartedAt: time.Now().UTC().Format(time.RFC3339Nano),
+		Warning: p.warning,
+	}
+	if ident.Unverified {
+		rc.Verification = "unverified"
+	}
+	return rc
+}
+
+func (l *Launcher) workersDir() string { return l.state + "/workers" }

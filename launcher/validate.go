@@ -1,0 +1,136 @@
+package launcher
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultGrace is the time between SIGTERM and the whole-cgroup kill when a Spec names none.
+const DefaultGrace = 5 * time.Second
+
+// Validate checks spec once, before anything is created. Every error wraps ErrInvalid and names the flag
+// (or spec field) at fault.
+func (s *Spec) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+	}
+	if strings.TrimSpace(s.Profile) == "" {
+		return bad("-p/--profile is required")
+	}
+	if len(s.Argv) == 0 || s.Argv[0] == "" {
+		return bad("no command given (hlaunch exec -p NAME -- CMD [ARGS...])")
+	}
+	switch s.Secrets {
+	case "", SecretsProfile, SecretsNone:
+	default:
+		return bad("--secrets %q: want profile or none", s.Secrets)
+	}
+	if len(s.Pass) > 0 && s.Secrets != SecretsNone {
+		return bad("--pass only makes sense with --secrets none")
+	}
+	switch s.Scope {
+	case "", ScopeAuto, ScopeSystemd, ScopeCgroup, ScopeNone:
+	default:
+		return bad("--scope %q: want auto, systemd, cgroup or none", s.Scope)
+	}
+	if s.Scope == ScopeNone && !s.Limits.IsZero() {
+		return bad("limits (--memory, --pids, ...) need --scope cgroup, systemd or auto")
+	}
+	if s.Scope == ScopeNone && s.RequireScope {
+		return bad("--require-scope contradicts --scope none")
+	}
+	if (s.Unit != "" || s.Slice != "") && (s.Scope == ScopeCgroup || s.Scope == ScopeNone) {
+		return bad("--unit and --slice need --scope systemd or auto")
+	}
+	if l := s.Limits; l.Memory < 0 || l.MemoryHigh < 0 || l.Pids < 0 || l.CPUs < 0 || l.CPUWeight > 10000 {
+		return bad("limits out of range (sizes, --pids and --cpus must not be negative, --cpu-weight is 1..10000)")
+	}
+	switch s.Net {
+	case "", "host":
+	case "none":
+		if !s.Sandbox {
+			return bad("--net none needs --sandbox")
+		}
+	default:
+		return bad("--net %q: want host or none", s.Net)
+	}
+	if len(s.RW) > 0 && !s.Sandbox {
+		return bad("--rw needs --sandbox")
+	}
+	if s.User != "" {
+		if !s.Sandbox {
+			return bad("--as UID:GID needs --sandbox")
+		}
+		if _, _, err := parseUser(s.User); err != nil {
+			return bad("--as %q: %v", s.User, err)
+		}
+	}
+	if _, err := s.timeout(); err != nil {
+		return bad("--timeout %q: %v", s.Timeout, err)
+	}
+	if _, err := s.grace(); err != nil {
+		return bad("--grace %q: %v", s.Grace, err)
+	}
+	if s.Key != "" && !s.Detach {
+		return bad("--key needs --detach (a key is held by a recorded worker)")
+	}
+	if strings.ContainsAny(s.Key, "/\x00") {
+		return bad("--key %q: must not contain '/' or NUL", s.Key)
+	}
+	return nil
+}
+
+func (s *Spec) timeout() (time.Duration, error) { return parseDur(s.Timeout, 0) }
+func (s *Spec) grace() (time.Duration, error)   { return parseDur(s.Grace, DefaultGrace) }
+
+func parseDur(v string, def time.Duration) (time.Duration, error) {
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, err
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("negative duration")
+	}
+	return d, nil
+}
+
+func parseUser(v string) (uid, gid int, err error) {
+	u, g, ok := strings.Cut(v, ":")
+	if !ok {
+		return 0, 0, fmt.Errorf("want UID:GID")
+	}
+	if uid, err = strconv.Atoi(u); err != nil || uid < 0 {
+		return 0, 0, fmt.Errorf("bad uid %q", u)
+	}
+	if gid, err = strconv.Atoi(g); err != nil || gid < 0 {
+		return 0, 0, fmt.Errorf("bad gid %q", g)
+	}
+	return uid, gid, nil
+}
+
+// withDefaults fills the placement fields s leaves empty from d.
+func (s Spec) withDefaults(d Spec) Spec {
+	if s.Scope == "" {
+		s.Scope = d.Scope
+	}
+	if s.Scope == "" {
+		s.Scope = ScopeAuto
+	}
+	if s.CgroupParent == "" {
+		s.CgroupParent = d.CgroupParent
+	}
+	if s.Slice == "" {
+		s.Slice = d.Slice
+	}
+	if s.Net == "" {
+		s.Net = d.Net
+	}
+	s.RequireScope = s.RequireScope || d.RequireScope
+	s.UserManager = s.UserManager || d.UserManager
+	return s
+}
