@@ -1,0 +1,285 @@
+package sidecar
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/hlaunch/hlaunch/launcher"
+)
+
+// Handler returns the API's HTTP handler: peer check, JSON errors for unknown paths and methods, routes.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/workers", s.handleSpawn)
+	mux.HandleFunc("GET /v1/workers", s.handleList)
+	mux.HandleFunc("GET /v1/workers/{id}", s.handleGet)
+	mux.HandleFunc("POST /v1/workers/{id}/signal", s.handleSignal)
+	mux.HandleFunc("POST /v1/workers/{id}/stop", s.handleStop)
+	mux.HandleFunc("GET /v1/workers/{id}/wait", s.handleWait)
+	mux.HandleFunc("GET /v1/events", s.handleEvents)
+	mux.HandleFunc("GET /v1/health", s.handleHealth)
+	mux.HandleFunc("GET /v1/doctor", s.handleDoctor)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a := connAuthFrom(r.Context()); a == nil || !a.ok {
+			// Refused before anything is parsed; the connection is not kept for another try.
+			w.Header().Set("Connection", "close")
+			reason := "no peer credentials"
+			if a != nil {
+				reason = a.reason
+			}
+			writeError(w, fmt.Errorf("%w: %s", ErrForbidden, reason))
+			return
+		}
+		if _, pattern := mux.Handler(r); pattern == "" {
+			writeError(w, routeError(mux, r))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// routeError tells an unknown path (404) from a known path with the wrong method (405), both as JSON.
+func routeError(mux *http.ServeMux, r *http.Request) error {
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		if m == r.Method {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, p := mux.Handler(probe); p != "" {
+			return fmt.Errorf("%w: %s %s", ErrMethod, r.Method, r.URL.Path)
+		}
+	}
+	return fmt.Errorf("%w: %s %s", ErrNoRoute, r.Method, r.URL.Path)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	_ = enc.Encode(v) // the client is gone if this fails; nothing else to tell it
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	code := Code(err)
+	writeJSON(w, statusOf(code), errorBody{Error: errorDetail{Code: code, Message: err.Error()}})
+}
+
+// handleSpawn: POST /v1/workers, body = launcher.Spec; 201 with the receipt.
+func (s *Server) handleSpawn(w http.ResponseWriter, r *http.Request) {
+	var spec launcher.Spec
+	if err := decodeStrict(r.Body, &spec, false); err != nil {
+		writeError(w, err)
+		return
+	}
+	// Every sidecar spawn is detached: the worker's parent is its shim, never this process, so a sidecar
+	// restart cannot take it down or lose its exit status.
+	spec.Detach = true
+	s.listMu.RLock()
+	defer s.listMu.RUnlock()
+	rc, err := s.b.Start(r.Context(), spec)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	s.noteStarted(rc)
+	w.Header().Set("Location", "/v1/workers/"+rc.ID)
+	writeJSON(w, http.StatusCreated, rc)
+}
+
+// handleList: GET /v1/workers[?state=running]; every record, verified now.
+func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
+	recs, err := s.b.List(r.Context())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if st := r.URL.Query().Get("state"); st != "" {
+		kept := recs[:0]
+		for _, rec := range recs {
+			if rec.State == st {
+				kept = append(kept, rec)
+			}
+		}
+		recs = kept
+	}
+	if recs == nil {
+		recs = []launcher.Record{} // [] not null: clients iterate it
+	}
+	writeJSON(w, http.StatusOK, recs)
+}
+
+func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
+	rec, err := s.b.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rec)
+}
+
+// signalResponse is the answer to a delivered signal.
+type signalResponse struct {
+	ID     string `json:"id"`
+	Signal string `json:"signal"`
+	All    bool   `json:"all"`
+}
+
+func (s *Server) handleSignal(w http.ResponseWriter, r *http.Request) {
+	var req signalRequest
+	if err := decodeStrict(r.Body, &req, true); err != nil {
+		writeError(w, err)
+		return
+	}
+	sig, err := parseSignal(req.Signal)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	id := r.PathValue("id")
+	if err := s.b.Signal(r.Context(), id, sig, req.All); err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, signalResponse{ID: id, Signal: signalName(sig), All: req.All})
+}
+
+func (s *Server) handleStop(w http.ResponseWriter, r *http.Request) {
+	var req stopRequest
+	if err := decodeStrict(r.Body, &req, true); err != nil {
+		writeError(w, err)
+		return
+	}
+	grace, err := parseDuration("grace", req.Grace, DefaultGrace)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	rec, err := s.b.Stop(r.Context(), r.PathValue("id"), grace)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rec)
+}
+
+// handleWait: GET /v1/workers/{id}/wait[?timeout=5s]; the final record, or 408 timeout while it runs.
+func (s *Server) handleWait(w http.ResponseWriter, r *http.Request) {
+	timeout, err := parseDuration("timeout", r.URL.Query().Get("timeout"), 0)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	ctx := r.Context()
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	rec, err := s.b.Wait(ctx, r.PathValue("id"))
+	if err != nil {
+		if ctx.Err() != nil && r.Context().Err() == nil {
+			err = fmt.Errorf("%w after %s", ErrTimeout, timeout)
+		}
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rec)
+}
+
+// handleEvents: GET /v1/events[?since=SEQ]; NDJSON, one event per line, flushed as it happens. Without
+// since only new events are sent; since=0 replays the whole ring first.
+func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	var since uint64
+	replay := q.Has("since")
+	if replay {
+		n, err := strconv.ParseUint(q.Get("since"), 10, 64)
+		if err != nil {
+			writeError(w, fmt.Errorf("%w: since %q is not a sequence number", launcher.ErrInvalid, q.Get("since")))
+			return
+		}
+		since = n
+	}
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		writeError(w, errors.New("streaming unsupported"))
+		return
+	}
+	sub, backlog, gap := s.events.subscribe(since, replay, 1024)
+	defer s.events.unsubscribe(sub)
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	enc := json.NewEncoder(w)
+	if gap {
+		_ = enc.Encode(Event{Type: EventLost, Time: s.now().UTC().Format(time.RFC3339Nano),
+			Reason: "events before the backlog were dropped or came from an earlier sidecar; re-list workers"})
+	}
+	for _, e := range backlog {
+		if enc.Encode(e) != nil {
+			return
+		}
+	}
+	fl.Flush()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case e, ok := <-sub.ch:
+			if !ok {
+				if sub.lost {
+					_ = enc.Encode(Event{Type: EventLost, Time: s.now().UTC().Format(time.RFC3339Nano),
+						Reason: "this stream fell behind; re-list workers and reconnect with since"})
+					fl.Flush()
+				}
+				return
+			}
+			if enc.Encode(e) != nil {
+				return
+			}
+			fl.Flush()
+		}
+	}
+}
+
+// Health is the answer of GET /v1/health.
+type Health struct {
+	Status    string `json:"status"` // "ok", or "degraded" when the last list of workers failed
+	PID       int    `json:"pid"`
+	UID       int    `json:"uid"`
+	Uptime    string `json:"uptime"`
+	Workers   int    `json:"workers"` // records known to the watcher
+	Running   int    `json:"running"`
+	LastPoll  string `json:"last_poll,omitempty"`
+	PollError string `json:"poll_error,omitempty"`
+	LastEvent uint64 `json:"last_event"` // seq of the newest event
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	total, running := s.counts()
+	s.mu.Lock()
+	h := Health{Status: "ok", PID: os.Getpid(), UID: os.Geteuid(), Workers: total, Running: running,
+		LastEvent: s.events.lastSeq()}
+	if !s.lastPoll.IsZero() {
+		h.LastPoll = s.lastPoll.UTC().Format(time.RFC3339Nano)
+	}
+	if s.pollErr != nil {
+		h.Status, h.PollError = "degraded", s.pollErr.Error()
+	}
+	s.mu.Unlock()
+	h.Uptime = s.now().Sub(s.start).Round(time.Millisecond).String()
+	writeJSON(w, http.StatusOK, h)
+}
+
+// handleDoctor answers 501 until the launcher exposes its host checks (placement modes, bus, cgroup mode).
+func (s *Server) handleDoctor(w http.ResponseWriter, r *http.Request) {
+	writeError(w, fmt.Errorf("%w: the launcher has no doctor API yet; run `hlaunch doctor`", ErrNotImplemented))
+}

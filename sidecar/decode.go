@@ -1,0 +1,106 @@
+package sidecar
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/launcher"
+)
+
+// decodeStrict decodes exactly one JSON value from r into v: unknown fields, trailing data, and (unless
+// allowEmpty) an empty body are errors. A spec is checked as strictly as the command line checks flags: a
+// misspelled field must fail, never be silently dropped (a dropped "limits" would start an unlimited worker).
+func decodeStrict(r io.Reader, v any, allowEmpty bool) error {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		if isMaxBytes(err) {
+			return fmt.Errorf("%w: %w", ErrTooLarge, err)
+		}
+		if errors.Is(err, io.EOF) {
+			if allowEmpty {
+				return nil
+			}
+			return fmt.Errorf("%w: empty body", launcher.ErrInvalid)
+		}
+		return fmt.Errorf("%w: body: %w", launcher.ErrInvalid, err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		if isMaxBytes(err) {
+			return fmt.Errorf("%w: %w", ErrTooLarge, err)
+		}
+		return fmt.Errorf("%w: body: trailing data after the JSON value", launcher.ErrInvalid)
+	}
+	return nil
+}
+
+// signalRequest is the body of POST /v1/workers/{id}/signal.
+type signalRequest struct {
+	Signal string `json:"signal"` // "TERM", "SIGTERM", "term" or "15"; empty means TERM
+	All    bool   `json:"all"`    // the whole cgroup instead of the leader
+}
+
+// stopRequest is the body of POST /v1/workers/{id}/stop.
+type stopRequest struct {
+	Grace string `json:"grace"` // Go duration; empty means DefaultGrace
+}
+
+// DefaultGrace is the stop grace when a request names none (the Spec's documented default).
+const DefaultGrace = 5 * time.Second
+
+// parseSignal accepts a signal by name (with or without SIG, any case) or number.
+func parseSignal(s string) (syscall.Signal, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return syscall.SIGTERM, nil
+	}
+	if n, err := strconv.Atoi(s); err == nil {
+		if n <= 0 || n > 64 { // Linux signals are 1..64 (32 and 33 included: the kernel accepts them)
+			return 0, fmt.Errorf("%w: signal %q out of range", launcher.ErrInvalid, s)
+		}
+		return syscall.Signal(n), nil
+	}
+	name := strings.ToUpper(s)
+	if !strings.HasPrefix(name, "SIG") {
+		name = "SIG" + name
+	}
+	if sig := unix.SignalNum(name); sig != 0 {
+		return sig, nil
+	}
+	return 0, fmt.Errorf("%w: unknown signal %q", launcher.ErrInvalid, s)
+}
+
+// parseDuration parses a non-negative Go duration; empty returns def.
+func parseDuration(field, s string, def time.Duration) (time.Duration, error) {
+	if s == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%w: %s %q is not a non-negative duration such as \"2s\"", launcher.ErrInvalid, field, s)
+	}
+	return d, nil
+}
+
+// isMaxBytes reports whether err came from http.MaxBytesReader's limit.
+func isMaxBytes(err error) bool {
+	var mbe *http.MaxBytesError
+	return errors.As(err, &mbe)
+}
+
+// signalName is the "SIGTERM" form of sig, or its number for unnamed (real-time) signals.
+func signalName(sig syscall.Signal) string {
+	if n := unix.SignalName(sig); n != "" {
+		return n
+	}
+	return strconv.Itoa(int(sig))
+}

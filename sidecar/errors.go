@@ -1,0 +1,88 @@
+package sidecar
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/hlaunch/hlaunch/launcher"
+)
+
+// Sentinel errors of the sidecar itself; launcher errors keep their own codes (launcher.Code).
+var (
+	// ErrForbidden: the peer's credentials are not the owner's, root's, or the socket group's.
+	ErrForbidden = errors.New("forbidden: peer is not allowed on this socket")
+	// ErrTooLarge: the request body exceeds Config.MaxBody.
+	ErrTooLarge = errors.New("request body too large")
+	// ErrTimeout: a wait ended at its timeout while the worker still runs.
+	ErrTimeout = errors.New("timed out waiting for the worker")
+	// ErrNotImplemented: the endpoint exists but the launcher does not provide it yet.
+	ErrNotImplemented = errors.New("not implemented")
+	// ErrNoRoute: no endpoint at that path.
+	ErrNoRoute = errors.New("no such endpoint")
+	// ErrMethod: the path exists but not with that method.
+	ErrMethod = errors.New("method not allowed")
+	// ErrInUse: another process already serves the socket path.
+	ErrInUse = errors.New("socket is in use by a live server")
+	// ErrNotSocket: the socket path exists and is not a socket; it is never replaced.
+	ErrNotSocket = errors.New("socket path exists and is not a socket")
+	// ErrConfig: the Config is unusable (no launcher, no socket, unknown group).
+	ErrConfig = errors.New("invalid sidecar configuration")
+)
+
+// errorBody is the JSON form of every error answer: {"error":{"code":..,"message":..}}.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Code maps an error to its stable JSON code: the sidecar's own sentinels first, then launcher.Code.
+func Code(err error) string {
+	switch {
+	case errors.Is(err, ErrForbidden):
+		return "forbidden"
+	case errors.Is(err, ErrTooLarge):
+		return "too_large"
+	case errors.Is(err, ErrTimeout):
+		return "timeout"
+	case errors.Is(err, ErrNotImplemented):
+		return "not_implemented"
+	case errors.Is(err, ErrNoRoute):
+		return "not_found"
+	case errors.Is(err, ErrMethod):
+		return "method_not_allowed"
+	}
+	return launcher.Code(err)
+}
+
+// statusOf maps a stable code to its HTTP status. Refusals are 409 (the request was understood and answered
+// "no"), never 5xx: a client must not retry them as if the server had failed.
+func statusOf(code string) int {
+	switch code {
+	case "invalid":
+		return http.StatusBadRequest
+	case "forbidden":
+		return http.StatusForbidden
+	case "not_found":
+		return http.StatusNotFound
+	case "method_not_allowed":
+		return http.StatusMethodNotAllowed
+	case "timeout":
+		return http.StatusRequestTimeout
+	case "refused", "unverified", "not_running", "key_held":
+		return http.StatusConflict
+	case "too_large":
+		return http.StatusRequestEntityTooLarge
+	case "cannot_run", "command_not_found":
+		return http.StatusUnprocessableEntity
+	case "not_implemented":
+		return http.StatusNotImplemented
+	case "degraded":
+		return http.StatusServiceUnavailable
+	default: // internal, not_empty
+		return http.StatusInternalServerError
+	}
+}

@@ -1,0 +1,125 @@
+package sidecar
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hlaunch/hlaunch/launcher"
+)
+
+// fakeBackend is the second backend implementation: an in-memory launcher for routing and event tests.
+type fakeBackend struct {
+	mu       sync.Mutex
+	n        int
+	recs     map[string]launcher.Record
+	order    []string
+	signals  []string
+	startErr error
+	lastSpec launcher.Spec
+	listErr  error
+}
+
+func newFake() *fakeBackend { return &fakeBackend{recs: map[string]launcher.Record{}} }
+
+func (f *fakeBackend) Start(ctx context.Context, spec launcher.Spec) (*launcher.Receipt, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lastSpec = spec
+	if f.startErr != nil {
+		return nil, f.startErr
+	}
+	if spec.Profile == "" || len(spec.Argv) == 0 {
+		return nil, fmt.Errorf("%w: profile and argv are required", launcher.ErrInvalid)
+	}
+	f.n++
+	rc := launcher.Receipt{ID: fmt.Sprintf("w-%012x", f.n), Token: "tok", PID: 1000 + f.n, Mode: "cgroup",
+		Profile: spec.Profile, Argv: spec.Argv, Key: spec.Key}
+	f.recs[rc.ID] = launcher.Record{Receipt: rc, State: "running"}
+	f.order = append(f.order, rc.ID)
+	return &rc, nil
+}
+
+func (f *fakeBackend) List(ctx context.Context) ([]launcher.Record, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.listErr != nil {
+		return nil, f.listErr
+	}
+	out := make([]launcher.Record, 0, len(f.order))
+	for _, id := range f.order {
+		out = append(out, f.recs[id])
+	}
+	return out, nil
+}
+
+func (f *fakeBackend) Get(ctx context.Context, ref string) (launcher.Record, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r, ok := f.recs[ref]
+	if !ok {
+		return launcher.Record{}, fmt.Errorf("%w: %s", launcher.ErrNotFound, ref)
+	}
+	return r, nil
+}
+
+func (f *fakeBackend) Signal(ctx context.Context, ref string, sig syscall.Signal, all bool) error {
+	r, err := f.Get(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if r.State != "running" {
+		return fmt.Errorf("%w: %s", launcher.ErrNotRunning, ref)
+	}
+	f.mu.Lock()
+	f.signals = append(f.signals, fmt.Sprintf("%s %d %v", ref, sig, all))
+	f.mu.Unlock()
+	return nil
+}
+
+func (f *fakeBackend) Stop(ctx context.Context, ref string, grace time.Duration) (launcher.Record, error) {
+	if _, err := f.Get(ctx, ref); err != nil {
+		return launcher.Record{}, err
+	}
+	f.exit(ref, 143, "SIGTERM", false)
+	return f.Get(ctx, ref)
+}
+
+func (f *fakeBackend) Wait(ctx context.Context, ref string) (launcher.Record, error) {
+	for {
+		r, err := f.Get(ctx, ref)
+		if err != nil || r.State != "running" {
+			return r, err
+		}
+		select {
+		case <-ctx.Done():
+			return launcher.Record{}, ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// exit marks a worker ended, as the shim would record it.
+func (f *fakeBackend) exit(id string, code int, sig string, oom bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.recs[id]
+	r.State = "exited"
+	if sig == "" {
+		r.ExitCode = &code
+	} else {
+		r.Signal = sig
+	}
+	r.OOMKilled = oom
+	f.recs[id] = r
+}
+
+// add puts a record in the fake state directory, as a previous sidecar or the CLI would have.
+func (f *fakeBackend) add(r launcher.Record) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.recs[r.ID] = r
+	f.order = append(f.order, r.ID)
+}

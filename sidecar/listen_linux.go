@@ -1,0 +1,113 @@
+package sidecar
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/coreos/go-systemd/v22/activation"
+)
+
+// listen returns the socket to serve and a cleanup that removes the socket file if this process made it.
+// Under systemd socket activation (LISTEN_FDS), the first activated Unix listener is used as is: the .socket
+// unit owns its path, mode and group, and the peer check still applies.
+func (s *Server) listen() (net.Listener, func(), error) {
+	if !s.cfg.NoActivation && os.Getenv("LISTEN_FDS") != "" {
+		lns, err := activation.Listeners()
+		if err != nil {
+			return nil, nil, fmt.Errorf("socket activation: %w", err)
+		}
+		var chosen net.Listener
+		for _, ln := range lns {
+			if ln == nil {
+				continue
+			}
+			if chosen == nil && ln.Addr().Network() == "unix" {
+				chosen = ln
+				continue
+			}
+			ln.Close() // only one socket is served; a second one is a unit mistake, not a second API
+		}
+		if chosen != nil {
+			return chosen, func() { chosen.Close() }, nil
+		}
+		s.logf("sidecar: LISTEN_FDS set but no Unix stream socket was passed; creating %s", s.cfg.Socket)
+	}
+	if s.cfg.Socket == "" {
+		return nil, nil, fmt.Errorf("%w: no socket path", ErrConfig)
+	}
+	mode := os.FileMode(0o600)
+	if s.auth.group >= 0 {
+		mode = 0o660
+	}
+	return createSocket(s.cfg.Socket, mode, int(s.auth.group))
+}
+
+// createSocket binds path with mode (and group gid when >= 0) without any window in which the socket exists
+// with looser permissions: it binds inside a fresh 0700 directory next to path, fixes mode and group there,
+// then renames the socket into place. A live server already on path is an error (ErrInUse); a stale socket
+// file is replaced; anything that is not a socket is never touched (ErrNotSocket).
+func createSocket(path string, mode os.FileMode, gid int) (net.Listener, func(), error) {
+	path = filepath.Clean(path)
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, err
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, nil, &os.PathError{Op: "listen", Path: path, Err: ErrNotSocket}
+		}
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, nil, &os.PathError{Op: "listen", Path: path, Err: ErrInUse}
+		}
+	}
+	tmpDir, err := os.MkdirTemp(dir, ".hls")
+	if err != nil {
+		return nil, nil, err
+	}
+	defer os.RemoveAll(tmpDir)
+	tmp := filepath.Join(tmpDir, "s")
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: tmp, Net: "unix"})
+	if err != nil {
+		return nil, nil, err
+	}
+	// The listener must not unlink its bind name on Close (that name is gone after the rename); cleanup
+	// removes the final path, and only if it is still this socket.
+	ln.SetUnlinkOnClose(false)
+	fail := func(err error) (net.Listener, func(), error) {
+		ln.Close()
+		return nil, nil, err
+	}
+	if err := os.Chmod(tmp, mode); err != nil {
+		return fail(err)
+	}
+	if gid >= 0 {
+		if err := os.Chown(tmp, -1, gid); err != nil {
+			return fail(err)
+		}
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fail(err)
+	}
+	mine, err := os.Lstat(path)
+	if err != nil {
+		return fail(err)
+	}
+	cleanup := func() {
+		ln.Close()
+		if fi, err := os.Lstat(path); err == nil && sameInode(fi, mine) {
+			os.Remove(path)
+		}
+	}
+	return ln, cleanup, nil
+}
+
+func sameInode(a, b os.FileInfo) bool {
+	sa, ok1 := a.Sys().(*syscall.Stat_t)
+	sb, ok2 := b.Sys().(*syscall.Stat_t)
+	return ok1 && ok2 && sa.Dev == sb.Dev && sa.Ino == sb.Ino
+}

@@ -1,0 +1,240 @@
+package sidecar
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/user"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/coreos/go-systemd/v22/daemon"
+
+	"github.com/hlaunch/hlaunch/launcher"
+)
+
+// Defaults for the zero fields of Config.
+const (
+	DefaultMaxBody      = 1 << 20 // 1 MiB: a spec is a few hundred bytes; anything near this is a mistake
+	DefaultPollInterval = 150 * time.Millisecond
+	DefaultEventRing    = 4096
+)
+
+// Config is what a Server needs; zero fields take the defaults given.
+type Config struct {
+	// Socket is the Unix socket path to create. Ignored when the process was socket-activated (LISTEN_FDS).
+	Socket string
+	// SocketGroup, when set (a group name or numeric gid), makes the socket 0660 owned by that group and lets
+	// its members use the API; empty means 0600 and owner/root only.
+	SocketGroup string
+	// Launcher carries out every operation. Required.
+	Launcher *launcher.Launcher
+	// MaxBody limits request bodies; zero means DefaultMaxBody. Larger bodies get 413 too_large.
+	MaxBody int64
+	// PollInterval is how often the watcher lists records to notice exits; zero means DefaultPollInterval.
+	PollInterval time.Duration
+	// EventRing is how many past events are kept for ?since= replay; zero means DefaultEventRing.
+	EventRing int
+	// Log receives the sidecar's own messages (refused peers, list errors); nil means os.Stderr.
+	Log io.Writer
+	// NoActivation ignores LISTEN_FDS even when set (tests, or a sidecar started under another activator).
+	NoActivation bool
+}
+
+// backend is what the server needs from a launcher. *launcher.Launcher is the production implementation;
+// the unit tests provide a second one so routing, decoding and auth run without a kernel.
+type backend interface {
+	Start(ctx context.Context, spec launcher.Spec) (*launcher.Receipt, error)
+	List(ctx context.Context) ([]launcher.Record, error)
+	Get(ctx context.Context, ref string) (launcher.Record, error)
+	Signal(ctx context.Context, ref string, sig syscall.Signal, all bool) error
+	Stop(ctx context.Context, ref string, grace time.Duration) (launcher.Record, error)
+	Wait(ctx context.Context, ref string) (launcher.Record, error)
+}
+
+// Server is the sidecar: one per socket. Create it with New, run it with Serve.
+type Server struct {
+	cfg    Config
+	b      backend
+	auth   authPolicy
+	events *broker
+	log    *log.Logger
+	now    func() time.Time
+	start  time.Time
+
+	// listMu orders spawns against the watcher's list (see poll).
+	listMu sync.RWMutex
+
+	mu       sync.Mutex
+	view     map[string]string // worker id -> last known state
+	lastPoll time.Time
+	pollErr  error
+
+	// ready is closed once the listener is up and the start-up reconciliation is done.
+	ready    chan struct{}
+	addrMu   sync.Mutex
+	addr     string
+	shutdown chan struct{}
+}
+
+// New checks cfg and returns a Server; it does not touch the socket or the state directory yet.
+func New(cfg Config) (*Server, error) {
+	if cfg.Launcher == nil {
+		return nil, fmt.Errorf("%w: no launcher", ErrConfig)
+	}
+	return newServer(cfg, cfg.Launcher)
+}
+
+func newServer(cfg Config, b backend) (*Server, error) {
+	if cfg.MaxBody <= 0 {
+		cfg.MaxBody = DefaultMaxBody
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = DefaultPollInterval
+	}
+	if cfg.EventRing <= 0 {
+		cfg.EventRing = DefaultEventRing
+	}
+	if cfg.Log == nil {
+		cfg.Log = os.Stderr
+	}
+	gid, err := lookupGroup(cfg.SocketGroup)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg:      cfg,
+		b:        b,
+		auth:     authPolicy{ownerUID: uint32(os.Geteuid()), group: gid},
+		log:      log.New(cfg.Log, "", log.LstdFlags),
+		now:      time.Now,
+		start:    time.Now(),
+		view:     map[string]string{},
+		ready:    make(chan struct{}),
+		shutdown: make(chan struct{}),
+	}
+	s.events = newBroker(cfg.EventRing, s.now)
+	return s, nil
+}
+
+// lookupGroup resolves a group name or numeric gid; "" means no group (-1).
+func lookupGroup(g string) (int64, error) {
+	if g == "" {
+		return -1, nil
+	}
+	if n, err := strconv.ParseUint(g, 10, 32); err == nil {
+		return int64(n), nil
+	}
+	gr, err := user.LookupGroup(g)
+	if err != nil {
+		return -1, fmt.Errorf("%w: socket group %q: %w", ErrConfig, g, err)
+	}
+	n, err := strconv.ParseUint(gr.Gid, 10, 32)
+	if err != nil {
+		return -1, fmt.Errorf("%w: socket group %q has gid %q", ErrConfig, g, gr.Gid)
+	}
+	return int64(n), nil
+}
+
+func (s *Server) logf(format string, args ...any) { s.log.Printf(format, args...) }
+
+// Ready is closed when the server accepts requests (after the start-up reconciliation).
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// Addr is the socket path being served (the activated socket's name when socket-activated); empty before Ready.
+func (s *Server) Addr() string {
+	s.addrMu.Lock()
+	defer s.addrMu.Unlock()
+	return s.addr
+}
+
+// Serve listens (or takes the systemd-activated socket), re-adopts every recorded worker, tells systemd it is
+// ready, and serves until ctx ends. It returns nil after a clean shutdown. Workers are never touched by a
+// shutdown: they belong to their shims.
+func (s *Server) Serve(ctx context.Context) error {
+	ln, cleanup, err := s.listen()
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	return s.serveListener(ctx, ln)
+}
+
+func (s *Server) serveListener(ctx context.Context, ln net.Listener) error {
+	s.addrMu.Lock()
+	s.addr = ln.Addr().String()
+	s.addrMu.Unlock()
+
+	// Start-up reconciliation happens before the first request is answered, so a client that lists right
+	// after connecting already sees every re-adopted worker; its events are in the ring for ?since=0.
+	if err := s.poll(ctx, true); err != nil {
+		s.logf("sidecar: initial list of workers failed (will retry): %v", err)
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	hs := &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		// No WriteTimeout: /wait and /events are long-lived by design.
+		IdleTimeout: 2 * time.Minute,
+		ConnContext: s.connContext,
+		ErrorLog:    s.log,
+		BaseContext: func(net.Listener) context.Context { return ctx },
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); s.watch(ctx) }()
+
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	close(s.ready)
+	if _, err := daemon.SdNotify(false, daemon.SdNotifyReady); err != nil {
+		s.logf("sidecar: sd_notify READY failed: %v", err)
+	}
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc:
+	}
+	_, _ = daemon.SdNotify(false, daemon.SdNotifyStopping)
+	close(s.shutdown)
+	s.events.close() // ends every /events stream so Shutdown does not wait for them
+	cancel()         // ends in-flight waits
+	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer scancel()
+	if err := hs.Shutdown(sctx); err != nil && serveErr == nil {
+		serveErr = err
+	}
+	wg.Wait()
+	if errors.Is(serveErr, http.ErrServerClosed) {
+		serveErr = nil
+	}
+	return serveErr
+}
+
+// connContext runs once per accepted connection: it reads the peer's credentials and decides whether the
+// connection is served. A refused peer is logged and reported as a refused event once per connection.
+func (s *Server) connContext(ctx context.Context, c net.Conn) context.Context {
+	a := &connAuth{}
+	a.peer, a.credErr = peerOf(c)
+	if a.credErr == nil {
+		a.ok, a.reason = s.auth.allow(a.peer)
+	} else {
+		a.reason = a.credErr.Error()
+	}
+	if !a.ok {
+		uid := a.peer.UID
+		s.logf("sidecar: refused connection from pid %d uid %d: %s", a.peer.PID, uid, a.reason)
+		s.events.publish(Event{Type: EventRefused, UID: &uid, PeerPID: a.peer.PID, Reason: a.reason})
+	}
+	return withConnAuth(ctx, a)
+}
