@@ -51,26 +51,3 @@ type Launcher struct {
 	ledger  string        // ledger directory
 	src     fingerprint.Sources
 }
-
-// Report is the `hlaunch doctor` answer.
-type Report struct {
-	CgroupMode      string            `json:"cgroup_mode"`
-	Mounts          map[string]string `json:"mounts"`
-	Controllers     []string          `json:"controllers"`
-	CgroupKill      bool              `json:"cgroup_kill"`
-	CloneIntoCgroup bool              `json:"clone_into_cgroup"`
-	Pidfd           bool              `json:"pidfd"`
-	UserNamespaces  bool              `json:"user_namespaces"`
-	SystemBus       Check             `json:"system_bus"`
-	UserBus         Check             `json:"user_bus"`
-	Linger          Check             `json:"linger"`
-	AutoChoice      string            `json:"auto_choice"`
-	AutoReason      string            `json:"auto_reason"`
-	RestartSafe     bool              `json:"restart_safe"`
-}
-
-// Check is one probed capability: whether it is there and why.
-type Check struct {
-	OK     bool   `json:"ok"`
-	Detail string `json:"detail"`
-}

@@ -1,0 +1,170 @@
+package launcher
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/hlaunch/hlaunch/internal/systemd"
+	"golang.org/x/sys/unix"
+)
+
+// Report is the `hlaunch doctor` answer.
+type Report struct {
+	CgroupMode      string            `json:"cgroup_mode"`
+	Mounts          map[string]string `json:"mounts"`
+	Controllers     []string          `json:"controllers"`       // controllers a worker's limits can use, by hierarchy
+	Delegated       Check             `json:"delegated"`         // whether the cgroup parent can be created here
+	CgroupKill      bool              `json:"cgroup_kill"`       // cgroup.kill in the v2 tree (kernel 5.14+)
+	CloneIntoCgroup bool              `json:"clone_into_cgroup"` // clone3 CLONE_INTO_CGROUP (kernel 5.7+ and a v2 tree)
+	Pidfd           bool              `json:"pidfd"`
+	UserNamespaces  Check             `json:"user_namespaces"`
+	SystemBus       Check             `json:"system_bus"`
+	UserBus         Check             `json:"user_bus"`
+	Linger          Check             `json:"linger"`
+	AutoChoice      string            `json:"auto_choice"` // what --scope auto would use: scoped, cgroup or degraded
+	AutoReason      string            `json:"auto_reason"`
+	RestartSafe     bool              `json:"restart_safe"`
+}
+
+// Check is one probed capability: whether it is there and why.
+type Check struct {
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+}
+
+// Doctor reports what this host offers and what --scope auto would choose, creating nothing.
+func (l *Launcher) Doctor(ctx context.Context) (Report, error) {
+	r := Report{Mounts: map[string]string{}}
+	if l.host == nil {
+		r.CgroupMode = "none"
+		r.Delegated = Check{false, fmt.Sprintf("no cgroup filesystem: %v", l.hostErr)}
+	} else {
+		r.CgroupMode = string(l.host.Mode)
+		if l.host.Unified != "" {
+			r.Mounts["unified"] = l.host.Unified
+			if b, err := os.ReadFile(filepath.Join(l.host.Unified, "cgroup.controllers")); err == nil {
+				for _, c := range strings.Fields(string(b)) {
+					r.Controllers = append(r.Controllers, "v2:"+c)
+				}
+			}
+			_, err := os.Stat(filepath.Join(l.host.Unified, "cgroup.kill"))
+			r.CgroupKill = err == nil || kernelAtLeast(5, 14)
+			r.CloneIntoCgroup = kernelAtLeast(5, 7)
+		}
+		for c, m := range l.host.V1 {
+			r.Mounts[c] = m
+			if !strings.HasPrefix(c, "name=") {
+				r.Controllers = append(r.Controllers, "v1:"+c)
+			}
+		}
+		sort.Strings(r.Controllers)
+		r.Delegated = l.delegated()
+	}
+	if fd, err := unix.PidfdOpen(os.Getpid(), 0); err == nil {
+		unix.Close(fd)
+		r.Pidfd = true
+	}
+	r.UserNamespaces = userns()
+	r.SystemBus = l.probeBus(ctx, false)
+	r.UserBus = l.probeBus(ctx, true)
+	r.Linger = linger()
+	useUser := os.Geteuid() != 0 || l.cfg.Defaults.UserManager
+	bus := r.SystemBus
+	if useUser {
+		bus = r.UserBus
+	}
+	switch {
+	case bus.OK:
+		r.AutoChoice, r.AutoReason = ModeScoped, "a systemd manager answers: "+bus.Detail
+	case r.Delegated.OK:
+		r.AutoChoice, r.AutoReason = ModeCgroup, "no systemd manager ("+bus.Detail+"); a writable cgroup parent exists: "+r.Delegated.Detail
+	default:
+		r.AutoChoice = ModeDegraded
+		r.AutoReason = "no systemd manager (" + bus.Detail + ") and no writable cgroup parent (" + r.Delegated.Detail + ")"
+	}
+	r.RestartSafe = r.AutoChoice != ModeDegraded
+	return r, nil
+}
+
+// delegated checks that the configured cgroup parent exists and is writable, or can be created.
+func (l *Launcher) delegated() Check {
+	parent, err := l.host.CleanParent(l.cfg.Defaults.CgroupParent)
+	if err != nil {
+		return Check{false, err.Error()}
+	}
+	root := l.host.Unified
+	if root == "" {
+		for _, m := range l.host.V1 {
+			root = m
+			break
+		}
+	}
+	dir := filepath.Join(root, parent)
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil {
+			if err := unix.Access(d, unix.W_OK); err != nil {
+				return Check{false, fmt.Sprintf("%s is not writable: %v", d, err)}
+			}
+			return Check{true, fmt.Sprintf("%s (parent %s)", dir, parent)}
+		}
+		if d == root || d == "/" {
+			return Check{false, fmt.Sprintf("%s does not exist", root)}
+		}
+	}
+}
+
+func (l *Launcher) probeBus(ctx context.Context, user bool) Check {
+	cctx, cancel := context.WithTimeout(ctx, scopeTimeout)
+	defer cancel()
+	c, err := systemd.Connect(cctx, systemd.ConnectOptions{User: user, UID: os.Geteuid(), Getenv: envLookup(l.cfg.Environ)})
+	if err != nil {
+		return Check{false, err.Error()}
+	}
+	defer c.Close()
+	return Check{true, c.Bus()}
+}
+
+func userns() Check {
+	b, err := os.ReadFile("/proc/sys/user/max_user_namespaces")
+	if err != nil {
+		return Check{false, err.Error()}
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if n == 0 {
+		return Check{false, "user.max_user_namespaces is 0"}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/unprivileged_userns_clone"); err == nil && strings.TrimSpace(string(b)) == "0" {
+		return Check{os.Geteuid() == 0, "kernel.unprivileged_userns_clone is 0: only root may create user namespaces"}
+	}
+	return Check{true, fmt.Sprintf("user.max_user_namespaces=%d", n)}
+}
+
+// linger reports whether the caller's user manager outlives its sessions (loginctl enable-linger).
+func linger() Check {
+	u, err := user.Current()
+	if err != nil {
+		return Check{false, err.Error()}
+	}
+	p := filepath.Join("/var/lib/systemd/linger", u.Username)
+	if _, err := os.Stat(p); err != nil {
+		return Check{false, fmt.Sprintf("%s absent: the user manager ends with the last session (remedy: loginctl enable-linger %s)", p, u.Username)}
+	}
+	return Check{true, p}
+}
+
+func kernelAtLeast(major, minor int) bool {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return false
+	}
+	rel := unix.ByteSliceToString(u.Release[:])
+	var ma, mi int
+	fmt.Sscanf(rel, "%d.%d", &ma, &mi)
+	return ma > major || (ma == major && mi >= minor)
+}
