@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hlaunch/hlaunch/launcher"
+)
+
+// app is one invocation: the global flags and the process's streams. It lives only as long as run.
+type app struct {
+	root     string // --root
+	stateDir string // --state-dir
+	policy   string // --policy
+	json     bool   // --json
+
+	stdin          *os.File
+	stdout, stderr *os.File
+}
+
+// run executes one hlaunch command line and returns the process exit code.
+func run(args []string, stdin, stdout, stderr *os.File) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := newRootCmd(a)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	return a.finish(root.ExecuteContext(context.Background()))
+}
+
+// finish turns a command's error into the exit code, printing the one error line (or JSON object).
+func (a *app) finish(err error) int {
+	if err == nil {
+		return launcher.ExitOK
+	}
+	var st exitStatus
+	if errors.As(err, &st) {
+		return int(st)
+	}
+	code, name := exitCodeFor(err)
+	if a.json {
+		// With --json every answer, errors included, is one JSON document on stdout, so a caller that
+		// parses stdout never has to look anywhere else.
+		writeJSONError(a.stdout, name, err)
+	} else {
+		fmt.Fprintf(a.stderr, "hlaunch: %s\n", oneLine(err.Error()))
+	}
+	return code
+}
+
+// jsonError is the shape of an error with --json; the sidecar answers with the same object.
+type jsonError struct {
+	Error jsonErrorBody `json:"error"`
+}
+
+type jsonErrorBody struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// writeJSONError writes {"error":{"code":...,"message":...}} as one line.
+func writeJSONError(w io.Writer, code string, err error) {
+	b, _ := json.Marshal(jsonError{Error: jsonErrorBody{Code: code, Message: oneLine(err.Error())}})
+	fmt.Fprintf(w, "%s\n", b)
+}
+
+// oneLine folds a multi-line message so that an error is always exactly one line.
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }), "; ")
+}
+
+// newLauncher builds the launcher from the global flags.
+func (a *app) newLauncher() (*launcher.Launcher, error) {
+	return launcher.New(a.config())
+}
+
+// config is the launcher.Config the global flags describe.
+func (a *app) config() launcher.Config {
+	return launcher.Config{
+		Root:       a.root,
+		StateDir:   a.stateDir,
+		PolicyFile: a.policy,
+		Stderr:     a.stderr,
+	}
+}
+
+// interruptible returns a context that ends on SIGINT or SIGTERM, so that a blocking read command (wait,
+// stop) gives up cleanly instead of dying mid-write.
+func interruptible(ctx context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+}
+
+// printJSON writes v as indented JSON on w.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// noArgs and exactArgs replace cobra's argument checks so that their errors map to exit 125 / "invalid".
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return invalidf("%s: unexpected argument %q", cmd.CommandPath(), args[0])
+	}
+	return nil
+}
+
+func exactArgs(n int, what string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return invalidf("%s: want %s, got %d arguments", cmd.CommandPath(), what, len(args))
+		}
+		return nil
+	}
+}

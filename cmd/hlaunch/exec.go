@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hlaunch/hlaunch/launcher"
+)
+
+// forwardedSignals are passed on to a foreground child: hlaunch is used as an argv prefix, so a caller
+// that signals hlaunch means to signal the child (WINCH keeps a terminal program's size right).
+var forwardedSignals = []os.Signal{
+	syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
+	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH,
+}
+
+func newExecCmd(a *app) *cobra.Command {
+	var f specFlags
+	cmd := &cobra.Command{
+		Use:   "exec -p NAME [flags] -- CMD [ARGS...]",
+		Short: "Run a command for a profile: clean environment, own cgroup or scope, identity receipt",
+		Long: `exec runs CMD for the hermes profile NAME. The child's environment is built only from the profile's
+files and the flags; it is placed (--scope) before its first instruction.
+
+In the foreground the child gets hlaunch's stdin, stdout and stderr as the same file descriptors, receives
+the signals hlaunch receives (INT TERM HUP QUIT USR1 USR2 WINCH), and hlaunch exits with its exit code
+(128+N when signal N ended it). With --detach the worker is started under a shim and its receipt is
+printed as JSON.`,
+		Args: func(cmd *cobra.Command, args []string) error { return nil },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			spec, err := f.spec(cmd.Flags(), args, a.stdin)
+			if err != nil {
+				return err
+			}
+			// Checked once, here, before the launcher touches the host: bad input starts nothing.
+			if err := spec.Validate(); err != nil {
+				return err
+			}
+			l, err := a.newLauncher()
+			if err != nil {
+				return err
+			}
+			if spec.Detach {
+				return a.start(cmd.Context(), l, spec)
+			}
+			return a.runForeground(l, spec)
+		},
+	}
+	fs := cmd.Flags()
+	// Everything after the command is the command's: `hlaunch exec -p b env -i` must not parse -i.
+	fs.SetInterspersed(false)
+	f.addExecFlags(fs)
+	return cmd
+}
+
+// start launches detached and prints the receipt.
+func (a *app) start(ctx context.Context, l *launcher.Launcher, spec launcher.Spec) error {
+	r, err := l.Start(ctx, spec)
+	if err != nil {
+		return err
+	}
+	return printJSON(a.stdout, r)
+}
+
+// runForeground runs the child with hlaunch's own stdio and exits with its code.
+func (a *app) runForeground(l *launcher.Launcher, spec launcher.Spec) error {
+	// A buffered channel: a burst of signals (a terminal resize storm, INT then TERM) must not be
+	// dropped while the launcher is busy forwarding the previous one.
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, forwardedSignals...)
+	defer signal.Stop(sigs)
+
+	// Background, not the command's context: an interrupt is the child's to handle, not a reason for
+	// hlaunch to abandon it.
+	code, err := l.Run(context.Background(), spec, launcher.Stdio{Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr}, sigs)
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return exitStatus(code)
+	}
+	return nil
+}

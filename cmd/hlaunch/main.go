@@ -1,0 +1,24 @@
+// Command hlaunch starts a child for a hermes profile with an environment built only from that profile,
+// places it in its own cgroup or systemd scope before its first instruction, and answers later questions
+// about it (status, signal, stop, wait) only through its verified identity.
+//
+// This package is the command-line shell: cobra parses flags into a launcher.Spec or launcher.Config and
+// prints what the launcher package answers. No launch logic lives here; see docs/cli.md for the commands
+// and docs/exit-codes.md for what each exit code means.
+package main
+
+import (
+	"os"
+
+	"github.com/hlaunch/hlaunch/launcher"
+)
+
+func main() {
+	// The same binary is the init stub and the per-worker shim (`hlaunch __init`, `hlaunch __shim`). Those
+	// roles run before cobra exists: the init stub sits between fork and the target's execve, and every
+	// allocation or flag parse there is paid on each launch and could write to the caller's stdio.
+	if launcher.MaybeRunInternal() {
+		return
+	}
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// signalName is the conventional name of sig ("SIGTERM"), or its number when it has none.
+func signalName(sig syscall.Signal) string {
+	if n := unix.SignalName(sig); n != "" {
+		return n
+	}
+	return strconv.Itoa(int(sig))
+}
+
+// parseSince accepts an RFC 3339 time, a date (UTC midnight), or a duration meaning "that long before now".
+func parseSince(s string, now time.Time) (time.Time, error) {
+	t := strings.TrimSpace(s)
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02"} {
+		if v, err := time.Parse(layout, t); err == nil {
+			return v, nil
+		}
+	}
+	if d, err := time.ParseDuration(t); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, invalidf("--since %q: want an RFC 3339 time, a date (2006-01-02) or a duration (24h)", s)
+}
+
+// parseGrace parses a --grace/--timeout duration given to a read command.
+func parseGrace(flag, s string) (time.Duration, error) {
+	if err := checkDuration(flag, s); err != nil {
+		return 0, err
+	}
+	d, _ := time.ParseDuration(s)
+	return d, nil
+}

@@ -1,0 +1,305 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/hlaunch/hlaunch/cgroup"
+	"github.com/hlaunch/hlaunch/launcher"
+	"github.com/hlaunch/hlaunch/nsenv"
+)
+
+// maxSpecBytes bounds a --spec document; a launch spec is a few hundred bytes, and reading an unbounded
+// stdin into memory would let a confused caller exhaust it.
+const maxSpecBytes = 1 << 20
+
+// specFlags holds the flags that describe a launch. Defaults shown in --help are the meaning of the Spec's
+// zero values; a flag is copied into the Spec only when it was given, so that a --spec file keeps every
+// field the command line does not name.
+type specFlags struct {
+	profile, secrets, cwd string
+	pass, inherit, env    []string
+	specFile              string
+
+	scope, unit, slice, cgroupParent string
+	requireScope, userManager        bool
+
+	memory, memoryHigh string
+	pids               int64
+	cpuWeight          uint64
+	cpus               float64
+
+	sandbox bool
+	net     string
+	rw      []string
+	as      string
+
+	key, timeout, grace, log string
+	detach                   bool
+}
+
+// addEnvFlags registers the flags that decide the child's environment (exec and env share them).
+func (f *specFlags) addEnvFlags(fs *pflag.FlagSet) {
+	fs.StringVarP(&f.profile, "profile", "p", "", "hermes profile to launch for (\"default\" is the root); required")
+	fs.StringVar(&f.secrets, "secrets", launcher.SecretsProfile, "profile: the target's .env without Tier-1 names; none: without any credential")
+	fs.StringArrayVar(&f.pass, "pass", nil, "with --secrets none, add this credential back from the target's .env (repeatable)")
+	fs.StringArrayVar(&f.env, "env", nil, "set NAME=VALUE in the child, over the profile's value (repeatable)")
+	fs.StringArrayVar(&f.inherit, "inherit", nil, "copy NAME from hlaunch's own environment; credentials and launch-profile settings are refused (repeatable)")
+	fs.StringVar(&f.cwd, "cwd", "", "child's working directory (default: hlaunch's)")
+	fs.StringVar(&f.specFile, "spec", "", "read a JSON launch spec from FILE (\"-\": stdin); flags given explicitly override its fields")
+}
+
+// addExecFlags registers every launch flag: the environment ones plus placement, limits, sandbox and job.
+func (f *specFlags) addExecFlags(fs *pflag.FlagSet) {
+	f.addEnvFlags(fs)
+	f.addPlacementFlags(fs)
+
+	fs.StringVar(&f.memory, "memory", "", "hard memory limit, e.g. 512M, 2G")
+	fs.StringVar(&f.memoryHigh, "memory-high", "", "memory throttling threshold, e.g. 384M")
+	fs.Int64Var(&f.pids, "pids", 0, "maximum number of tasks in the worker")
+	fs.Uint64Var(&f.cpuWeight, "cpu-weight", 0, "relative CPU weight, 1..10000")
+	fs.Float64Var(&f.cpus, "cpus", 0, "CPU bandwidth in cores, e.g. 0.5")
+
+	fs.BoolVar(&f.sandbox, "sandbox", false, "new mount, pid, ipc and uts namespaces; only the target profile is visible")
+	fs.StringVar(&f.net, "net", "host", "with --sandbox: host, or none (an empty network namespace)")
+	fs.StringArrayVar(&f.rw, "rw", nil, "with --sandbox: keep this host path writable (repeatable)")
+	fs.StringVar(&f.as, "as", "", "UID:GID to drop to before exec (empty capability sets)")
+
+	fs.StringVar(&f.key, "key", "", "refuse to start while another worker holding KEY verifies as running")
+	fs.StringVar(&f.timeout, "timeout", "", "wall-clock limit (e.g. 30s, 10m): SIGTERM, then the whole cgroup killed after --grace")
+	fs.StringVar(&f.grace, "grace", "5s", "time between SIGTERM and the whole-cgroup kill")
+	fs.StringVar(&f.log, "log", "", "append stdout and stderr to FILE (rotated by size)")
+	fs.BoolVar(&f.detach, "detach", false, "start under a shim, print the receipt as JSON and return at once")
+}
+
+// addPlacementFlags registers where the worker goes (--scope and its knobs).
+func (f *specFlags) addPlacementFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&f.scope, "scope", launcher.ScopeAuto, "placement: auto, systemd, cgroup or none")
+	fs.BoolVar(&f.requireScope, "require-scope", false, "fail (exit 75) instead of running degraded when no restart-safe placement exists")
+	fs.StringVar(&f.unit, "unit", "", "systemd unit name without .scope (default hlaunch-<profile>-<id>)")
+	fs.StringVar(&f.slice, "slice", "", "systemd slice for the scope (default: the manager's)")
+	fs.BoolVar(&f.userManager, "user", false, "use the caller's user manager, even as root (default: system manager for root)")
+	fs.StringVar(&f.cgroupParent, "cgroup-parent", "", "raw-cgroup parent, relative to each hierarchy's root (default hlaunch)")
+}
+
+// spec builds the launch spec: the --spec document if one was named, then every flag that was given,
+// then argv when the command line has one.
+func (f *specFlags) spec(fs *pflag.FlagSet, argv []string, stdin io.Reader) (launcher.Spec, error) {
+	var s launcher.Spec
+	if f.specFile != "" {
+		var err error
+		if s, err = loadSpec(f.specFile, stdin); err != nil {
+			return launcher.Spec{}, err
+		}
+	}
+	if err := f.apply(fs, &s); err != nil {
+		return launcher.Spec{}, err
+	}
+	if len(argv) > 0 {
+		s.Argv = append([]string(nil), argv...)
+	}
+	return s, nil
+}
+
+// apply copies every flag that was given on the command line into s. Lists and scalars replace the spec's
+// field; --env adds to the spec's env, a flag's value winning for the same name.
+func (f *specFlags) apply(fs *pflag.FlagSet, s *launcher.Spec) error {
+	set := func(name string) bool {
+		fl := fs.Lookup(name)
+		return fl != nil && fl.Changed
+	}
+	if set("profile") {
+		s.Profile = f.profile
+	}
+	if set("secrets") {
+		s.Secrets = f.secrets
+	}
+	if set("pass") {
+		s.Pass = append([]string(nil), f.pass...)
+	}
+	if set("inherit") {
+		s.Inherit = append([]string(nil), f.inherit...)
+	}
+	if set("env") {
+		env, err := parseEnvFlags(f.env, s.Env)
+		if err != nil {
+			return err
+		}
+		s.Env = env
+	}
+	if set("cwd") {
+		s.Cwd = f.cwd
+	}
+	if set("scope") {
+		s.Scope = f.scope
+	}
+	if set("require-scope") {
+		s.RequireScope = f.requireScope
+	}
+	if set("unit") {
+		s.Unit = f.unit
+	}
+	if set("slice") {
+		s.Slice = f.slice
+	}
+	if set("user") {
+		s.UserManager = f.userManager
+	}
+	if set("cgroup-parent") {
+		s.CgroupParent = f.cgroupParent
+	}
+	if err := f.applyLimits(set, &s.Limits); err != nil {
+		return err
+	}
+	if set("sandbox") {
+		s.Sandbox = f.sandbox
+	}
+	if set("net") {
+		s.Net = f.net
+	}
+	if set("rw") {
+		s.RW = append([]string(nil), f.rw...)
+	}
+	if set("as") {
+		s.User = f.as
+	}
+	if set("key") {
+		s.Key = f.key
+	}
+	if set("timeout") {
+		if err := checkDuration("--timeout", f.timeout); err != nil {
+			return err
+		}
+		s.Timeout = f.timeout
+	}
+	if set("grace") {
+		if err := checkDuration("--grace", f.grace); err != nil {
+			return err
+		}
+		s.Grace = f.grace
+	}
+	if set("log") {
+		s.Log = f.log
+	}
+	if set("detach") {
+		s.Detach = f.detach
+	}
+	return nil
+}
+
+// applyLimits parses the limit flags; a size the cgroup package cannot parse names its flag.
+func (f *specFlags) applyLimits(set func(string) bool, l *cgroup.Limits) error {
+	if set("memory") {
+		n, err := cgroup.ParseSize(f.memory)
+		if err != nil {
+			return invalidf("--memory %q: %v", f.memory, err)
+		}
+		l.Memory = n
+	}
+	if set("memory-high") {
+		n, err := cgroup.ParseSize(f.memoryHigh)
+		if err != nil {
+			return invalidf("--memory-high %q: %v", f.memoryHigh, err)
+		}
+		l.MemoryHigh = n
+	}
+	if set("pids") {
+		if f.pids < 0 {
+			return invalidf("--pids %d: must not be negative", f.pids)
+		}
+		l.Pids = f.pids
+	}
+	if set("cpu-weight") {
+		l.CPUWeight = f.cpuWeight
+	}
+	if set("cpus") {
+		if f.cpus < 0 {
+			return invalidf("--cpus %g: must not be negative", f.cpus)
+		}
+		l.CPUs = f.cpus
+	}
+	return nil
+}
+
+// parseEnvFlags adds each --env NAME=VALUE to a copy of base; a malformed one is refused by name.
+func parseEnvFlags(flags []string, base map[string]string) (map[string]string, error) {
+	env := make(map[string]string, len(base)+len(flags))
+	for k, v := range base {
+		env[k] = v
+	}
+	for _, kv := range flags {
+		k, v, err := nsenv.ParseAssignment(kv)
+		if err != nil {
+			// nsenv's message already names --env and the value; never print two prefixes.
+			if msg := err.Error(); strings.HasPrefix(msg, "--env") {
+				return nil, &invalidError{msg: msg}
+			}
+			return nil, invalidf("--env %q: %v", kv, err)
+		}
+		env[k] = v
+	}
+	return env, nil
+}
+
+// checkDuration refuses a duration flag that time.ParseDuration does not accept or that is negative.
+func checkDuration(flag, s string) error {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return invalidf("%s %q: not a duration (examples: 500ms, 30s, 10m)", flag, s)
+	}
+	if d < 0 {
+		return invalidf("%s %q: must not be negative", flag, s)
+	}
+	return nil
+}
+
+// loadSpec reads a --spec document from a file, or from stdin for "-".
+func loadSpec(name string, stdin io.Reader) (launcher.Spec, error) {
+	r := stdin
+	if name != "-" {
+		f, err := os.Open(name)
+		if err != nil {
+			return launcher.Spec{}, invalidf("--spec: %v", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, maxSpecBytes+1))
+	if err != nil {
+		return launcher.Spec{}, invalidf("--spec %s: %v", name, err)
+	}
+	if len(b) > maxSpecBytes {
+		return launcher.Spec{}, invalidf("--spec %s: larger than %d bytes", name, maxSpecBytes)
+	}
+	s, err := decodeSpec(b)
+	if err != nil {
+		return launcher.Spec{}, invalidf("--spec %s: %v", name, err)
+	}
+	return s, nil
+}
+
+// errTrailing: a spec document followed by more data (two objects, or garbage after one).
+var errTrailing = errors.New("trailing data after the JSON object")
+
+// decodeSpec decodes one JSON launch spec strictly: an unknown field is refused rather than ignored,
+// because a misspelt "require_scope" or "memroy" would otherwise launch with the safety off.
+func decodeSpec(b []byte) (launcher.Spec, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var s launcher.Spec
+	if err := dec.Decode(&s); err != nil {
+		return launcher.Spec{}, fmt.Errorf("not a launch spec: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return launcher.Spec{}, errTrailing
+	}
+	return s, nil
+}

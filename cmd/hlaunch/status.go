@@ -1,0 +1,66 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/hlaunch/hlaunch/launcher"
+)
+
+func newStatusCmd(a *app) *cobra.Command {
+	var (
+		pid int
+		fp  string
+	)
+	cmd := &cobra.Command{
+		Use:   "status (ID|TOKEN | --pid N --fingerprint FP)",
+		Short: "Verify one worker now; the exit code is the answer",
+		Long: `status verifies a worker's identity now and prints what is known about it.
+Exit code: 0 running, 1 exited, 3 foreign boot or machine or recycled PID, 4 unverified, 125 malformed.
+
+--pid N --fingerprint "<boot_id>:<pid1 start>|<start>" applies the same rules to a row of the hermes
+gateway's process table: another boot is foreign, "unverified" and an empty (NULL) fingerprint are refused.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			legacy := cmd.Flags().Changed("pid") || cmd.Flags().Changed("fingerprint")
+			if legacy && len(args) > 0 {
+				return invalidf("status: give either a worker id/token or --pid with --fingerprint, not both")
+			}
+			if legacy && !cmd.Flags().Changed("pid") {
+				return invalidf("status: --fingerprint needs --pid")
+			}
+			if !legacy && len(args) != 1 {
+				return invalidf("status: want one worker id or token")
+			}
+			l, err := a.newLauncher()
+			if err != nil {
+				return err
+			}
+			var rec launcher.Record
+			if legacy {
+				rec, err = l.LegacyStatus(cmd.Context(), pid, fp)
+			} else {
+				rec, err = l.Status(cmd.Context(), args[0])
+			}
+			if err != nil {
+				return err
+			}
+			if err := a.printRecord(rec); err != nil {
+				return err
+			}
+			if code := stateExitCode(rec.State); code != launcher.ExitOK {
+				return exitStatus(code)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&pid, "pid", 0, "a hermes row's PID (with --fingerprint)")
+	cmd.Flags().StringVar(&fp, "fingerprint", "", "a hermes row's fingerprint, \"<epoch>|<start>\" or \"unverified\"")
+	return cmd
+}
+
+// printRecord prints one worker as JSON or as field lines.
+func (a *app) printRecord(rec launcher.Record) error {
+	if a.json {
+		return printJSON(a.stdout, rec)
+	}
+	return writeRecord(a.stdout, rec)
+}
