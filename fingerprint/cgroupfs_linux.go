@@ -1,0 +1,247 @@
+package fingerprint
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// maxCgroupDepth bounds the walk through a worker's sub-cgroups.
+const maxCgroupDepth = 32
+
+// openCgroupDir opens <root><rel> as a directory fd. The path comes from a token the caller handed us, so it
+// is resolved beneath root with no symlinks and no mount crossings.
+func openCgroupDir(root, rel string) (int, error) {
+	full := filepath.Join(root, rel)
+	rootFD, err := retryEINTR(func() (int, error) {
+		return unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	})
+	if err != nil {
+		return -1, &os.PathError{Op: "open", Path: root, Err: err}
+	}
+	defer closeFD(rootFD)
+	name := strings.TrimPrefix(rel, "/")
+	fd, err := retryEINTR(func() (int, error) {
+		return unix.Openat2(rootFD, name, &unix.OpenHow{
+			Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV,
+		})
+	})
+	if errors.Is(err, unix.ENOSYS) { // kernels before 5.6; the path was cleaned, so only symlinks remain to refuse
+		fd, err = retryEINTR(func() (int, error) {
+			return unix.Openat(rootFD, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		})
+	}
+	if err != nil {
+		return -1, &os.PathError{Op: "openat2", Path: full, Err: err}
+	}
+	return fd, nil
+}
+
+// dirIno returns the inode of an open directory: for a cgroup, its id.
+func dirIno(fd int) (uint64, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return 0, os.NewSyscallError("fstat", err)
+	}
+	return st.Ino, nil
+}
+
+func openAt(dir int, name string, flags int) (int, error) {
+	fd, err := retryEINTR(func() (int, error) {
+		return unix.Openat(dir, name, flags|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+	})
+	if err != nil {
+		return -1, &os.PathError{Op: "openat", Path: name, Err: err}
+	}
+	return fd, nil
+}
+
+// readAt reads a cgroup file relative to the pinned directory.
+func readAt(dir int, name string) ([]byte, error) {
+	fd, err := openAt(dir, name, unix.O_RDONLY)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// writeAt writes a cgroup control file relative to the pinned directory: the write reaches the cgroup the
+// fd refers to, even if another cgroup now sits at its old path.
+func writeAt(dir int, name, value string) error {
+	fd, err := openAt(dir, name, unix.O_WRONLY)
+	if err != nil {
+		return err
+	}
+	defer closeFD(fd)
+	if _, err := retryEINTR(func() (int, error) { return unix.Write(fd, []byte(value)) }); err != nil {
+		return &os.PathError{Op: "write", Path: name, Err: err}
+	}
+	return nil
+}
+
+// readProcs lists the processes directly in the cgroup (cgroup.procs), as the reader's PID namespace sees them.
+func readProcs(dir int) ([]int, error) {
+	b, err := readAt(dir, "cgroup.procs")
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for _, line := range bytes.Fields(b) {
+		pid, err := strconv.Atoi(string(line))
+		if err != nil {
+			return nil, fmt.Errorf("cgroup.procs: bad pid %q", line)
+		}
+		if pid > 0 { // 0: a process outside our PID namespace
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
+}
+
+// walkProcs lists the processes in the cgroup and all of its descendants.
+func walkProcs(dir int) ([]int, error) { return walkProcsDepth(dir, 0) }
+
+func walkProcsDepth(dir, depth int) ([]int, error) {
+	if depth > maxCgroupDepth {
+		return nil, fmt.Errorf("cgroup nesting deeper than %d", maxCgroupDepth)
+	}
+	pids, err := readProcs(dir)
+	if err != nil {
+		return nil, err
+	}
+	self, err := openAt(dir, ".", unix.O_RDONLY|unix.O_DIRECTORY)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(self), ".")
+	entries, err := f.ReadDir(-1)
+	f.Close()
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		sub, err := openAt(dir, e.Name(), unix.O_RDONLY|unix.O_DIRECTORY)
+		if errors.Is(err, unix.ENOENT) {
+			continue // removed while we looked
+		}
+		if err != nil {
+			return nil, err
+		}
+		more, err := walkProcsDepth(sub, depth+1)
+		closeFD(sub)
+		if err != nil && !errors.Is(err, unix.ENODEV) && !errors.Is(err, unix.ENOENT) {
+			return nil, err
+		}
+		pids = append(pids, more...)
+	}
+	return pids, nil
+}
+
+// isMember reports whether pid is listed in the cgroup's own cgroup.procs.
+func isMember(dir, pid int) (bool, error) {
+	pids, err := readProcs(dir)
+	if err != nil {
+		return false, err
+	}
+	for _, p := range pids {
+		if p == pid {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// eventValue returns the value of key in a cgroup.events text ("populated 1\nfrozen 0\n").
+func eventValue(b []byte, key string) (string, bool) {
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, " ")
+		if ok && k == key {
+			return strings.TrimSpace(v), true
+		}
+	}
+	return "", false
+}
+
+// populated reports whether the cgroup or a descendant holds a process: cgroup.events on v2, a walk of
+// cgroup.procs on v1 (which has no cgroup.events).
+func populated(dir int) (bool, error) {
+	b, err := readAt(dir, "cgroup.events")
+	if errors.Is(err, unix.ENOENT) {
+		pids, err := walkProcs(dir)
+		return len(pids) > 0, err
+	}
+	if err != nil {
+		return false, err
+	}
+	v, ok := eventValue(b, "populated")
+	if !ok {
+		return false, errors.New("cgroup.events has no populated key")
+	}
+	return v == "1", nil
+}
+
+// waitEvent waits until cgroup.events shows key=want. The kernel wakes pollers (POLLPRI) when the file
+// changes; the bounded poll timeout is only a safety net.
+func waitEvent(ctx context.Context, dir int, key, want string) error {
+	fd, err := openAt(dir, "cgroup.events", unix.O_RDONLY)
+	if err != nil {
+		return err
+	}
+	defer closeFD(fd)
+	buf := make([]byte, 512)
+	for {
+		n, err := retryEINTR(func() (int, error) { return unix.Pread(fd, buf, 0) })
+		if err != nil {
+			return &os.PathError{Op: "pread", Path: "cgroup.events", Err: err}
+		}
+		v, ok := eventValue(buf[:n], key)
+		if !ok {
+			return fmt.Errorf("cgroup.events has no %s key", key)
+		}
+		if v == want {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("waiting for cgroup %s=%s: %w", key, want, err)
+		}
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLPRI}}
+		if _, err := retryEINTR(func() (int, error) { return unix.Poll(fds, 50) }); err != nil {
+			return os.NewSyscallError("poll", err)
+		}
+	}
+}
+
+// waitProcsEmpty is waitEvent's v1 stand-in: poll cgroup.procs of the subtree until it is empty.
+func waitProcsEmpty(ctx context.Context, dir int) error {
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		pids, err := walkProcs(dir)
+		if err != nil {
+			return err
+		}
+		if len(pids) == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for cgroup to empty: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+}

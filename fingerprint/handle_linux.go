@@ -1,0 +1,239 @@
+package fingerprint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Handle is pinned authority over one verified worker: a pidfd of its leader (when the leader was alive) and
+// a directory fd of its cgroup (when it has one). Every signal goes through those fds, never through a PID
+// number or a path, so it can only reach what Authorize verified. A Handle is not safe for concurrent use
+// with Close; Close it when done.
+type Handle struct {
+	id     Identity
+	dir    int // cgroup directory fd, -1 when the worker has no cgroup (hermes rows)
+	pidfd  int // leader pidfd, -1 when the leader had exited at Authorize time
+	closed bool
+}
+
+// Identity returns the identity this handle was authorized for.
+func (h *Handle) Identity() Identity { return h.id }
+
+// LeaderPinned reports whether the handle holds the leader's pidfd (false when the leader had already exited
+// and only its cgroup lives on).
+func (h *Handle) LeaderPinned() bool { return !h.closed && h.pidfd >= 0 }
+
+// SignalLeader sends sig to the leader through its pidfd.
+//
+// No check-then-act window exists here: Authorize opened the pidfd first and only then checked the start
+// time and cgroup membership, while the pidfd showed the process unreaped (so the PID could not have been
+// reused in between). The pidfd refers to that process itself, not to its number: if it has since died and
+// the number was given to a stranger, pidfd_send_signal fails with ESRCH instead of reaching the stranger.
+func (h *Handle) SignalLeader(sig syscall.Signal) error {
+	if h.closed {
+		return errClosed
+	}
+	if h.pidfd < 0 {
+		return fmt.Errorf("%w: leader PID %d has exited", ErrNotRunning, h.id.PID)
+	}
+	err := pidfdSignal(h.pidfd, sig)
+	if errors.Is(err, unix.ESRCH) {
+		return fmt.Errorf("%w: leader PID %d has exited", ErrNotRunning, h.id.PID)
+	}
+	return err
+}
+
+// SignalAll sends sig to every process of the worker through the pinned cgroup fd. SIGKILL writes
+// cgroup.kill when the kernel has it (v2, 5.14+). Otherwise the cgroup is frozen (cgroup.freeze=1, waiting
+// for frozen), each process listed in cgroup.procs of the cgroup and its descendants is signalled through a
+// pidfd, and the cgroup is thawed: frozen processes cannot fork, so none escapes the sweep. Without a
+// freezer (v1 hierarchies) the sweep repeats until it finds no new process. A cgroup removed and re-created at
+// the same path is never hit: the fd refers to the old one. A handle without a cgroup (hermes rows) signals
+// only the leader. If the caller itself is in the cgroup it is skipped and the cgroup is not frozen.
+func (h *Handle) SignalAll(ctx context.Context, sig syscall.Signal) error {
+	if h.closed {
+		return errClosed
+	}
+	if h.dir < 0 {
+		return h.SignalLeader(sig)
+	}
+	if sig == unix.SIGKILL {
+		err := writeAt(h.dir, "cgroup.kill", "1")
+		if !errors.Is(err, unix.ENOENT) {
+			return err
+		}
+	}
+	return h.sweep(ctx, sig)
+}
+
+// sweep is the freeze, signal, thaw path.
+func (h *Handle) sweep(ctx context.Context, sig syscall.Signal) (err error) {
+	self := os.Getpid()
+	pids, err := walkProcs(h.dir)
+	if err != nil {
+		return err
+	}
+	frozen := false
+	if !containsPID(pids, self) {
+		switch ferr := writeAt(h.dir, "cgroup.freeze", "1"); {
+		case ferr == nil:
+			frozen = true
+			// Thaw even when the wait or a signal failed: a worker must not be left frozen by us.
+			defer func() {
+				if terr := writeAt(h.dir, "cgroup.freeze", "0"); terr != nil && err == nil {
+					err = terr
+				}
+			}()
+			if err := waitEvent(ctx, h.dir, "frozen", "1"); err != nil {
+				return err
+			}
+		case errors.Is(ferr, unix.ENOENT): // v1 hierarchy: no freezer here, sweep until stable
+		default:
+			return ferr
+		}
+	}
+	done := map[int]bool{self: true}
+	rounds := 1
+	if !frozen {
+		rounds = 16
+	}
+	for r := 0; r < rounds; r++ {
+		n, err := h.signalMembers(sig, done)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return nil
+}
+
+// signalMembers pins every listed member with a pidfd, lists the members again, and signals through the
+// pidfd each process that was listed both times: a pidfd opened before the second listing and still
+// unreaped when signalled can only be the process that listing named. It returns how many it signalled.
+func (h *Handle) signalMembers(sig syscall.Signal, done map[int]bool) (int, error) {
+	pids, err := walkProcs(h.dir)
+	if err != nil {
+		return 0, err
+	}
+	fds := map[int]int{}
+	defer func() {
+		for _, fd := range fds {
+			closeFD(fd)
+		}
+	}()
+	for _, pid := range pids {
+		if done[pid] {
+			continue
+		}
+		fd, err := pidfdOpen(pid)
+		if errors.Is(err, unix.ESRCH) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		fds[pid] = fd
+	}
+	again, err := walkProcs(h.dir)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, pid := range again {
+		fd, ok := fds[pid]
+		if !ok {
+			continue
+		}
+		if err := pidfdSignal(fd, sig); err != nil && !errors.Is(err, unix.ESRCH) {
+			return n, fmt.Errorf("signal pid %d: %w", pid, err)
+		}
+		done[pid] = true
+		n++
+	}
+	return n, nil
+}
+
+// Populated reports whether the worker still has a process: cgroup.events (or the cgroup.procs of the
+// subtree on v1) through the pinned fd; for a handle without a cgroup, whether the leader has not exited.
+func (h *Handle) Populated() (bool, error) {
+	if h.closed {
+		return false, errClosed
+	}
+	if h.dir < 0 {
+		return h.leaderRunning()
+	}
+	return populated(h.dir)
+}
+
+// WaitEmpty waits until the worker has no process left (cgroup.events populated 0 through the pinned fd, or
+// cgroup.procs polling on v1), or ctx ends. For a handle without a cgroup it waits for the leader to exit.
+func (h *Handle) WaitEmpty(ctx context.Context) error {
+	if h.closed {
+		return errClosed
+	}
+	if h.dir < 0 {
+		return h.waitLeader(ctx)
+	}
+	err := waitEvent(ctx, h.dir, "populated", "0")
+	if errors.Is(err, unix.ENOENT) {
+		return waitProcsEmpty(ctx, h.dir)
+	}
+	return err
+}
+
+// leaderRunning: a pidfd becomes readable when its process exits.
+func (h *Handle) leaderRunning() (bool, error) {
+	if h.pidfd < 0 {
+		return false, nil
+	}
+	fds := []unix.PollFd{{Fd: int32(h.pidfd), Events: unix.POLLIN}}
+	n, err := retryEINTR(func() (int, error) { return unix.Poll(fds, 0) })
+	if err != nil {
+		return false, os.NewSyscallError("poll", err)
+	}
+	return n == 0, nil
+}
+
+func (h *Handle) waitLeader(ctx context.Context) error {
+	for {
+		running, err := h.leaderRunning()
+		if err != nil || !running {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("waiting for PID %d to exit: %w", h.id.PID, err)
+		}
+		fds := []unix.PollFd{{Fd: int32(h.pidfd), Events: unix.POLLIN}}
+		if _, err := retryEINTR(func() (int, error) { return unix.Poll(fds, 50) }); err != nil {
+			return os.NewSyscallError("poll", err)
+		}
+	}
+}
+
+// Close releases the pinned fds. It is safe to call more than once.
+func (h *Handle) Close() error {
+	if h.closed {
+		return nil
+	}
+	h.closed = true
+	closeFD(h.pidfd)
+	closeFD(h.dir)
+	h.pidfd, h.dir = -1, -1
+	return nil
+}
+
+func containsPID(pids []int, pid int) bool {
+	for _, p := range pids {
+		if p == pid {
+			return true
+		}
+	}
+	return false
+}
