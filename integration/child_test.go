@@ -1,0 +1,187 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// childReport is what the child sees of its own world, printed as JSON by `child report`.
+type childReport struct {
+	PID     int               `json:"pid"`
+	PPID    int               `json:"ppid"`
+	PGID    int               `json:"pgid"`
+	SID     int               `json:"sid"`
+	UID     int               `json:"uid"`
+	Cwd     string            `json:"cwd"`
+	Env     map[string]string `json:"env"`
+	Cgroup  []string          `json:"cgroup"` // /proc/self/cgroup lines, read before anything else
+	NS      map[string]string `json:"ns"`     // namespace links
+	Checks  map[string]string `json:"checks"` // check -> "ok" or the error
+	Status  map[string]string `json:"status"` // selected /proc/self/status fields
+	Procs   []int             `json:"procs"`  // pids visible in /proc
+	PID1Env string            `json:"pid1_env"`
+}
+
+// childMain is the test binary acting as the child. Modes:
+//
+//	report [CHECK...]    print a childReport; checks are open:P, write:P, ls:P, kill:PID
+//	exit N               exit with N
+//	sleep DUR            sleep, then exit 0
+//	echo                 copy stdin to stdout
+//	trap                 print "ready", then exit 42 on SIGTERM
+//	spawn-tree DUR       double-fork a setsid grandchild that sleeps DUR, print its pid, sleep DUR
+//	forkbomb             fork until fork fails, report how many, exit 0
+//	memhog MiB           allocate and touch MiB of memory, then sleep
+func childMain(args []string) int {
+	// The first instruction of interest: read our cgroup before doing anything else.
+	cg, _ := os.ReadFile("/proc/self/cgroup")
+	if len(args) == 0 {
+		return 2
+	}
+	switch args[0] {
+	case "report":
+		return report(string(cg), args[1:])
+	case "exit":
+		n, _ := strconv.Atoi(args[1])
+		return n
+	case "sleep":
+		d, _ := time.ParseDuration(args[1])
+		time.Sleep(d)
+		return 0
+	case "echo":
+		_, _ = io.Copy(os.Stdout, os.Stdin)
+		return 0
+	case "trap":
+		sig := make(chan os.Signal, 1)
+		signalNotify(sig, syscall.SIGTERM)
+		fmt.Println("ready")
+		<-sig
+		return 42
+	case "spawn-tree":
+		// A grandchild in its own session that outlives its parent: a process-group kill misses it.
+		cmd := exec.Command("setsid", "sh", "-c", "sleep "+args[1]+" & echo $!")
+		out, err := cmd.Output()
+		if err != nil {
+			return 3
+		}
+		fmt.Print(string(out))
+		d, _ := time.ParseDuration(args[1] + "s")
+		time.Sleep(d)
+		return 0
+	case "forkbomb":
+		n := 0
+		for ; n < 10000; n++ {
+			cmd := exec.Command("sleep", "30")
+			if err := cmd.Start(); err != nil {
+				break
+			}
+		}
+		fmt.Println(n)
+		return 0
+	case "memhog":
+		mib, _ := strconv.Atoi(args[1])
+		var keep [][]byte
+		for i := 0; i < mib; i++ {
+			b := make([]byte, 1<<20)
+			for j := range b {
+				if j%4096 == 0 {
+					b[j] = 1
+				}
+			}
+			keep = append(keep, b)
+		}
+		fmt.Println("allocated", len(keep))
+		time.Sleep(time.Minute)
+		return 0
+	}
+	return 2
+}
+
+func report(cg string, checks []string) int {
+	r := childReport{
+		PID: os.Getpid(), PPID: os.Getppid(), UID: os.Getuid(),
+		Env: map[string]string{}, NS: map[string]string{}, Checks: map[string]string{}, Status: map[string]string{},
+	}
+	r.PGID, _ = syscall.Getpgid(0)
+	r.SID, _ = getsid()
+	r.Cwd, _ = os.Getwd()
+	for _, kv := range os.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		r.Env[k] = v
+	}
+	r.Cgroup = strings.Split(strings.TrimSpace(cg), "\n")
+	for _, ns := range []string{"mnt", "pid", "ipc", "uts", "net", "user", "cgroup"} {
+		r.NS[ns], _ = os.Readlink("/proc/self/ns/" + ns)
+	}
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			k, v, ok := strings.Cut(line, ":")
+			if ok && (k == "CapEff" || k == "CapPrm" || k == "NoNewPrivs" || k == "Uid" || k == "Gid") {
+				r.Status[k] = strings.TrimSpace(v)
+			}
+		}
+	}
+	if ents, err := os.ReadDir("/proc"); err == nil {
+		for _, e := range ents {
+			if n, err := strconv.Atoi(e.Name()); err == nil {
+				r.Procs = append(r.Procs, n)
+			}
+		}
+		sort.Ints(r.Procs)
+	}
+	if b, err := os.ReadFile("/proc/1/environ"); err == nil {
+		r.PID1Env = strings.ReplaceAll(string(b), "\x00", "\n")
+	}
+	for _, c := range checks {
+		kind, arg, _ := strings.Cut(c, ":")
+		r.Checks[c] = check(kind, arg)
+	}
+	_ = json.NewEncoder(os.Stdout).Encode(r)
+	return 0
+}
+
+func check(kind, arg string) string {
+	var err error
+	switch kind {
+	case "open":
+		var f *os.File
+		if f, err = os.Open(arg); err == nil {
+			f.Close()
+		}
+	case "write":
+		p := arg
+		if st, e := os.Stat(arg); e == nil && st.IsDir() {
+			p = filepath.Join(arg, ".hlaunch-write-probe")
+		}
+		if err = os.WriteFile(p, []byte("x"), 0o600); err == nil {
+			os.Remove(p)
+		}
+	case "ls":
+		var ents []os.DirEntry
+		if ents, err = os.ReadDir(arg); err == nil {
+			names := make([]string, 0, len(ents))
+			for _, e := range ents {
+				names = append(names, e.Name())
+			}
+			return "ok:" + strings.Join(names, ",")
+		}
+	case "kill":
+		pid, _ := strconv.Atoi(arg)
+		err = syscall.Kill(pid, 0)
+	default:
+		return "unknown check"
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return "ok"
+}

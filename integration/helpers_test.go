@@ -1,0 +1,270 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// hlaunchBin is the binary under test: $HLAUNCH_BIN, or one built by TestMain.
+var hlaunchBin string
+
+// selfBin is this test binary, which acts as the child when its first argument is "child".
+var selfBin string
+
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "child" {
+		os.Exit(childMain(os.Args[2:]))
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	selfBin = self
+	code, err := setupAndRun(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "integration setup:", err)
+		os.Exit(2)
+	}
+	os.Exit(code)
+}
+
+func setupAndRun(m *testing.M) (int, error) {
+	hlaunchBin = os.Getenv("HLAUNCH_BIN")
+	if hlaunchBin == "" {
+		dir, err := os.MkdirTemp("", "hlaunch-itest-bin-")
+		if err != nil {
+			return 0, err
+		}
+		defer os.RemoveAll(dir)
+		hlaunchBin = filepath.Join(dir, "hlaunch")
+		cmd := exec.Command("go", "build", "-o", hlaunchBin, "../cmd/hlaunch")
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return 0, fmt.Errorf("build hlaunch: %w", err)
+		}
+	} else if abs, err := filepath.Abs(hlaunchBin); err == nil {
+		hlaunchBin = abs
+	}
+	return m.Run(), nil
+}
+
+// requireRoot skips a test that needs root, saying so. CI fails on any skip (see .ci/run).
+func requireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (real cgroups, namespaces)")
+	}
+}
+
+// requireCgroup2 skips when there is no cgroup2 tree with cgroup.kill.
+func requireCgroup2(t testing.TB) string {
+	t.Helper()
+	for _, p := range []string{"/sys/fs/cgroup/unified", "/sys/fs/cgroup"} {
+		if _, err := os.Stat(filepath.Join(p, "cgroup.procs")); err == nil {
+			var st syscall.Statfs_t
+			if syscall.Statfs(p, &st) == nil && st.Type == 0x63677270 {
+				return p
+			}
+		}
+	}
+	t.Skip("needs a cgroup2 hierarchy")
+	return ""
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// env is one hermes world for a test: a root with profiles, a state dir, and a cgroup parent of its own.
+type env struct {
+	t        *testing.T
+	Root     string
+	State    string
+	Parent   string // cgroup parent, relative to every hierarchy root
+	Launcher []string
+}
+
+// newEnv makes the hermes invariant world of hermes-contract.md: launch profile A (the root's "a" profile,
+// mirrored into the launcher's environment) and served profile B. Everything is removed at the end, and
+// every cgroup under Parent is killed and removed, even when the test fails.
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	dir := t.TempDir()
+	e := &env{t: t, Root: filepath.Join(dir, "hermes"), State: filepath.Join(dir, "state"), Parent: "hlaunch-test-" + randHex(4)}
+	e.profile("a", "A_MARKER=a\nHERMES_MODEL=a-model\nTERMINAL_ENV=docker\nFIRECRAWL_API_KEY=a-fc\n")
+	e.profile("b", "B_MARKER=b\nFIRECRAWL_API_KEY=b-fc\nGH_TOKEN=b-gh-tier1\n")
+	must(t, os.WriteFile(filepath.Join(e.Root, ".env"), []byte("ROOT_MARKER=root\n"), 0o600))
+	aHome := filepath.Join(e.Root, "profiles", "a")
+	e.Launcher = []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=/root", "LANG=C.UTF-8", "TERM=xterm",
+		"HERMES_HOME=" + aHome, "A_MARKER=a", "HERMES_MODEL=a-model", "TERMINAL_ENV=docker",
+		"FIRECRAWL_API_KEY=a-fc", "hermes_model=a-model-lc", "firecrawl_api_key=a-fc-lc",
+		"OPENAI_API_KEY=ambient-only", "GITHUB_TOKEN=ambient-gh", "HLAUNCH_STATE_DIR=" + e.State,
+	}
+	t.Cleanup(func() { cleanupCgroups(t, e.Parent) })
+	return e
+}
+
+// with returns e bound to t (a subtest), so failures are reported where they happen.
+func (e *env) with(t *testing.T) *env {
+	c := *e
+	c.t = t
+	return &c
+}
+
+func (e *env) profile(name, dotenv string) string {
+	home := filepath.Join(e.Root, "profiles", name)
+	for _, d := range []string{"cache/scratch", "home", "logs", "workspace"} {
+		must(e.t, os.MkdirAll(filepath.Join(home, d), 0o700))
+	}
+	must(e.t, os.WriteFile(filepath.Join(home, ".env"), []byte(dotenv), 0o600))
+	must(e.t, os.WriteFile(filepath.Join(home, "state.db"), []byte("state of "+name), 0o600))
+	return home
+}
+
+// result is one finished hlaunch run.
+type result struct {
+	Code           int
+	Stdout, Stderr string
+}
+
+// run runs hlaunch with the env's root and state dir and the launcher environment e.Launcher.
+func (e *env) run(args ...string) result {
+	e.t.Helper()
+	return e.runCtx(context.Background(), nil, args...)
+}
+
+func (e *env) runCtx(ctx context.Context, stdin []byte, args ...string) result {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	full := append([]string{"--root", e.Root, "--state-dir", e.State}, args...)
+	cmd := exec.CommandContext(ctx, hlaunchBin, full...)
+	cmd.Env = e.Launcher
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		e.t.Fatalf("run hlaunch %v: %v", args, err)
+	}
+	return result{Code: code, Stdout: out.String(), Stderr: errb.String()}
+}
+
+// report runs the child reporter through `hlaunch exec` and decodes what it saw.
+func (e *env) report(execArgs []string, checks ...string) (childReport, result) {
+	e.t.Helper()
+	args := append([]string{"exec"}, execArgs...)
+	args = append(args, "--", selfBin, "child", "report")
+	args = append(args, checks...)
+	r := e.run(args...)
+	if r.Code != 0 {
+		e.t.Fatalf("hlaunch %v: exit %d\nstderr: %s", args, r.Code, r.Stderr)
+	}
+	var rep childReport
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		e.t.Fatalf("child report: %v\n%s", err, r.Stdout)
+	}
+	return rep, r
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// cgroupRoots are this host's hierarchy mount points (v2 and each v1).
+func cgroupRoots() []string {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		sep := -1
+		for i, x := range f {
+			if x == "-" {
+				sep = i
+				break
+			}
+		}
+		if sep < 0 || sep+1 >= len(f) {
+			continue
+		}
+		if f[sep+1] == "cgroup" || f[sep+1] == "cgroup2" {
+			out = append(out, f[4])
+		}
+	}
+	return out
+}
+
+// cleanupCgroups kills everything under parent in every hierarchy and removes it bottom-up. It touches
+// nothing outside parent, which the test created.
+func cleanupCgroups(t testing.TB, parent string) {
+	for _, root := range cgroupRoots() {
+		top := filepath.Join(root, parent)
+		if _, err := os.Stat(top); err != nil {
+			continue
+		}
+		var dirs []string
+		_ = filepath.WalkDir(top, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		for i := len(dirs) - 1; i >= 0; i-- {
+			killDir(dirs[i])
+			var err error
+			for try := 0; try < 100; try++ {
+				if err = syscall.Rmdir(dirs[i]); err == nil || errors.Is(err, syscall.ENOENT) {
+					break
+				}
+				killDir(dirs[i])
+				time.Sleep(20 * time.Millisecond)
+			}
+			if err != nil && !errors.Is(err, syscall.ENOENT) {
+				t.Errorf("cleanup: rmdir %s: %v", dirs[i], err)
+			}
+		}
+	}
+}
+
+func killDir(dir string) {
+	if os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0) == nil {
+		return
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	for _, f := range strings.Fields(string(b)) {
+		var pid int
+		fmt.Sscan(f, &pid)
+		if pid > 1 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
