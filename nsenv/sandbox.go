@@ -97,16 +97,13 @@ func (s *Sandbox) validateLexical() error {
 		if err := check("writable path", w); err != nil {
 			return err
 		}
-		if pathUnder(w, s.Home) {
-			continue
-		}
-		// Root itself, an ancestor of Home, or anything else under Root would re-expose the root's
-		// files or other profiles once bound writable over the view.
-		if pathUnder(w, s.Root) {
-			return fmt.Errorf("%w: writable path %q is inside the hermes root but not inside the home", ErrInvalidSandbox, w)
-		}
+		// Root itself, an ancestor of Home, or anything else under Root but outside Home would
+		// re-expose the root's files or other profiles once bound writable over the view.
 		if s.Home == s.Root && pathUnder(w, filepath.Join(s.Root, "profiles")) {
 			return fmt.Errorf("%w: writable path %q is inside another profile", ErrInvalidSandbox, w)
+		}
+		if pathUnder(w, s.Root) && !pathUnder(w, s.Home) {
+			return fmt.Errorf("%w: writable path %q is inside the hermes root but not inside the home", ErrInvalidSandbox, w)
 		}
 	}
 	for _, h := range s.Hide {
