@@ -118,81 +118,128 @@ func Compose(req Request) (Environ, error) {
 		return nil, err
 	}
 
-	env := make(map[string]Entry, len(dotenv)+16)
-	set := func(name, value, source string) {
-		env[name] = Entry{Name: name, Value: value, Source: source, Secret: m.isCredential(upperASCII(name))}
+	// Layers append in order; the final sort keeps the last entry of each name. One slice and one index
+	// sort instead of a map of entries: this runs on every launch.
+	out := make(Environ, 0, len(dotenv)+len(req.Env)+len(req.Inherit)+16)
+	add := func(name, value, source string, secret bool) {
+		out = append(out, Entry{Name: name, Value: value, Source: source, Secret: secret})
+	}
+	addClassified := func(name, value, source string) {
+		add(name, value, source, m.isCredential(upperASCII(name)))
 	}
 
-	// 1. base
+	// 1. base (the first occurrence of a name in the launcher counts, as with os.Getenv)
 	for _, kv := range req.Launcher {
 		name, value, ok := strings.Cut(kv, "=")
 		if !ok || name == "" || !m.baseExact.match(name) {
 			continue
 		}
-		if _, seen := env[name]; !seen {
-			set(name, value, SourceLauncher)
+		if _, seen := out.Lookup(name); !seen {
+			addClassified(name, value, SourceLauncher)
 		}
 	}
 
 	// 2. derived
 	scratch := p.Scratch()
-	set("HERMES_HOME", p.Home, SourceDerived)
-	set("HERMES_PROFILE", p.Name, SourceDerived)
-	set("TMPDIR", scratch, SourceDerived)
-	set("TMP", scratch, SourceDerived)
-	set("TEMP", scratch, SourceDerived)
+	add("HERMES_HOME", p.Home, SourceDerived, false)
+	add("HERMES_PROFILE", p.Name, SourceDerived, false)
+	add("TMPDIR", scratch, SourceDerived, false)
+	add("TMP", scratch, SourceDerived, false)
+	add("TEMP", scratch, SourceDerived, false)
 	if req.OSHome != "" {
-		set("HERMES_REAL_HOME", req.OSHome, SourceDerived)
+		add("HERMES_REAL_HOME", req.OSHome, SourceDerived, false)
 	}
 
 	// 3. the target's .env
 	file := p.EnvFile()
-	prefix := sourceProfilePrefix + file + ":"
-	last := make(map[string]int, len(dotenv)) // name -> index of its last line, for --pass
+	sources := profileSources(file, dotenv)
+	last := make(map[string]int, len(req.Pass)) // --pass name -> index of its last line
+	for _, k := range req.Pass {
+		last[k] = -1
+	}
 	for i, d := range dotenv {
 		if strings.IndexByte(d.Key, 0) >= 0 || strings.IndexByte(d.Value, 0) >= 0 {
 			return nil, fmt.Errorf("%s:%d: %w: NUL byte in %q", file, d.Line, ErrInvalidEntry, d.Key)
 		}
-		last[d.Key] = i
-	}
-	for _, d := range dotenv {
+		if _, ok := last[d.Key]; ok {
+			last[d.Key] = i
+		}
 		up := upperASCII(d.Key)
-		if m.isTier1(up) || isPinned(up) {
+		if isPinned(up) || m.isTier1(up) {
 			continue
 		}
-		if req.Secrets == SecretsNone && m.isCredential(up) {
+		cred := m.isCredential(up)
+		if req.Secrets == SecretsNone && cred {
 			continue
 		}
-		set(d.Key, d.Value, prefix+strconv.Itoa(d.Line))
+		add(d.Key, d.Value, sources[i], cred)
 	}
 	for _, k := range req.Pass {
-		i, ok := last[k]
-		if !ok {
+		i := last[k]
+		if i < 0 {
 			return nil, fmt.Errorf("--pass %s: %w %s", k, ErrPassNotFound, file)
 		}
-		if d := dotenv[i]; !isPinned(upperASCII(k)) {
-			set(d.Key, d.Value, prefix+strconv.Itoa(d.Line))
+		if !isPinned(upperASCII(k)) {
+			addClassified(k, dotenv[i].Value, sources[i])
 		}
 	}
 
 	// 4. --env
 	for _, k := range envKeys {
-		set(k, req.Env[k], SourceFlag)
+		addClassified(k, req.Env[k], SourceFlag)
 	}
 
 	// 5. --inherit
 	for _, k := range req.Inherit {
 		if v, ok := lookupFirst(req.Launcher, k); ok {
-			set(k, v, SourceLauncher)
+			addClassified(k, v, SourceLauncher)
 		}
 	}
+	return lastByName(out), nil
+}
 
-	out := make(Environ, 0, len(env))
-	for _, e := range env {
-		out = append(out, e)
+// profileSources builds "profile:<file>:<line>" for every entry in one allocation.
+func profileSources(file string, dotenv []DotenvEntry) []string {
+	prefix := sourceProfilePrefix + file + ":"
+	var sb strings.Builder
+	sb.Grow(len(dotenv) * (len(prefix) + 6))
+	ends := make([]int, len(dotenv))
+	var num [20]byte
+	for i, d := range dotenv {
+		sb.WriteString(prefix)
+		sb.Write(strconv.AppendInt(num[:0], int64(d.Line), 10))
+		ends[i] = sb.Len()
 	}
-	slices.SortFunc(out, func(a, b Entry) int { return strings.Compare(a.Name, b.Name) })
-	return out, nil
+	all := sb.String()
+	out := make([]string, len(dotenv))
+	start := 0
+	for i, end := range ends {
+		out[i] = all[start:end]
+		start = end
+	}
+	return out
+}
+
+// lastByName sorts e by name and keeps, for each name, the entry added last.
+func lastByName(e Environ) Environ {
+	idx := make([]int32, len(e))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	slices.SortFunc(idx, func(a, b int32) int {
+		if c := strings.Compare(e[a].Name, e[b].Name); c != 0 {
+			return c
+		}
+		return int(a - b)
+	})
+	out := make(Environ, 0, len(e))
+	for j, i := range idx {
+		if j+1 < len(idx) && e[idx[j+1]].Name == e[i].Name {
+			continue
+		}
+		out = append(out, e[i])
+	}
+	return out
 }
 
 // refuseInherit says why name (upper-cased) may not be copied from the launcher, or "" when it may.
