@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -26,7 +27,7 @@ import (
 const (
 	envChild     = "HLAUNCH_SANDBOX_CHILD"      // JSON Sandbox
 	envTargetEnv = "HLAUNCH_SANDBOX_TARGET_ENV" // JSON []string: the clean environ of the target
-	envBench     = "HLAUNCH_SANDBOX_BENCH"      // stub execs /bin/true instead of the reporter
+	envBench     = "HLAUNCH_SANDBOX_BENCH"      // stub execs /bin/true instead of the reporter; "noenter": skip Enter
 	envLauncher  = "HLAUNCH_SANDBOX_LAUNCHER"   // run as launcher
 	envReport    = "HLAUNCH_SANDBOX_REPORT"     // JSON probe
 )
@@ -62,9 +63,15 @@ func stubMain() int {
 		fmt.Fprintln(os.Stderr, "stub:", err)
 		return 110
 	}
-	if err := sb.Enter(); err != nil {
-		fmt.Fprintln(os.Stderr, "stub: enter:", err)
-		return 111
+	start := time.Now()
+	if os.Getenv(envBench) != "noenter" {
+		if err := sb.Enter(); err != nil {
+			fmt.Fprintln(os.Stderr, "stub: enter:", err)
+			return 111
+		}
+	}
+	if os.Getenv(envBench) != "" {
+		fmt.Println(time.Since(start).Nanoseconds()) // BenchmarkEnter reports it
 	}
 	if sb.Cwd != "" {
 		if err := os.Chdir(sb.Cwd); err != nil {
