@@ -62,6 +62,9 @@ func (h *Handle) SignalAll(ctx context.Context, sig syscall.Signal) error {
 	if h.dir < 0 {
 		return h.SignalLeader(sig)
 	}
+	if gone, err := h.cgroupRemoved(); err != nil || gone {
+		return err
+	}
 	if sig == unix.SIGKILL {
 		err := writeAt(h.dir, "cgroup.kill", "1")
 		if !errors.Is(err, unix.ENOENT) {
@@ -169,6 +172,11 @@ func (h *Handle) Populated() (bool, error) {
 	if h.dir < 0 {
 		return h.leaderRunning()
 	}
+	if gone, err := h.cgroupRemoved(); gone {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
 	return populated(h.dir)
 }
 
@@ -181,11 +189,27 @@ func (h *Handle) WaitEmpty(ctx context.Context) error {
 	if h.dir < 0 {
 		return h.waitLeader(ctx)
 	}
+	if gone, err := h.cgroupRemoved(); gone {
+		return nil
+	} else if err != nil {
+		return err
+	}
 	err := waitEvent(ctx, h.dir, "populated", "0")
 	if errors.Is(err, unix.ENOENT) {
 		return waitProcsEmpty(ctx, h.dir)
 	}
 	return err
+}
+
+// cgroupRemoved reports whether the pinned cgroup was removed (rmdir succeeds only on an empty cgroup, so
+// its worker is over). The fd still refers to the removed cgroup: its files are gone (ENOENT), and nothing
+// created since at the same path can be reached through it. Removal is ErrNotRunning, not a failure.
+func (h *Handle) cgroupRemoved() (bool, error) {
+	_, err := readAt(h.dir, "cgroup.procs")
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENODEV) {
+		return true, fmt.Errorf("%w: cgroup %s was removed", ErrNotRunning, h.id.Cgroup)
+	}
+	return false, err
 }
 
 // leaderRunning: a pidfd becomes readable when its process exits.

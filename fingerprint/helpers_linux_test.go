@@ -1,0 +1,211 @@
+package fingerprint
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// requireRoot skips a kernel test when it cannot create cgroups.
+func requireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skipf("skipping: needs root to create cgroups and pidfds of other processes (euid %d)", os.Geteuid())
+	}
+}
+
+// requireCgroup2 returns the mount point of a cgroup2 hierarchy (hybrid: /sys/fs/cgroup/unified; pure v2:
+// /sys/fs/cgroup) or skips naming what is missing.
+func requireCgroup2(t testing.TB) string {
+	t.Helper()
+	requireRoot(t)
+	for _, p := range []string{"/sys/fs/cgroup/unified", "/sys/fs/cgroup"} {
+		var st unix.Statfs_t
+		if unix.Statfs(p, &st) == nil && st.Type == unix.CGROUP2_SUPER_MAGIC {
+			return p
+		}
+	}
+	t.Skip("skipping: no cgroup2 hierarchy at /sys/fs/cgroup/unified or /sys/fs/cgroup")
+	return ""
+}
+
+// testTree is a cgroup subtree this test created, hlaunch-test-<rand>, removed in t.Cleanup after its
+// members are killed.
+type testTree struct {
+	t     testing.TB
+	mount string
+	rel   string
+}
+
+func newTree(t testing.TB) *testTree {
+	t.Helper()
+	mount := requireCgroup2(t)
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	tr := &testTree{t: t, mount: mount, rel: "/hlaunch-test-" + hex.EncodeToString(b[:])}
+	if err := os.Mkdir(tr.path(tr.rel), 0o755); err != nil {
+		t.Fatalf("create test cgroup: %v", err)
+	}
+	t.Cleanup(tr.remove)
+	return tr
+}
+
+func (tr *testTree) path(rel string) string { return filepath.Join(tr.mount, rel) }
+
+func (tr *testTree) src() Sources { return Sources{CgroupRoot: tr.mount} }
+
+// mkdir creates a cgroup under the tree and returns its path relative to the mount.
+func (tr *testTree) mkdir(name string) string {
+	rel := tr.rel + "/" + name
+	if err := os.Mkdir(tr.path(rel), 0o755); err != nil {
+		tr.t.Fatalf("mkdir cgroup: %v", err)
+	}
+	return rel
+}
+
+// kill empties a cgroup of the tree with cgroup.kill and waits until it is empty.
+func (tr *testTree) kill(rel string) {
+	_ = os.WriteFile(tr.path(rel)+"/cgroup.kill", []byte("1"), 0)
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		b, err := os.ReadFile(tr.path(rel) + "/cgroup.events")
+		if err != nil || strings.Contains(string(b), "populated 0") {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	tr.t.Errorf("cgroup %s did not empty after cgroup.kill", rel)
+}
+
+// remove kills every member of the tree and removes its directories bottom-up.
+func (tr *testTree) remove() {
+	top := tr.path(tr.rel)
+	_ = os.WriteFile(top+"/cgroup.freeze", []byte("0"), 0)
+	tr.kill(tr.rel)
+	var dirs []string
+	_ = filepath.WalkDir(top, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if err := os.Remove(dirs[i]); err != nil && !errors.Is(err, os.ErrNotExist) {
+			tr.t.Errorf("remove test cgroup: %v", err)
+		}
+	}
+}
+
+// proc is a process the test started; done receives its Wait result once.
+type proc struct {
+	cmd  *exec.Cmd
+	pid  int
+	done chan error
+}
+
+// start runs argv with CLONE_INTO_CGROUP into rel.
+func (tr *testTree) start(rel string, argv ...string) *proc {
+	tr.t.Helper()
+	dir, err := os.Open(tr.path(rel))
+	if err != nil {
+		tr.t.Fatal(err)
+	}
+	defer dir.Close()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(dir.Fd())}
+	if err := cmd.Start(); err != nil {
+		tr.t.Fatalf("start %v: %v", argv, err)
+	}
+	p := &proc{cmd: cmd, pid: cmd.Process.Pid, done: make(chan error, 1)}
+	go func() { p.done <- cmd.Wait() }()
+	tr.t.Cleanup(func() {
+		tr.kill(rel)
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+			tr.t.Errorf("pid %d not reaped", p.pid)
+		}
+	})
+	return p
+}
+
+// alive fails the test if p has exited or has a signal pending: proof that a refusal sent nothing.
+func (p *proc) requireAlive(t testing.TB) {
+	t.Helper()
+	select {
+	case err := <-p.done:
+		p.done <- err
+		t.Fatalf("pid %d exited (%v) but must still be alive", p.pid, err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && (k == "SigPnd" || k == "ShdPnd") && strings.Trim(strings.TrimSpace(v), "0") != "" {
+			t.Fatalf("pid %d has a pending signal: %s", p.pid, line)
+		}
+	}
+}
+
+// waitSignal waits for p to exit and requires it was killed by sig.
+func (p *proc) requireKilledBy(t testing.TB, sig syscall.Signal) {
+	t.Helper()
+	var err error
+	select {
+	case err = <-p.done:
+		p.done <- err
+	case <-time.After(10 * time.Second):
+		t.Fatalf("pid %d did not exit", p.pid)
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("pid %d: Wait = %v, want killed by %v", p.pid, err, sig)
+	}
+	ws := ee.Sys().(syscall.WaitStatus)
+	if !ws.Signaled() || ws.Signal() != sig {
+		t.Fatalf("pid %d: exit status %v, want killed by %v", p.pid, ws, sig)
+	}
+}
+
+// waitProcs waits until the cgroup lists at least n processes.
+func (tr *testTree) waitProcs(rel string, n int) []int {
+	tr.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		b, _ := os.ReadFile(tr.path(rel) + "/cgroup.procs")
+		f := strings.Fields(string(b))
+		if len(f) >= n {
+			var pids []int
+			for _, s := range f {
+				p, _ := strconv.Atoi(s)
+				pids = append(pids, p)
+			}
+			return pids
+		}
+		if time.Now().After(deadline) {
+			tr.t.Fatalf("cgroup %s has %d processes, want %d", rel, len(f), n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func ctxT(t testing.TB, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func fixed(s string) func() (string, error) { return func() (string, error) { return s, nil } }
