@@ -269,3 +269,36 @@ func TestHostSuite(t *testing.T) {
 	t.Run("refusals", func(t *testing.T) { checkRefusals(t, h) })
 	_ = v1
 }
+
+// TestConcurrentCreateSameParent: launches racing to create the same new parent all succeed (a parent
+// made a moment ago by another Create is not mistaken for a foreign one) and clean up.
+func TestConcurrentCreateSameParent(t *testing.T) {
+	h := testHost(t)
+	parent := testParent(t, h)
+	lim := Limits{}
+	if h.Mode == Hybrid && h.V1["pids"] != "" {
+		lim.Pids = 10
+	}
+	errs := make(chan error, 8)
+	groups := make(chan *Group, 8)
+	for i := 0; i < 8; i++ {
+		go func() {
+			g, err := h.Create(parent, "w"+strconv.Itoa(i), lim)
+			errs <- err
+			groups <- g
+		}()
+	}
+	for i := 0; i < 8; i++ {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+		if g := <-groups; g != nil {
+			if err := g.Delete(); err != nil {
+				t.Error(err)
+			}
+		}
+	}
+	if err := h.RemoveParentIfEmpty(parent); err != nil {
+		t.Fatal(err)
+	}
+}
