@@ -111,7 +111,7 @@ func printJSON(w io.Writer, v any) error {
 // noArgs and exactArgs replace cobra's argument checks so that their errors map to exit 125 / "invalid".
 func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return invalidf("%s: unexpected argument %q", cmd.CommandPath(), args[0])
+		return invalidf("%sunexpected argument %q", cmdPrefix(cmd), args[0])
 	}
 	return nil
 }
@@ -119,7 +119,7 @@ func noArgs(cmd *cobra.Command, args []string) error {
 func exactArgs(n int, what string) cobra.PositionalArgs {
 	return func(cmd *cobra.Command, args []string) error {
 		if len(args) != n {
-			return invalidf("%s: want %s, got %d arguments", cmd.CommandPath(), what, len(args))
+			return invalidf("%swant %s, got %d arguments", cmdPrefix(cmd), what, len(args))
 		}
 		return nil
 	}

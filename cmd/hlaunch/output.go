@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/hlaunch/hlaunch/launcher"
 )
@@ -103,6 +104,15 @@ func humanBytes(n uint64) string {
 		exp++
 	}
 	return strconv.FormatFloat(float64(n)/float64(div), 'f', 1, 64) + string("KMGTP"[exp])
+}
+
+// shortTime shows an RFC 3339 timestamp to the second, in UTC, for tables; anything else as it is.
+func shortTime(s string) string {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return orDash(s)
+	}
+	return t.UTC().Format("2006-01-02 15:04:05")
 }
 
 // orDash shows an empty table cell as "-".

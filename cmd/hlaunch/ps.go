@@ -50,7 +50,7 @@ func writeWorkers(w io.Writer, recs []launcher.Record) error {
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			r.ID, r.PID, orDash(r.State), outcome(r), orDash(r.Mode), orDash(r.Profile), orDash(r.Key),
-			mem, pids, orDash(r.StartedAt), shortArgv(r.Argv))
+			mem, pids, shortTime(r.StartedAt), shortArgv(r.Argv))
 	}
 	return tw.Flush()
 }

@@ -36,7 +36,7 @@ See docs/cli.md for every command and docs/exit-codes.md for the exit codes.`,
 
 	// Every flag error (unknown flag, bad number) is bad input: exit 125, one line, JSON code "invalid".
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
-		return invalidf("%s: %v", cmd.CommandPath(), err)
+		return invalidf("%s%v", cmdPrefix(cmd), err)
 	})
 
 	root.AddCommand(
@@ -53,4 +53,13 @@ See docs/cli.md for every command and docs/exit-codes.md for the exit codes.`,
 		newVersionCmd(a),
 	)
 	return root
+}
+
+// cmdPrefix is "exec: " for a subcommand and "" for the root, for error lines that already start with
+// "hlaunch: ".
+func cmdPrefix(cmd *cobra.Command) string {
+	if !cmd.HasParent() {
+		return ""
+	}
+	return cmd.Name() + ": "
 }
