@@ -34,46 +34,68 @@ type Conn struct {
 	bus string
 }
 
-// Connect opens a connection to the manager chosen by o. As root without o.User it tries the system bus,
-// then systemd's private socket; otherwise it derives the user bus afresh (ResolveUserBus) on every call:
+// Connect opens a connection to the manager chosen by o. ctx bounds connecting only, not the connection's
+// life. As root without o.User it tries the system bus ($DBUS_SYSTEM_BUS_ADDRESS or the standard socket),
+// then systemd's private socket /run/systemd/private; otherwise it derives the user bus afresh (ResolveUserBus) on every call:
 // nothing is cached, so a bus that appears later (linger) is found by the next call. Any failure wraps
 // ErrNoBus with the reason.
 func Connect(ctx context.Context, o ConnectOptions) (*Conn, error) {
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
 	if o.UID == 0 && !o.User {
-		sd, err := sdbus.NewSystemConnectionContext(ctx)
-		if err == nil {
-			return &Conn{sd: sd, bus: "system"}, nil
+		sys := o.Getenv("DBUS_SYSTEM_BUS_ADDRESS")
+		if sys == "" {
+			sys = "unix:path=/run/dbus/system_bus_socket"
 		}
-		sd, err2 := sdbus.NewSystemdConnectionContext(ctx)
+		sd, err := sdbus.NewConnection(func() (*godbus.Conn, error) { return dial(ctx, sys, true) })
+		if err == nil {
+			return &Conn{sd: sd, bus: sys}, nil
+		}
+		// No dbus-daemon (minimal hosts, early boot): systemd's own socket speaks the same API to root.
+		sd, err2 := sdbus.NewConnection(func() (*godbus.Conn, error) {
+			return dial(ctx, "unix:path="+systemPrivateSocket, false)
+		})
 		if err2 == nil {
 			return &Conn{sd: sd, bus: systemPrivateSocket}, nil
 		}
-		return nil, fmt.Errorf("%w: system bus: %v; %s: %v", ErrNoBus, err, systemPrivateSocket, err2)
+		return nil, fmt.Errorf("%w: system bus %s: %v; %s: %v", ErrNoBus, sys, err, systemPrivateSocket, err2)
 	}
 	p, err := ResolveUserBus(o.UID, o.Getenv)
 	if err != nil {
 		return nil, err
 	}
-	sd, err := sdbus.NewConnection(func() (*godbus.Conn, error) { return dialUserBus(ctx, p) })
+	sd, err := sdbus.NewConnection(func() (*godbus.Conn, error) { return dial(ctx, "unix:path="+p, true) })
 	if err != nil {
 		return nil, fmt.Errorf("%w: user bus %s: %w", ErrNoBus, p, err)
 	}
 	return &Conn{sd: sd, bus: p}, nil
 }
 
-// dialUserBus opens one authenticated connection to the bus socket at p. go-systemd opens two (one for
-// method calls, one for the JobRemoved signal), so this is called twice per Connect.
-func dialUserBus(ctx context.Context, p string) (*godbus.Conn, error) {
-	c, err := godbus.Dial("unix:path="+p, godbus.WithContext(ctx))
+// dial opens one authenticated connection to addr (and says Hello when it is a bus, not systemd's private
+// socket). go-systemd opens two per Conn (one for calls, one for the JobRemoved signal).
+//
+// ctx bounds only the dial: godbus.WithContext would tie the connection's whole life to ctx and close it
+// when a caller's short connect timeout expires, so the connection is closed by hand if ctx ends first.
+func dial(ctx context.Context, addr string, hello bool) (*godbus.Conn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c, err := godbus.Dial(addr)
 	if err != nil {
 		return nil, err
 	}
-	// EXTERNAL with the numeric uid: the daemon checks it against SO_PEERCRED, and no user lookup is needed.
-	if err := c.Auth([]godbus.Auth{godbus.AuthExternal(strconv.Itoa(os.Geteuid()))}); err != nil {
-		c.Close()
-		return nil, err
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	// EXTERNAL with the numeric uid: the peer checks it against SO_PEERCRED, and no user lookup is needed.
+	err = c.Auth([]godbus.Auth{godbus.AuthExternal(strconv.Itoa(os.Geteuid()))})
+	if err == nil && hello {
+		err = c.Hello()
 	}
-	if err := c.Hello(); err != nil {
+	if err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
 		c.Close()
 		return nil, err
 	}

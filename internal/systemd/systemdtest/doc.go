@@ -22,9 +22,11 @@
 // socket files on the host filesystem, so systemd.Connect with XDG_RUNTIME_DIR=RuntimeDir (see Getenv)
 // reaches the manager from outside its namespaces.
 //
-// Moving processes does not work from outside: the manager can only place PIDs that are inside its cgroup
-// namespace (the kernel refuses a cgroup.procs write whose source cgroup the writer cannot see). So a
-// process to be put in a scope must live in the manager's subtree. Command starts programs in a "clients"
+// Processes to be placed should live in the manager's subtree. On a host whose cgroup2 mount has
+// nsdelegate the kernel refuses to move a process from outside the manager's cgroup namespace (ENOENT); on
+// hosts without it (these VMs) the move succeeds and pulls the outside process into the subtree, where
+// teardown kills it. So a test must pass StartScope only PIDs it started itself (TestStartScopeAdoptsOutsidePID
+// in internal/systemd records this), and should start them in the subtree. Command starts programs in a "clients"
 // leaf of the subtree (the wrapper shell writes its own PID there, then execs nsenter into the manager's
 // cgroup and mount namespaces; the PID is unchanged across the execs), with XDG_RUNTIME_DIR and
 // DBUS_SESSION_BUS_ADDRESS set: systemctl --user, systemd-run --user --scope and hlaunch itself work there.
