@@ -50,6 +50,8 @@ func childMain(args []string) int {
 	switch args[0] {
 	case "report":
 		return report(string(cg), args[1:])
+	case "recycle":
+		return recycleMain(args[1:])
 	case "exit":
 		n, _ := strconv.Atoi(args[1])
 		return n

@@ -139,6 +139,21 @@ func refusal(v fingerprint.Verdict) error {
 	}
 }
 
+// refusalOr sorts an Authorize answer: nil with a handle; the refusal's own error (exit 3 or 4, zero
+// signals sent) when the identity does not verify; a wrapped error when facts could not be read.
+func refusalOr(h *fingerprint.Handle, v fingerprint.Verdict, err error) error {
+	var re *fingerprint.RefusalError
+	switch {
+	case errors.As(err, &re):
+		return refusal(re.Verdict)
+	case err != nil:
+		return fmt.Errorf("verify: %w", err)
+	case h == nil:
+		return refusal(v)
+	}
+	return nil
+}
+
 // authorize pins the worker for signalling, or says why not. Zero signals are sent on refusal.
 func (l *Launcher) authorize(ref string) (*fingerprint.Handle, Receipt, error) {
 	rc, ident, err := l.load(ref)
@@ -146,11 +161,8 @@ func (l *Launcher) authorize(ref string) (*fingerprint.Handle, Receipt, error) {
 		return nil, rc, err
 	}
 	h, v, err := fingerprint.Authorize(l.src, ident)
-	if err != nil {
-		return nil, rc, fmt.Errorf("verify: %w", err)
-	}
-	if h == nil {
-		return nil, rc, refusal(v)
+	if err = refusalOr(h, v, err); err != nil {
+		return nil, rc, err
 	}
 	return h, rc, nil
 }
@@ -273,11 +285,8 @@ func (l *Launcher) LegacyStatus(ctx context.Context, pid int, fp string) (Record
 // LegacySignal signals a hermes row's process only when its fingerprint verifies.
 func (l *Launcher) LegacySignal(ctx context.Context, pid int, fp string, sig syscall.Signal) error {
 	h, v, err := fingerprint.AuthorizeHermes(l.src, pid, fp)
-	if err != nil {
-		return fmt.Errorf("verify: %w", err)
-	}
-	if h == nil {
-		return refusal(v)
+	if err = refusalOr(h, v, err); err != nil {
+		return err
 	}
 	defer h.Close()
 	return h.SignalLeader(sig)
