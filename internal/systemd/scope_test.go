@@ -167,8 +167,8 @@ func TestStartScopeResetsFailedLeftover(t *testing.T) {
 
 	// The leftover blocks a naive start (what hermes' systemd-run did).
 	if out, err := m.Command(ctx, "systemd-run", "--user", "--scope", "--unit", unit, "true").CombinedOutput(); err == nil ||
-		!strings.Contains(string(out), "already exists") {
-		t.Fatalf("systemd-run over the failed leftover: %v %s; want \"already exists\"", err, out)
+		!strings.Contains(string(out), "already loaded") {
+		t.Fatalf("systemd-run over the failed leftover: %v %s; want \"already loaded\"", err, out)
 	}
 	p := m.StartParked(t, "")
 	info, err := c.StartScope(ctx, systemd.ScopeSpec{Unit: unit, PIDs: []uint32{uint32(p.PID)}})
