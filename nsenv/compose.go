@@ -60,7 +60,9 @@ func isPinned(up string) bool {
 //     HERMES_REAL_HOME=<OSHome>;
 //  3. the target's .env (SecretsProfile: every entry but Tier-1 names, which never reach a child;
 //     SecretsNone: minus every credential, then the Pass names from the .env, never Tier-1). A profile's
-//     own gate names are its own and pass. Duplicates: the later line wins, as in hermes;
+//     own gate names are its own and pass. Duplicates: the later line wins, as in hermes. Entries for
+//     HERMES_HOME, HERMES_PROFILE and HERMES_REAL_HOME (any case) are skipped: the derived values name
+//     the child's profile and nothing in a .env may point it at another home;
 //  4. Env: literal values from the caller; a Tier-1 name is refused (ErrRefusedName) rather than silently
 //     dropped, because a caller asking for it has a bug the caller should see;
 //  5. Inherit: names copied from the launcher, refused with ErrRefusedInherit for a credential, a

@@ -28,9 +28,12 @@ func ResolveRoot(flagRoot string, getenv func(string) string, userHome string) (
 				return "", err
 			}
 			if userHome != "" {
-				native := filepath.Join(userHome, ".hermes")
+				native, err := absClean(filepath.Join(userHome, ".hermes"), "home directory")
+				if err != nil {
+					return "", err
+				}
 				if within(resolveLoose(home), resolveLoose(native), true) {
-					return absClean(native, "home directory")
+					return native, nil
 				}
 			}
 			if filepath.Base(filepath.Dir(home)) == "profiles" {
