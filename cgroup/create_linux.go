@@ -302,6 +302,10 @@ func (h *Host) Load(path string) (*Group, error) {
 	if err != nil {
 		return nil, err
 	}
+	if strings.Count(rel, "/") < 2 {
+		// A worker is always <parent>/<name>; refusing a bare parent keeps Delete away from it.
+		return nil, fmt.Errorf("%w: %q is not a worker path", ErrBadParent, path)
+	}
 	g := &Group{host: h, path: rel, v1: map[string]string{}}
 	if h.Unified != "" {
 		g.v2 = filepath.Join(h.Unified, rel)

@@ -112,6 +112,7 @@ func writeProcs(dir string, pid int) error {
 		if err = writeFile(p, strconv.Itoa(pid)); !errors.Is(err, unix.EINVAL) {
 			return err
 		}
+		sleepBackoff(i)
 	}
 	return err
 }

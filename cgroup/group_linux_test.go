@@ -214,9 +214,16 @@ func checkRefusals(t *testing.T, h *Host) {
 	if err := h.RemoveParentIfEmpty(parent); !errors.Is(err, ErrNotOurs) {
 		t.Fatalf("RemoveParentIfEmpty(foreign) = %v, want ErrNotOurs", err)
 	}
-	if _, err := h.Load("/" + parent); !errors.Is(err, ErrNotOurs) {
-		t.Fatalf("Load(foreign) = %v, want ErrNotOurs", err)
+	if _, err := h.Load("/" + parent); !errors.Is(err, ErrBadParent) {
+		t.Fatalf("Load(a parent) = %v, want ErrBadParent", err)
 	}
+	if err := os.Mkdir(filepath.Join(foreign, "x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Load("/" + parent + "/x"); !errors.Is(err, ErrNotOurs) {
+		t.Fatalf("Load(foreign worker) = %v, want ErrNotOurs", err)
+	}
+	os.Remove(filepath.Join(foreign, "x"))
 	os.Remove(foreign)
 
 	// An existing worker name.
