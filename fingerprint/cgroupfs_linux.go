@@ -152,9 +152,10 @@ func walkProcsDepth(dir, depth int) ([]int, error) {
 	return pids, nil
 }
 
-// isMember reports whether pid is listed in the cgroup's own cgroup.procs.
+// isMember reports whether pid is a process of the cgroup or of one of its descendants (a worker may nest
+// its own sub-cgroups; its leader is still the worker's).
 func isMember(dir, pid int) (bool, error) {
-	pids, err := readProcs(dir)
+	pids, err := walkProcs(dir)
 	if err != nil {
 		return false, err
 	}

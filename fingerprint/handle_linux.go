@@ -54,7 +54,8 @@ func (h *Handle) SignalLeader(sig syscall.Signal) error {
 // pidfd, and the cgroup is thawed: frozen processes cannot fork, so none escapes the sweep. Without a
 // freezer (v1 hierarchies) the sweep repeats until it finds no new process. A cgroup removed and re-created at
 // the same path is never hit: the fd refers to the old one. A handle without a cgroup (hermes rows) signals
-// only the leader. If the caller itself is in the cgroup it is skipped and the cgroup is not frozen.
+// only the leader. If the caller itself is in the cgroup it is skipped (even for SIGKILL: no cgroup.kill
+// then) and the cgroup is not frozen.
 func (h *Handle) SignalAll(ctx context.Context, sig syscall.Signal) error {
 	if h.closed {
 		return errClosed
@@ -66,9 +67,16 @@ func (h *Handle) SignalAll(ctx context.Context, sig syscall.Signal) error {
 		return err
 	}
 	if sig == unix.SIGKILL {
-		err := writeAt(h.dir, "cgroup.kill", "1")
-		if !errors.Is(err, unix.ENOENT) {
+		// cgroup.kill would kill a caller that lives in the cgroup (the shim) too; sweep around it instead.
+		pids, err := walkProcs(h.dir)
+		if err != nil {
 			return err
+		}
+		if !containsPID(pids, os.Getpid()) {
+			err := writeAt(h.dir, "cgroup.kill", "1")
+			if !errors.Is(err, unix.ENOENT) {
+				return err
+			}
 		}
 	}
 	return h.sweep(ctx, sig)

@@ -21,8 +21,10 @@ func retryEINTR[T any](fn func() (T, error)) (T, error) {
 
 // pidfdOpen pins the process now holding pid. The pidfd keeps referring to that process (not to the number)
 // for as long as it is open: once the process is reaped, every use fails with ESRCH even if pid is reused.
+// No flags are passed, so EINVAL can only mean that pid is not a thread-group leader: the number now names
+// a thread of some process, never a worker's leader.
 func pidfdOpen(pid int) (int, error) {
-	fd, err := retryEINTR(func() (int, error) { return unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK) })
+	fd, err := retryEINTR(func() (int, error) { return unix.PidfdOpen(pid, 0) })
 	if err != nil {
 		return -1, os.NewSyscallError("pidfd_open", err)
 	}

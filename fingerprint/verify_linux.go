@@ -138,6 +138,9 @@ func judgeLeader(src Sources, h *Handle) (Verdict, error) {
 	if errors.Is(err, unix.ESRCH) {
 		return leaderGone("has exited"), nil
 	}
+	if errors.Is(err, unix.EINVAL) {
+		return leaderGone("has exited (its number now names a thread of another process)"), nil
+	}
 	if err != nil {
 		return Verdict{}, err
 	}
