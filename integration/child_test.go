@@ -52,6 +52,11 @@ func childMain(args []string) int {
 		return report(string(cg), args[1:])
 	case "recycle":
 		return recycleMain(args[1:])
+	case "sleep-exit":
+		d, _ := time.ParseDuration(args[1])
+		time.Sleep(d)
+		n, _ := strconv.Atoi(args[2])
+		return n
 	case "exit":
 		n, _ := strconv.Atoi(args[1])
 		return n

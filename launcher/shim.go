@@ -3,6 +3,7 @@ package launcher
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -56,8 +57,9 @@ func shimMain() {
 	// A stop sends SIGTERM to every member of the cgroup: the shim must live on to record the exit.
 	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
 	res := os.NewFile(handshake.ResultFD, "shim-result")
+	cfg := os.NewFile(handshake.ConfigFD, "shim-config")
 	var sc shimConfig
-	if err := handshake.ReadMsg(os.NewFile(handshake.ConfigFD, "shim-config"), &sc); err != nil {
+	if err := handshake.ReadMsg(cfg, &sc); err != nil {
 		os.Exit(125) // the launcher went away before placing us: start nothing
 	}
 	cmd, err := shimStart(&sc)
@@ -99,6 +101,10 @@ func shimMain() {
 		})
 	}
 	_ = cmd.Wait()
+	// Wait for the launcher's records (EOF on the config pipe; also when the launcher died), so the exit
+	// record never lands before the receipt it completes.
+	_, _ = io.Copy(io.Discard, cfg)
+	cfg.Close()
 	rec := exitRecord{EndedAt: time.Now().UTC().Format(time.RFC3339Nano)}
 	select {
 	case <-timedOut:

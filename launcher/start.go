@@ -69,11 +69,14 @@ func (l *Launcher) Start(ctx context.Context, spec Spec) (*Receipt, error) {
 		Timeout: timeout, Grace: grace, Cgroup: "",
 		Init: handshake.Config{Argv: spec.Argv, Env: env.Strings(), Cwd: cwd, Sandbox: sb},
 	}
-	res, cmd, err := l.startShim(ctx, spec, id, p, &sc)
+	res, child, err := l.startShim(ctx, spec, id, p, &sc)
 	if err != nil {
 		p.release(context.WithoutCancel(ctx))
 		return nil, err
 	}
+	// The shim records the exit only after Done: our records come first, whatever the worker does.
+	defer child.Done()
+	cmd := child.Cmd
 	go cmd.Wait() //nolint:errcheck // reap the shim if it ends while we live; its status is its own record
 	p.close()
 	id2, err := fingerprint.ParseToken(res.Token)
@@ -93,7 +96,7 @@ func (l *Launcher) Start(ctx context.Context, spec Spec) (*Receipt, error) {
 
 // startShim starts the shim, places it, hands it the worker's config and waits for its report: the
 // worker's identity, or why it did not start.
-func (l *Launcher) startShim(ctx context.Context, spec Spec, id string, p *placement, sc *shimConfig) (*shimResult, *exec.Cmd, error) {
+func (l *Launcher) startShim(ctx context.Context, spec Spec, id string, p *placement, sc *shimConfig) (*shimResult, *handshake.Child, error) {
 	fd, err := p.cloneFD()
 	if err != nil {
 		return nil, nil, fmt.Errorf("open worker cgroup: %w", err)
@@ -125,7 +128,7 @@ func (l *Launcher) startShim(ctx context.Context, spec Spec, id string, p *place
 		_ = cmd.Wait()
 		return nil, nil, execError(&handshake.Error{Failure: *res.Failure})
 	}
-	return res, cmd, nil
+	return res, child, nil
 }
 
 // receipt describes a started worker.

@@ -87,11 +87,11 @@ func (c *Child) Abort() {
 }
 
 // Exchange sends msg and reads one reply message into reply: the shim's variant of the protocol, where the
-// child answers (with the worker's identity) instead of exec'ing. On success the child keeps running.
+// child answers (with the worker's identity) instead of exec'ing. On success the child keeps running, and
+// the config pipe stays open until Done: the child may wait for that EOF before it records anything that
+// must come after the parent's own records.
 func (c *Child) Exchange(msg, reply any) error {
 	err := WriteMsg(c.cfgW, msg)
-	c.cfgW.Close()
-	c.cfgW = nil
 	if err != nil {
 		c.resR.Close()
 		return fmt.Errorf("handshake: send config: %w", err)
@@ -102,4 +102,12 @@ func (c *Child) Exchange(msg, reply any) error {
 		return fmt.Errorf("handshake: no answer from child: %w", err)
 	}
 	return nil
+}
+
+// Done closes the config pipe after a successful Exchange: the child reads EOF and goes on.
+func (c *Child) Done() {
+	if c.cfgW != nil {
+		c.cfgW.Close()
+		c.cfgW = nil
+	}
 }

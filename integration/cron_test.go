@@ -1,0 +1,179 @@
+package integration
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// ledgerRecord is the part of a ledger record the tests read.
+type ledgerRecord struct {
+	ID        string   `json:"id"`
+	Key       string   `json:"key"`
+	Profile   string   `json:"profile"`
+	Argv      []string `json:"argv"`
+	StartedAt string   `json:"started_at"`
+	EndedAt   string   `json:"ended_at"`
+	ExitCode  *int     `json:"exit_code"`
+	Signal    string   `json:"signal"`
+	TimedOut  bool     `json:"timed_out"`
+	OOMKilled bool     `json:"oom_killed"`
+	Mode      string   `json:"mode"`
+	State     string   `json:"state"`
+}
+
+func (e *env) ledger(args ...string) []ledgerRecord {
+	e.t.Helper()
+	r := e.run(append([]string{"ledger", "--json"}, args...)...)
+	if r.Code != 0 {
+		e.t.Fatalf("ledger: %d %s", r.Code, r.Stderr)
+	}
+	var recs []ledgerRecord
+	if err := json.Unmarshal([]byte(r.Stdout), &recs); err != nil {
+		e.t.Fatalf("ledger: %v %q", err, r.Stdout)
+	}
+	return recs
+}
+
+// waitEnded polls the ledger until every id has ended.
+func (e *env) waitLedger(ids []string, timeout time.Duration) map[string]ledgerRecord {
+	e.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		got := map[string]ledgerRecord{}
+		for _, r := range e.ledger() {
+			if r.EndedAt != "" {
+				got[r.ID] = r
+			}
+		}
+		done := true
+		for _, id := range ids {
+			if _, ok := got[id]; !ok {
+				done = false
+			}
+		}
+		if done {
+			return got
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("ledger: not all of %v ended within %v (have %v)", ids, timeout, got)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Without systemd: SIGKILL of the caller's whole process group leaves the workers running, and the ledger
+// records each one's real exit code.
+func TestCronWorkersOutliveCallerProcessGroup(t *testing.T) {
+	requireRoot(t)
+	e := newEnv(t)
+	// The "gateway": a shell in its own process group that starts 5 workers and then waits forever.
+	script := `for i in 1 2 3 4 5; do "$1" --root "$2" --state-dir "$3" exec -p b --detach --scope cgroup --cgroup-parent "$4" -- "$5" child sleep-exit 1s "1$i" >/dev/null || exit 9; done; echo started; exec sleep 300`
+	gw := exec.Command("sh", "-c", script, "sh", hlaunchBin, e.Root, e.State, e.Parent, selfBin)
+	gw.Env = e.Launcher
+	gw.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := gw.StdoutPipe()
+	must(t, err)
+	must(t, gw.Start())
+	t.Cleanup(func() { _ = syscall.Kill(-gw.Process.Pid, syscall.SIGKILL); _ = gw.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || line != "started\n" {
+		t.Fatalf("gateway did not start its workers: %q %v", line, err)
+	}
+	// Kill the caller's whole process group, as a supervisor restart would.
+	must(t, syscall.Kill(-gw.Process.Pid, syscall.SIGKILL))
+	_ = gw.Wait()
+	var ids []string
+	for _, r := range e.ledger() {
+		ids = append(ids, r.ID)
+	}
+	if len(ids) != 5 {
+		t.Fatalf("ledger has %d records, want 5", len(ids))
+	}
+	recs := e.waitLedger(ids, 20*time.Second)
+	codes := map[int]bool{}
+	for _, r := range recs {
+		if r.ExitCode == nil {
+			t.Fatalf("worker %s: no exit code (signal %q): it died with its caller", r.ID, r.Signal)
+		}
+		codes[*r.ExitCode] = true
+	}
+	for i := 1; i <= 5; i++ {
+		if !codes[10+i] {
+			t.Errorf("exit code %d missing from the ledger: %v", 10+i, codes)
+		}
+	}
+}
+
+// One worker at a time per key: a second start is refused while the holder runs; after it ends, the key
+// starts again.
+func TestCronKeyIsExclusive(t *testing.T) {
+	requireRoot(t)
+	e := newEnv(t)
+	flags := []string{"--scope", "cgroup", "--cgroup-parent", e.Parent, "--key", "cron-job-7"}
+	first := e.detach(flags, selfBin, "child", "sleep", "1s")
+	args := append([]string{"exec", "-p", "b", "--detach"}, flags...)
+	r := e.run(append(args, "--", "true")...)
+	if r.Code != 73 || !strings.Contains(r.Stderr, first.ID) {
+		t.Fatalf("second start: exit %d %q, want 73 naming %s", r.Code, r.Stderr, first.ID)
+	}
+	rj := e.run(append([]string{"--json"}, append(args, "--", "true")...)...)
+	if rj.Code != 73 || !strings.Contains(rj.Stdout, `"key_held"`) {
+		t.Fatalf("--json refusal: exit %d %q", rj.Code, rj.Stdout)
+	}
+	e.run("wait", "--timeout", "10s", first.ID)
+	second := e.detach(flags, "true")
+	if second.Key != "cron-job-7" {
+		t.Fatalf("second receipt key %q", second.Key)
+	}
+	if got := e.ledger("--key", "cron-job-7"); len(got) != 2 {
+		t.Fatalf("ledger --key: %d records", len(got))
+	}
+}
+
+// An overrunning worker is stopped at its timeout, its double-forked children with it, and the ledger
+// says timed out; a memory hog is recorded as OOM-killed.
+func TestCronTimeoutAndOOMAreRecorded(t *testing.T) {
+	requireRoot(t)
+	v2 := requireCgroup2(t)
+	e := newEnv(t)
+	rc := e.detach([]string{"--scope", "cgroup", "--cgroup-parent", e.Parent, "--timeout", "500ms", "--grace", "300ms"},
+		selfBin, "child", "spawn-tree", "300")
+	hog := e.detach([]string{"--scope", "cgroup", "--cgroup-parent", e.Parent, "--memory", "64M"}, selfBin, "child", "memhog", "256")
+	recs := e.waitLedger([]string{rc.ID, hog.ID}, 20*time.Second)
+	if r := recs[rc.ID]; !r.TimedOut || r.Signal == "" {
+		t.Errorf("overrun: %+v", r)
+	}
+	// The whole tree went, grandchild included.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, err := os.ReadFile(filepath.Join(v2, rc.Cgroup, "cgroup.procs"))
+		if err != nil || strings.TrimSpace(string(b)) == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("members left after the timeout: %s", b)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if r := recs[hog.ID]; !r.OOMKilled {
+		t.Errorf("memory hog: %+v", r)
+	}
+	// Credentials in argv never reach the ledger.
+	secret := e.detach([]string{"--scope", "none"}, "true", "--api-key=sk-live-123", "--token", "tok-456", "OPENAI_API_KEY=sk-x")
+	e.waitLedger([]string{secret.ID}, 10*time.Second)
+	out := e.run("ledger", "--json").Stdout
+	for _, s := range []string{"sk-live-123", "tok-456", "sk-x"} {
+		if strings.Contains(out, s) {
+			t.Errorf("ledger holds credential %q", s)
+		}
+	}
+	_ = strconv.Itoa
+}
