@@ -279,7 +279,22 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, h)
 }
 
-// handleDoctor answers 501 until the launcher exposes its host checks (placement modes, bus, cgroup mode).
+// doctorer is the optional host-check part of a backend (*launcher.Launcher has it; the test fake may not).
+type doctorer interface {
+	Doctor(ctx context.Context) (launcher.Report, error)
+}
+
+// handleDoctor: GET /v1/doctor; the launcher's host report (`hlaunch doctor --json`), or 501.
 func (s *Server) handleDoctor(w http.ResponseWriter, r *http.Request) {
-	writeError(w, fmt.Errorf("%w: the launcher has no doctor API yet; run `hlaunch doctor`", ErrNotImplemented))
+	d, ok := s.b.(doctorer)
+	if !ok {
+		writeError(w, fmt.Errorf("%w: this launcher has no doctor", ErrNotImplemented))
+		return
+	}
+	rep, err := d.Doctor(r.Context())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, rep)
 }

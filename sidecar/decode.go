@@ -57,26 +57,14 @@ type stopRequest struct {
 // DefaultGrace is the stop grace when a request names none (the Spec's documented default).
 const DefaultGrace = 5 * time.Second
 
-// parseSignal accepts a signal by name (with or without SIG, any case) or number.
+// parseSignal accepts a signal as launcher.ParseSignal does (name with or without SIG, any case, or
+// number); empty means SIGTERM, the polite default of kill(1).
 func parseSignal(s string) (syscall.Signal, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return syscall.SIGTERM, nil
 	}
-	if n, err := strconv.Atoi(s); err == nil {
-		if n <= 0 || n > 64 { // Linux signals are 1..64 (32 and 33 included: the kernel accepts them)
-			return 0, fmt.Errorf("%w: signal %q out of range", launcher.ErrInvalid, s)
-		}
-		return syscall.Signal(n), nil
-	}
-	name := strings.ToUpper(s)
-	if !strings.HasPrefix(name, "SIG") {
-		name = "SIG" + name
-	}
-	if sig := unix.SignalNum(name); sig != 0 {
-		return sig, nil
-	}
-	return 0, fmt.Errorf("%w: unknown signal %q", launcher.ErrInvalid, s)
+	return launcher.ParseSignal(s)
 }
 
 // parseDuration parses a non-negative Go duration; empty returns def.

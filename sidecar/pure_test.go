@@ -76,8 +76,8 @@ func TestTransition(t *testing.T) {
 				if e.ID != tt.rec.ID || !e.Initial {
 					t.Errorf("event %+v: want id %s and initial", e, tt.rec.ID)
 				}
-				if e.Type == "refused" && e.Reason != tt.rec.State {
-					t.Errorf("refused event reason %q, want the state %q", e.Reason, tt.rec.State)
+				if e.Type == "refused" && (e.Reason != tt.rec.State || e.State != tt.rec.State) {
+					t.Errorf("refused event reason %q state %q, want the state %q", e.Reason, e.State, tt.rec.State)
 				}
 			}
 			if fmt.Sprint(got) != fmt.Sprint(tt.want) {

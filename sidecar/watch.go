@@ -32,6 +32,9 @@ func transition(prev string, known bool, r launcher.Record, initial bool) []Even
 	default: // foreign-boot, foreign-machine, recycled, unverified: never signalled, reported once
 		e := eventFor(EventRefused, r, initial)
 		e.Reason = r.State
+		if r.Reason != "" {
+			e.Reason = r.State + ": " + r.Reason
+		}
 		return []Event{e}
 	}
 }
