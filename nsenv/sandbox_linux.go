@@ -102,7 +102,7 @@ func UserNamespaceSupport() error {
 // target is executed. It must run on the thread that will call execve (runtime.LockOSThread): no_new_privs
 // and the capability sets belong to a thread. On error the child must not execute the target.
 //
-// Steps: / becomes a recursive slave (nothing propagates back to the host); the writable paths are
+// Steps: / becomes recursively private (nothing propagates either way); the writable paths are
 // cloned as they are; every mount becomes read-only with one mount_setattr(AT_RECURSIVE); /tmp and
 // /dev/shm get private tmpfs; the writable clones are put back; the hermes root is replaced by a view
 // holding only the target home; Hide paths are covered; /proc is mounted fresh for the new pid namespace
@@ -115,8 +115,11 @@ func (s *Sandbox) Enter() error {
 	if os.Getpid() != 1 {
 		return fmt.Errorf("%w: pid is %d, not 1", ErrNotIsolated, os.Getpid())
 	}
-	if err := unix.Mount("", "/", "", unix.MS_SLAVE|unix.MS_REC, ""); err != nil {
-		return &os.PathError{Op: "mount rslave", Path: "/", Err: err}
+	// Private, not slave: with rslave a file system the host mounts later (a USB disk, an NFS share)
+	// would propagate in writable, after the view was made read-only. The price: the sandbox keeps
+	// its copy of a mount the host unmounts until the worker exits.
+	if err := unix.Mount("", "/", "", unix.MS_PRIVATE|unix.MS_REC, ""); err != nil {
+		return &os.PathError{Op: "mount rprivate", Path: "/", Err: err}
 	}
 	v, err := s.openView()
 	if err != nil {
