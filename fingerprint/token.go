@@ -155,22 +155,39 @@ func appendID(b []byte, s string, kind byte) []byte {
 	return appendStr(b, s)
 }
 
+// compactID returns the 16 bytes of s when s has kind's canonical shape (lowercase hex; dashes at the UUID
+// positions for idUUID), so that renderID gives s back exactly.
 func compactID(s string, kind byte) ([16]byte, bool) {
 	var raw [16]byte
-	h := s
+	want := 32
 	if kind == idUUID {
-		if len(s) != 36 {
+		want = 36
+	}
+	if len(s) != want {
+		return raw, false
+	}
+	j := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if kind == idUUID && (i == 8 || i == 13 || i == 18 || i == 23) {
+			if c != '-' {
+				return raw, false
+			}
+			continue
+		}
+		var v byte
+		switch {
+		case '0' <= c && c <= '9':
+			v = c - '0'
+		case 'a' <= c && c <= 'f':
+			v = c - 'a' + 10
+		default:
 			return raw, false
 		}
-		h = strings.ReplaceAll(s, "-", "")
+		raw[j/2] |= v << (4 * (1 - j%2))
+		j++
 	}
-	if len(h) != 32 {
-		return raw, false
-	}
-	if _, err := hex.Decode(raw[:], []byte(h)); err != nil {
-		return raw, false
-	}
-	return raw, renderID(raw, kind) == s
+	return raw, true
 }
 
 func renderID(raw [16]byte, kind byte) string {
