@@ -32,9 +32,9 @@ type fixture struct {
 	marker                                                string
 }
 
-func newFixture(t *testing.T, owner int) *fixture {
+func newFixture(t *testing.T, owner int, dir string) *fixture {
 	t.Helper()
-	base, err := os.MkdirTemp("/var/tmp", "hlaunch-sbx-")
+	base, err := os.MkdirTemp(dir, "hlaunch-sbx-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,8 @@ func (f *fixture) checkCommon(t *testing.T, r report, env []string, sb Sandbox) 
 		}
 	}
 	for _, d := range []string{"/", "/etc", "/usr", f.base} {
-		if slices.Contains(sb.RW, d) {
+		// Under /tmp the write lands in the private /tmp: allowed, and checked below not to reach the host.
+		if slices.Contains(sb.RW, d) || pathUnder(d, "/tmp") {
 			continue
 		}
 		if r.Write[d] == "ok" {
@@ -284,17 +285,25 @@ func TestSandboxView(t *testing.T) {
 		setUser bool
 		net     string
 		dflt    bool
-		rwBase  bool // --rw on a directory holding the whole hermes root
+		rwBase  bool   // --rw on a directory holding the whole hermes root
+		under   string // where the hermes root lives; "" is /var/tmp
 	}{
 		{name: "root launcher, named profile", owner: 0, asUser: -1},
 		{name: "root launcher, --user nobody, net none", owner: nobody, asUser: -1, setUser: true, net: NetNone},
 		{name: "root launcher, default profile", owner: 0, asUser: -1, dflt: true},
 		{name: "unprivileged launcher, user namespace", owner: nobody, asUser: nobody},
 		{name: "root launcher, --rw holding the hermes root", owner: 0, asUser: -1, rwBase: true},
+		// Under the host's /tmp, which the private /tmp covers: the view re-creates the paths.
+		{name: "root launcher, hermes root under /tmp", owner: 0, asUser: -1, under: "/tmp"},
+		{name: "root launcher, default profile under /tmp", owner: 0, asUser: -1, under: "/tmp", dflt: true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			f := newFixture(t, c.owner)
+			under := c.under
+			if under == "" {
+				under = "/var/tmp"
+			}
+			f := newFixture(t, c.owner, under)
 			sb := Sandbox{Root: f.root, Home: f.b, Cwd: f.cwd, RW: []string{f.rw}, Hide: []string{f.state, f.sockFile},
 				Net: c.net, SetUser: c.setUser, UID: nobody, GID: nobody}
 			if c.rwBase {
