@@ -1,0 +1,53 @@
+# hlaunch - see README.md. Every target is a thin wrapper; the logic lives in scripts/.
+
+GO        ?= go
+PREFIX    ?= /usr/local
+DESTDIR   ?=
+BIN       := bin/hlaunch
+# -trimpath and a stripped binary: smaller, reproducible, and no build paths in panics shown to users.
+BUILDFLAGS ?= -trimpath -buildvcs=auto -ldflags='-s -w'
+FUZZTIME  ?= 5s
+STATICCHECK_VERSION ?= v0.8.2
+STATICCHECK := $(CURDIR)/bin/staticcheck
+
+.PHONY: all build install test unit integration fuzz bench lint demo clean
+
+all: build
+
+build:
+	$(GO) build $(BUILDFLAGS) -o $(BIN) ./cmd/hlaunch
+
+install: build
+	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/hlaunch
+
+# vet + unit + integration + Python client tests + a short run of every fuzz target (scripts/test.sh).
+test:
+	FUZZTIME=$(FUZZTIME) scripts/test.sh
+
+unit:
+	$(GO) test -count=1 -timeout 10m $$($(GO) list ./... | grep -v -e '/integration$$' -e '/integration/')
+
+integration: build
+	HLAUNCH_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 15m -v ./integration/...
+
+fuzz:
+	FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
+
+# Writes docs/benchmarks.md.
+bench: build
+	scripts/bench.sh
+
+lint: $(STATICCHECK)
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt -l:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(STATICCHECK) ./...
+
+$(STATICCHECK):
+	GOBIN=$(CURDIR)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+# Builds, makes a demo hermes root with two profiles in a temporary directory, shows a clean child.
+demo: build
+	scripts/demo.sh
+
+clean:
+	rm -rf bin

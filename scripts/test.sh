@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# The whole test suite, as `make test` runs it: go vet, unit tests, integration tests (real kernel, real
+# systemd), Python client tests, and a short run of every fuzz target. Every step runs even when an earlier
+# one failed, so one run shows everything that is wrong; the exit status is non-zero if any step failed.
+#
+# Go test output is kept as `go test -json` logs in $LOGDIR and printed as `go test -v` would. With CI=true
+# a test that reports SKIP fails the run: CI runs as root on a full machine, where a skip means a test did
+# not check what it claims to (TESTING.md). HLAUNCH_ALLOW_SKIP (a regex over "pkg.TestName") exempts a test
+# by name; leave it empty unless a skip is understood and written down.
+#
+# The last line is "summary: N passed, N failed, N skipped".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+LOGDIR=${LOGDIR:-bin/test-logs}
+FUZZTIME=${FUZZTIME:-5s}
+UNIT_TIMEOUT=${UNIT_TIMEOUT:-10m}
+INTEGRATION_TIMEOUT=${INTEGRATION_TIMEOUT:-15m}
+PYTHON=${PYTHON:-python3}
+mkdir -p "$LOGDIR"
+rm -f "$LOGDIR"/*.json "$LOGDIR"/*.counts
+
+# Tests that start hlaunch as a separate process (integration, the Python client's sidecar) use this binary.
+make -s build || exit 1
+HLAUNCH_BIN=$(pwd)/bin/hlaunch
+export HLAUNCH_BIN
+
+failed_steps=()
+extra_pass=0
+extra_fail=0
+
+step() {
+	local name=$1
+	shift
+	echo "=== step $name"
+	if "$@"; then
+		echo "=== step $name: ok"
+	else
+		echo "=== step $name: FAILED"
+		failed_steps+=("$name")
+	fi
+}
+
+gotest() { # gotest LOGNAME go-test-args...
+	local log=$1
+	shift
+	go test -json "$@" 2>&1 | tee "$LOGDIR/$log.json" | "$PYTHON" scripts/gotest-report.py stream
+}
+
+vet() { go vet ./...; }
+
+unit() {
+	local pkgs
+	pkgs=$(go list ./... | grep -v -e '/integration$' -e '/integration/') || return 1
+	# shellcheck disable=SC2086
+	gotest unit -count=1 -timeout "$UNIT_TIMEOUT" $pkgs
+}
+
+integration() {
+	if ! find integration -name '*_test.go' | grep -q .; then
+		echo "integration: no integration tests yet"
+		return 0
+	fi
+	gotest integration -count=1 -timeout "$INTEGRATION_TIMEOUT" ./integration/...
+}
+
+python_tests() {
+	if ! find clients/python -name 'test*.py' 2>/dev/null | grep -q .; then
+		echo "python: no Python client tests yet"
+		return 0
+	fi
+	# unittest from the standard library, like the client itself: nothing to install.
+	"$PYTHON" - "$LOGDIR/python.counts" <<'PY'
+import sys, unittest
+suite = unittest.defaultTestLoader.discover("clients/python", pattern="test*.py", top_level_dir="clients/python")
+res = unittest.TextTestRunner(verbosity=2).run(suite)
+bad = len(res.failures) + len(res.errors) + len(res.unexpectedSuccesses)
+with open(sys.argv[1], "w") as f:
+    f.write(f"{res.testsRun - bad - len(res.skipped)} {bad} {len(res.skipped)}\n")
+sys.exit(0 if bad == 0 and res.testsRun > 0 else 1)
+PY
+}
+
+fuzz() {
+	local out
+	out=$(mktemp)
+	FUZZTIME=$FUZZTIME scripts/fuzz.sh 2>&1 | tee "$out"
+	local rc=${PIPESTATUS[0]}
+	local p f
+	read -r p f < <(sed -nE 's/^fuzz: ([0-9]+) passed, ([0-9]+) failed$/\1 \2/p' "$out" | tail -1)
+	extra_pass=$((extra_pass + ${p:-0}))
+	extra_fail=$((extra_fail + ${f:-0}))
+	rm -f "$out"
+	return "$rc"
+}
+
+step vet vet
+step unit unit
+step integration integration
+step python python_tests
+step fuzz fuzz
+
+# Counts and the CI skip rule.
+report_args=()
+if [ "${CI:-}" = "true" ]; then
+	report_args+=(--no-skip)
+	if [ -n "${HLAUNCH_ALLOW_SKIP:-}" ]; then report_args+=("--allow-skip=$HLAUNCH_ALLOW_SKIP"); fi
+fi
+logs=("$LOGDIR"/*.json)
+[ -e "${logs[0]}" ] || logs=()
+echo "=== report"
+report=$("$PYTHON" scripts/gotest-report.py summary "${report_args[@]}" "${logs[@]}")
+report_rc=$?
+echo "$report" | sed '$d'
+counts=$(echo "$report" | tail -1)
+passed=$(echo "$counts" | "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["passed"])')
+failed=$(echo "$counts" | "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["failed"])')
+skipped=$(echo "$counts" | "$PYTHON" -c 'import json,sys; print(json.load(sys.stdin)["skipped"])')
+if [ -f "$LOGDIR/python.counts" ]; then
+	read -r pp pf ps <"$LOGDIR/python.counts"
+	passed=$((passed + pp))
+	failed=$((failed + pf))
+	skipped=$((skipped + ps))
+fi
+passed=$((passed + extra_pass))
+failed=$((failed + extra_fail))
+[ "$report_rc" -eq 0 ] || failed_steps+=("report")
+# A step that failed without a counted test failure (vet, a build error) still counts once.
+for s in "${failed_steps[@]}"; do
+	case $s in vet) failed=$((failed + 1)) ;; esac
+done
+
+printf '%s %s %s\n' "$passed" "$failed" "$skipped" >"$LOGDIR/summary.counts"
+if [ "${#failed_steps[@]}" -gt 0 ]; then
+	echo "test: FAILED steps: ${failed_steps[*]}"
+fi
+echo "summary: $passed passed, $failed failed, $skipped skipped"
+[ "${#failed_steps[@]}" -eq 0 ]
