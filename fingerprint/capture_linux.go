@@ -21,6 +21,18 @@ const maxReasonLen = 512
 // read while the pidfd shows it unreaped, so the facts cannot belong to a process that reused the PID.
 // Capture the identity before the worker can exit (the launcher does it while the child waits to exec).
 func Capture(src Sources, pid int, cgroupPath string) Identity {
+	return capture(src, pid, cgroupPath, false)
+}
+
+// CaptureChild is Capture for a process that is the caller's own unreaped child, started inside
+// cgroupPath (cloned there, or forked by a member of it): its PID cannot be reused before the caller waits
+// for it and its cgroup is known by construction, so a child that has already exited (a zombie) still gets
+// a verified identity. A worker's shim uses it, so that even /bin/true is identified.
+func CaptureChild(src Sources, pid int, cgroupPath string) Identity {
+	return capture(src, pid, cgroupPath, true)
+}
+
+func capture(src Sources, pid int, cgroupPath string, child bool) Identity {
 	id := Identity{Version: FormatVersion, PID: pid}
 	var fails []string
 	fail := func(format string, args ...any) { fails = append(fails, fmt.Sprintf(format, args...)) }
@@ -52,7 +64,7 @@ func Capture(src Sources, pid int, cgroupPath string) Identity {
 
 	if pid <= 0 {
 		fail("pid %d is not a process", pid)
-	} else if err := captureLeader(src, &id, dir); err != nil {
+	} else if err := captureLeader(src, &id, dir, child); err != nil {
 		fail("leader: %v", err)
 	}
 
@@ -67,7 +79,7 @@ func Capture(src Sources, pid int, cgroupPath string) Identity {
 }
 
 // captureLeader reads the leader's start time and checks its membership while a pidfd pins it.
-func captureLeader(src Sources, id *Identity, dir int) error {
+func captureLeader(src Sources, id *Identity, dir int, child bool) error {
 	pidfd, err := pidfdOpen(id.PID)
 	if err != nil {
 		return err
@@ -76,6 +88,11 @@ func captureLeader(src Sources, id *Identity, dir int) error {
 	st, err := readStatFile(src.statPath(id.PID))
 	if err != nil {
 		return err
+	}
+	if child {
+		// Our unreaped child: the stat we read is its own (alive or zombie), and it was born in the cgroup.
+		id.Start = st.Start
+		return nil
 	}
 	member := true
 	if dir >= 0 {

@@ -92,8 +92,9 @@ func TestKernelRecycledPID(t *testing.T) {
 	if r.LeaderStart != r.StrangerStart && (r.HermesVerdict.State != Recycled || !r.HermesRefused) {
 		t.Fatalf("hermes row for the recycled PID: %v (refused %v), want recycled", r.HermesVerdict, r.HermesRefused)
 	}
-	if r.Empty.State != Exited || !r.EmptyRefused {
-		t.Fatalf("worker cgroup empty: %v (refused %v), want exited and refused", r.Empty, r.EmptyRefused)
+	// The worker has ended and a stranger holds its PID: recycled (issue 4), never exited-and-forgotten.
+	if r.Empty.State != Recycled || !r.EmptyRefused {
+		t.Fatalf("worker cgroup empty, stranger at its PID: %v (refused %v), want recycled and refused", r.Empty, r.EmptyRefused)
 	}
 	if !r.StrangerAlive {
 		t.Fatal("the stranger at the recycled PID did not survive")
@@ -187,7 +188,7 @@ func recycleSteps(r *recycleReport) error {
 		return err
 	}
 	he, _, err := Authorize(src, id)
-	r.EmptyRefused = he == nil && errors.Is(err, ErrNotRunning)
+	r.EmptyRefused = he == nil && errors.Is(err, ErrRefused)
 
 	// The stranger is our child: alive means not reaped, not a zombie, and no signal pending.
 	st, err := readStatFile("/proc/" + strconv.Itoa(recyclePID) + "/stat")

@@ -94,7 +94,7 @@ func inspect(src Sources, id Identity, checkMachine bool) (*Handle, Verdict, err
 	if id.Cgroup != "" {
 		h.dir, err = openCgroupDir(src.cgroupRoot(), id.Cgroup)
 		if gone(err) {
-			return nil, verdict(Exited, "cgroup %s is gone", id.Cgroup), nil
+			return endedOrRecycled(src, id, "cgroup %s is gone", id.Cgroup)
 		}
 		if err != nil {
 			return nil, Verdict{}, err
@@ -111,7 +111,7 @@ func inspect(src Sources, id Identity, checkMachine bool) (*Handle, Verdict, err
 			return nil, Verdict{}, fmt.Errorf("cgroup %s: %w", id.Cgroup, err)
 		}
 		if !pop {
-			return nil, verdict(Exited, "cgroup %s is empty", id.Cgroup), nil
+			return endedOrRecycled(src, id, "cgroup %s is empty", id.Cgroup)
 		}
 	}
 
@@ -185,4 +185,16 @@ func judgeLeader(src Sources, h *Handle) (Verdict, error) {
 		return verdict(Running, "leader PID %d is alive in cgroup %s", id.PID, id.Cgroup), nil
 	}
 	return verdict(Running, "PID %d is alive with the recorded start time", id.PID), nil
+}
+
+// endedOrRecycled judges a worker whose cgroup is gone or empty: exited, unless a live process now holds
+// the leader's PID. That process cannot be the leader (the leader would be in the cgroup), so the PID has
+// been recycled: say so, because a caller that still trusts the bare PID is about to hit a stranger.
+func endedOrRecycled(src Sources, id Identity, format string, args ...any) (*Handle, Verdict, error) {
+	st, err := readStatFile(src.statPath(id.PID))
+	if err == nil && !st.dead() {
+		why := fmt.Sprintf(format, args...)
+		return nil, verdict(Recycled, "%s, and PID %d now names another process (started at tick %d, recorded %d)", why, id.PID, st.Start, id.Start), nil
+	}
+	return nil, verdict(Exited, format, args...), nil
 }

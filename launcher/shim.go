@@ -81,7 +81,7 @@ func shimMain() {
 		src.CgroupRoot = host.Unified
 	}
 	// The worker is our unreaped child: its /proc entry and start time are stable until we Wait.
-	ident := fingerprint.Capture(src, cmd.Process.Pid, sc.Cgroup)
+	ident := fingerprint.CaptureChild(src, cmd.Process.Pid, sc.Cgroup)
 	if sc.Unit != "" {
 		ident = ident.WithUnit(sc.Unit, sc.InvocationID)
 	}
