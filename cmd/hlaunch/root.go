@@ -50,6 +50,7 @@ See docs/cli.md for every command and docs/exit-codes.md for the exit codes.`,
 		newGCCmd(a),
 		newLedgerCmd(a),
 		newDoctorCmd(a),
+		newSidecarCmd(),
 		newVersionCmd(a),
 	)
 	return root
