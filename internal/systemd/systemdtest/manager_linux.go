@@ -42,6 +42,8 @@ type Manager struct {
 	Home string
 	// LogFile receives the manager's stdout and stderr.
 	LogFile string
+	// UID and GID are the user the manager and Command's programs run as (0: root).
+	UID, GID int
 
 	base string
 	done chan struct{}
@@ -87,18 +89,37 @@ func requireCapabilities(t testing.TB) string {
 	return layout
 }
 
-// Start starts a private systemd user manager (see the package doc) and registers its teardown with
-// t.Cleanup. It skips t, saying why, when not root, when systemd is not installed, or when the cgroup
+// Options changes how StartWith starts the manager. The zero value is Start's root manager.
+type Options struct {
+	// UID and GID, when UID is not 0, run the manager (and everything Command starts) as that user: the
+	// subtree is delegated to it (the directories and cgroup.procs, cgroup.subtree_control, cgroup.threads,
+	// tasks are chowned), and the runtime directory and HOME are its own. The test itself must be root.
+	UID, GID int
+}
+
+// Start starts a private systemd user manager as root (see the package doc) and registers its teardown
+// with t.Cleanup. It skips t, saying why, when not root, when systemd is not installed, or when the cgroup
 // layout is neither hybrid nor pure v2.
 func Start(t testing.TB) *Manager {
 	t.Helper()
+	return StartWith(t, Options{})
+}
+
+// StartWith is Start with options, e.g. a manager of an unprivileged user.
+func StartWith(t testing.TB, o Options) *Manager {
+	t.Helper()
 	layout := requireCapabilities(t)
+	if o.UID != 0 {
+		if _, err := exec.LookPath("setpriv"); err != nil {
+			t.Skipf("systemdtest: setpriv not found (needed for a non-root manager): %v", err)
+		}
+	}
 	pid1Before, _ := os.ReadFile("/proc/1/cgroup")
 
 	var rnd [6]byte
 	_, _ = rand.Read(rnd[:])
 	name := "hlaunch-test-sd-" + hex.EncodeToString(rnd[:])
-	m := &Manager{done: make(chan struct{})}
+	m := &Manager{done: make(chan struct{}), UID: o.UID, GID: o.GID}
 	if layout == "hybrid" {
 		m.CgroupV2 = filepath.Join("/sys/fs/cgroup/unified", name)
 		m.CgroupSystemd = filepath.Join("/sys/fs/cgroup/systemd", name)
@@ -128,6 +149,11 @@ func Start(t testing.TB) *Manager {
 			t.Fatalf("systemdtest: %v", err)
 		}
 	}
+	if o.UID != 0 {
+		if err := m.delegate(); err != nil {
+			t.Fatalf("systemdtest: %v", err)
+		}
+	}
 	log, err := os.Create(m.LogFile)
 	if err != nil {
 		t.Fatalf("systemdtest: %v", err)
@@ -136,7 +162,7 @@ func Start(t testing.TB) *Manager {
 
 	start := time.Now()
 	cmd := exec.Command("/bin/sh", "-euc", startScript, "systemdtest-start",
-		layout, m.CgroupV2, m.CgroupSystemd, m.RuntimeDir, m.Home, innerScript)
+		layout, m.CgroupV2, m.CgroupSystemd, m.RuntimeDir, m.Home, innerScript, strconv.Itoa(o.UID), strconv.Itoa(o.GID))
 	// A minimal environment: the manager passes its own to every unit, and the test's must not leak there.
 	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"}
 	cmd.Stdout, cmd.Stderr = log, log
@@ -160,6 +186,26 @@ func Start(t testing.TB) *Manager {
 	}
 	t.Logf("systemdtest: manager %d ready in %v (cgroup %s)", m.PID, time.Since(start).Round(time.Millisecond), m.CgroupV2)
 	return m
+}
+
+// delegate hands the subtree, the runtime directory and HOME to m.UID, the way systemd delegates a
+// subtree to a user manager. The base directory becomes traversable (0711) so the user can reach its own.
+func (m *Manager) delegate() error {
+	paths := []string{m.RuntimeDir, m.Home}
+	for _, f := range []string{"", "cgroup.procs", "cgroup.subtree_control", "cgroup.threads"} {
+		paths = append(paths, filepath.Join(m.CgroupV2, f))
+	}
+	if m.CgroupSystemd != "" {
+		for _, f := range []string{"", "cgroup.procs", "tasks"} {
+			paths = append(paths, filepath.Join(m.CgroupSystemd, f))
+		}
+	}
+	for _, p := range paths {
+		if err := os.Chown(p, m.UID, m.GID); err != nil {
+			return err
+		}
+	}
+	return os.Chmod(m.base, 0o711)
 }
 
 // subtrees returns the manager's subtree in every hierarchy, cgroup2 first.
@@ -233,7 +279,11 @@ func (m *Manager) Command(ctx context.Context, name string, args ...string) *exe
 	if len(leaves) > 1 {
 		v1 = leaves[1]
 	}
-	argv := append([]string{"-c", clientScript, "systemdtest-client", strconv.Itoa(m.PID), leaves[0], v1, name}, args...)
+	argv := []string{"-c", clientScript, "systemdtest-client", strconv.Itoa(m.PID), leaves[0], v1}
+	if m.UID != 0 {
+		argv = append(argv, "setpriv", "--reuid="+strconv.Itoa(m.UID), "--regid="+strconv.Itoa(m.GID), "--clear-groups", "--")
+	}
+	argv = append(append(argv, name), args...)
 	cmd := exec.CommandContext(ctx, "/bin/sh", argv...)
 	cmd.Env = append(os.Environ(), m.Env()...)
 	return cmd

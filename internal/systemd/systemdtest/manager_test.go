@@ -48,3 +48,19 @@ func TestStartAndTeardown(t *testing.T) {
 		t.Errorf("manager %d still alive after teardown", m.PID)
 	}
 }
+
+// TestUserManager runs the manager as an unprivileged user (nobody) with a delegated subtree: the case
+// of a worker launched by a non-root gateway with that user's own manager.
+func TestUserManager(t *testing.T) {
+	m := StartWith(t, Options{UID: 65534, GID: 65534})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := os.ReadFile("/proc/" + itoa(m.PID) + "/status")
+	if err != nil || !strings.Contains(string(st), "\nUid:\t65534\t65534\t65534\t65534\n") {
+		t.Errorf("manager is not running as 65534: %v\n%s", err, st)
+	}
+	out, err := m.Command(ctx, "sh", "-c", `id -u; systemd-run --user --scope --quiet --unit probe cat /proc/self/cgroup`).CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "65534\n") || !strings.Contains(string(out), "0::/app.slice/probe.scope\n") {
+		t.Errorf("client as the user: %v\n%s\n--- manager log:\n%s", err, out, m.Log())
+	}
+}

@@ -2,20 +2,20 @@ package systemdtest
 
 // startScript runs in the shell that becomes the manager. It joins the fresh subtree, then re-runs
 // itself in new cgroup and mount namespaces. Arguments: layout, v2 subtree, v1 subtree ("" on pure v2),
-// runtime dir, home, and innerScript.
+// runtime dir, home, innerScript, uid, gid.
 const startScript = `
 set -eu
-layout=$1 v2=$2 v1=$3 rt=$4 home=$5 inner=$6
+layout=$1 v2=$2 v1=$3 rt=$4 home=$5 inner=$6 uid=$7 gid=$8
 echo $$ > "$v2/cgroup.procs"
 if [ "$layout" = hybrid ]; then echo $$ > "$v1/cgroup.procs"; fi
-exec unshare --cgroup --mount --propagation private /bin/sh -euc "$inner" systemdtest-inner "$layout" "$rt" "$home"
+exec unshare --cgroup --mount --propagation private /bin/sh -euc "$inner" systemdtest-inner "$layout" "$rt" "$home" "$uid" "$gid"
 `
 
 // innerScript mounts the fresh view and execs the manager. The two checks are the one step of the recipe
 // that must never be skipped: a cgroup2 root has no cgroup.events and a v1 root has release_agent, so if
 // either says "root" the fresh mounts are not rooted at our subtree and systemd would take over the host.
 const innerScript = `
-layout=$1 rt=$2 home=$3
+layout=$1 rt=$2 home=$3 uid=$4 gid=$5
 refuse() { echo "systemdtest: REFUSING to start systemd: $1" >&2; exit 97; }
 if [ "$layout" = hybrid ]; then
 	mount -t tmpfs -o mode=755,size=64k systemdtest /sys/fs/cgroup
@@ -33,11 +33,15 @@ if [ ! -d /run/systemd ]; then refuse "/run/systemd does not exist to mount a tm
 mount -t tmpfs -o mode=755,size=1m systemdtest /run/systemd
 mkdir /run/systemd/system
 export XDG_RUNTIME_DIR="$rt" HOME="$home" SYSTEMD_LOG_TARGET=console SYSTEMD_LOG_LEVEL=notice
+if [ "$uid" != 0 ]; then
+	exec setpriv --reuid="$uid" --regid="$gid" --clear-groups /lib/systemd/systemd --user
+fi
 exec /lib/systemd/systemd --user
 `
 
 // clientScript moves itself into the clients leaf (v2 first, then v1 when given) and execs nsenter into the
-// manager's cgroup and mount namespaces. Arguments: manager PID, v2 leaf, v1 leaf or "", then the command.
+// manager's cgroup and mount namespaces. Arguments: manager PID, v2 leaf, v1 leaf or "", then the command
+// (prefixed with setpriv for a non-root manager).
 const clientScript = `
 pid=$1 v2=$2 v1=$3
 shift 3
