@@ -55,6 +55,7 @@ var ErrFailed = errors.New("child failed before exec")
 // Error describes a Failure; it is returned by the parent side wrapped with ErrFailed.
 type Error struct{ Failure }
 
+// Error says at which stage the stub failed and why.
 func (e *Error) Error() string { return fmt.Sprintf("%s: %s", e.Stage, e.Message) }
 
 // Unwrap makes errors.Is(err, ErrFailed) and errors.Is(err, syscall.ENOENT) work.
