@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -175,5 +174,4 @@ func TestCronTimeoutAndOOMAreRecorded(t *testing.T) {
 			t.Errorf("ledger holds credential %q", s)
 		}
 	}
-	_ = strconv.Itoa
 }

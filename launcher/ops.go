@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"syscall"
 	"time"
 
@@ -321,4 +320,3 @@ func (l *Launcher) GC(ctx context.Context) ([]string, error) {
 	return removed, nil
 }
 
-var _ = strings.TrimSpace
