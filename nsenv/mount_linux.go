@@ -79,14 +79,14 @@ func attachTree(tree, target int, name string) error {
 	return nil
 }
 
-// setReadOnly makes the mount at fd read-only; with recursive, every mount below it too (one
-// mount_setattr call however many mounts there are).
-func setReadOnly(fd int, name string, recursive bool) error {
+// setAttr sets mount attributes (unix.MOUNT_ATTR_*) on the mount at fd, which may be a detached tree;
+// with recursive, on every mount below it too (one mount_setattr call however many mounts there are).
+func setAttr(fd int, name string, attr uint64, recursive bool) error {
 	flags := uint(unix.AT_EMPTY_PATH)
 	if recursive {
 		flags |= unix.AT_RECURSIVE
 	}
-	if err := unix.MountSetattr(fd, "", flags, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+	if err := unix.MountSetattr(fd, "", flags, &unix.MountAttr{Attr_set: attr}); err != nil {
 		return &os.PathError{Op: "mount_setattr", Path: name, Err: err}
 	}
 	return nil

@@ -7,6 +7,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// sandboxDevices are the device nodes (and the devpts mount) that stay usable; every other device node,
+// in /dev or anywhere else, is behind nodev.
+func sandboxDevices() []string {
+	return []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts"}
+}
+
 // buildView turns the child's copy of the host mount tree into the sandbox's view. The order matters:
 // everything read-only first, then the private tmpfs, then the writable paths, then the hermes root's
 // view, then Hide, then /proc; each later step covers the earlier ones, so a writable path that
@@ -17,7 +23,9 @@ func (s *Sandbox) buildView(v *view) error {
 	if err != nil {
 		return err
 	}
-	err = setReadOnly(slash, "/", true)
+	// nodev too: a child left as host uid 0 could otherwise read another profile's files from the raw
+	// disk (/dev/sda is root's); the harmless devices come back from their clones below.
+	err = setAttr(slash, "/", unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NODEV, true)
 	unix.Close(slash)
 	if err != nil {
 		return err
@@ -27,6 +35,11 @@ func (s *Sandbox) buildView(v *view) error {
 	}
 	if err := privateTmpfs("/dev/shm", "mode=1777"); err != nil {
 		return err
+	}
+	for i, p := range v.devPaths {
+		if err := attachAt(v.devTrees[i], p, false); err != nil {
+			return err
+		}
 	}
 	for i, p := range v.paths {
 		if err := attachAt(v.trees[i], p, v.dirs[i]); err != nil {
@@ -107,7 +120,7 @@ func (s *Sandbox) profileView(v *view) error {
 	if err := unix.Mkdirat(top, "profiles/"+name, 0o755); err != nil {
 		return fmt.Errorf("sandbox view: mkdir profiles/%s: %w", name, err)
 	}
-	if err := setReadOnly(top, s.Root, false); err != nil {
+	if err := setAttr(top, s.Root, unix.MOUNT_ATTR_RDONLY, false); err != nil {
 		return err
 	}
 	target, err := openBeneath(top, "profiles/"+name, s.Home, true)

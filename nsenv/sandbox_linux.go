@@ -102,11 +102,12 @@ func UserNamespaceSupport() error {
 // target is executed. It must run on the thread that will call execve (runtime.LockOSThread): no_new_privs
 // and the capability sets belong to a thread. On error the child must not execute the target.
 //
-// Steps: / becomes recursively private (nothing propagates either way); the writable paths are
-// cloned as they are; every mount becomes read-only with one mount_setattr(AT_RECURSIVE); /tmp and
-// /dev/shm get private tmpfs; the writable clones are put back; the hermes root is replaced by a view
-// holding only the target home; Hide paths are covered; /proc is mounted fresh for the new pid namespace
-// (read-only); then the host name, core dumps, no_new_privs and the identity are set.
+// Steps: / becomes recursively private (nothing propagates either way); the writable paths and the
+// harmless devices (null, zero, full, random, urandom, tty, ptmx, devpts) are cloned as they are; every
+// mount becomes read-only and nodev with one mount_setattr(AT_RECURSIVE); the devices are put back;
+// /tmp and /dev/shm get private tmpfs; the writable clones (nodev) are put back; the hermes root is
+// replaced by a view holding only the target home; Hide paths are covered; /proc is mounted fresh for
+// the new pid namespace (read-only); then the host name, core dumps, no_new_privs and the identity.
 func (s *Sandbox) Enter() error {
 	if err := s.validateLexical(); err != nil {
 		return err
@@ -139,10 +140,12 @@ type view struct {
 	paths    []string // writable paths (other than inside Home), parents first
 	trees    []int    // their clones, same order
 	dirs     []bool
+	devPaths []string // sandboxDevices present on this host
+	devTrees []int    // their clones
 }
 
 func (v *view) close() {
-	for _, fd := range append([]int{v.rootFD, v.homeTree}, v.trees...) {
+	for _, fd := range append(append([]int{v.rootFD, v.homeTree}, v.trees...), v.devTrees...) {
 		if fd >= 0 {
 			unix.Close(fd)
 		}
@@ -164,6 +167,22 @@ func (s *Sandbox) openView() (*view, error) {
 	if err != nil {
 		return v, err
 	}
+	// The writable copies get nodev like the rest of the view (a device node planted in a home).
+	if err := setAttr(v.homeTree, s.Home, unix.MOUNT_ATTR_NODEV, true); err != nil {
+		return v, err
+	}
+	for _, d := range sandboxDevices() {
+		fd, err := openPath(d, false)
+		if err != nil {
+			continue // absent, or a link (ptmx -> pts/ptmx): the devpts clone serves it
+		}
+		t, err := cloneTree(fd, d)
+		unix.Close(fd)
+		if err != nil {
+			return v, err
+		}
+		v.devPaths, v.devTrees = append(v.devPaths, d), append(v.devTrees, t)
+	}
 	ws := s.writable()
 	sort.Strings(ws) // a parent sorts before its children, so children end up on top
 	for _, w := range ws {
@@ -178,6 +197,9 @@ func (s *Sandbox) openView() (*view, error) {
 		if err == nil {
 			var t int
 			t, err = cloneTree(fd, w)
+			if err == nil {
+				err = setAttr(t, w, unix.MOUNT_ATTR_NODEV, true)
+			}
 			if err == nil {
 				v.paths, v.trees, v.dirs = append(v.paths, w), append(v.trees, t), append(v.dirs, dir)
 			}

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 const nobody = 65534
@@ -71,6 +73,10 @@ func newFixture(t *testing.T, owner int, dir string) *fixture {
 	// A worker of b planting links to a's secrets, absolute and relative.
 	must(t, os.Symlink(filepath.Join(f.a, ".env"), filepath.Join(f.b, "link-abs")))
 	must(t, os.Symlink("../a/.env", filepath.Join(f.b, "link-rel")))
+	// Device nodes outside /dev (a copy of /dev/null, c 1:3), one planted in b's home: nodev must hold.
+	for _, p := range []string{filepath.Join(base, "devnode"), filepath.Join(f.b, "devnode")} {
+		must(t, unix.Mknod(p, unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))))
+	}
 	for _, p := range []string{f.b, f.cwd, f.rw} {
 		must(t, filepath.Walk(p, func(q string, _ os.FileInfo, err error) error {
 			if err != nil {
@@ -116,7 +122,8 @@ func (f *fixture) probe() probe {
 		List: []string{f.root, filepath.Join(f.root, "profiles"), f.state},
 		Open: []string{filepath.Join(f.a, ".env"), filepath.Join(f.a, "state.db"), filepath.Join(f.root, ".env"),
 			filepath.Join(f.root, "state.db"), filepath.Join(f.root, "auth.json"), filepath.Join(f.b, ".env"),
-			filepath.Join(f.b, "link-abs"), filepath.Join(f.b, "link-rel")},
+			filepath.Join(f.b, "link-abs"), filepath.Join(f.b, "link-rel"), "/dev/null", "/dev/urandom", "/dev/kmsg",
+			filepath.Join(f.base, "devnode"), filepath.Join(f.b, "devnode")},
 		Write: []string{"/", "/etc", "/usr", f.base, f.root, filepath.Join(f.root, "profiles"), f.b,
 			filepath.Join(f.b, "workspace"), "/tmp", "/dev/shm", f.cwd, f.rw},
 		Connect: []string{f.sock, f.sockFile},
@@ -194,6 +201,19 @@ func (f *fixture) checkCommon(t *testing.T, r report, env []string, sb Sandbox) 
 		if r.Write[d] != "ok" {
 			t.Errorf("write into %s: %s, want ok", d, r.Write[d])
 		}
+	}
+	for _, d := range []string{"/dev/null", "/dev/urandom"} {
+		if r.Open[d] != "ok" {
+			t.Errorf("open %s: %s, want ok", d, r.Open[d])
+		}
+	}
+	for _, d := range []string{"/dev/kmsg", filepath.Join(f.base, "devnode"), filepath.Join(f.b, "devnode")} {
+		if r.Open[d] == "ok" {
+			t.Errorf("device node %s opened: want nodev", d)
+		}
+	}
+	if d := filepath.Join(f.base, "devnode"); r.Open[d] != "EACCES" && !pathUnder(d, "/tmp") {
+		t.Errorf("open %s: %s, want EACCES (nodev)", d, r.Open[d])
 	}
 	for _, s := range []string{f.sock, f.sockFile} {
 		if r.Connect[s] == "ok" {
