@@ -162,7 +162,7 @@ func StartWith(t testing.TB, o Options) *Manager {
 
 	start := time.Now()
 	cmd := exec.Command("/bin/sh", "-euc", startScript, "systemdtest-start",
-		layout, m.CgroupV2, m.CgroupSystemd, m.RuntimeDir, m.Home, innerScript, strconv.Itoa(o.UID), strconv.Itoa(o.GID))
+		layout, m.CgroupV2, m.CgroupSystemd, m.RuntimeDir, m.Home, innerScript, strconv.Itoa(o.UID), strconv.Itoa(o.GID), systemdBinary)
 	// A minimal environment: the manager passes its own to every unit, and the test's must not leak there.
 	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8"}
 	cmd.Stdout, cmd.Stderr = log, log

@@ -2,7 +2,9 @@ package systemdtest
 
 import (
 	"context"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -62,5 +64,25 @@ func TestUserManager(t *testing.T) {
 	out, err := m.Command(ctx, "sh", "-c", `id -u; systemd-run --user --scope --quiet --unit probe cat /proc/self/cgroup`).CombinedOutput()
 	if err != nil || !strings.HasPrefix(string(out), "65534\n") || !strings.Contains(string(out), "0::/app.slice/probe.scope\n") {
 		t.Errorf("client as the user: %v\n%s\n--- manager log:\n%s", err, out, m.Log())
+	}
+}
+
+// TestRefusesHostRoot runs the inner script in a private mount namespace but WITHOUT a cgroup namespace,
+// so its fresh cgroup mounts are the host's roots: it must refuse before exec'ing the manager. /bin/echo
+// stands in for systemd, so a broken check prints "--user" instead of taking over the host.
+func TestRefusesHostRoot(t *testing.T) {
+	requireCapabilities(t)
+	for _, layout := range []string{"hybrid", "unified"} {
+		t.Run(layout, func(t *testing.T) {
+			dir := t.TempDir()
+			out, err := exec.Command("unshare", "--mount", "--propagation", "private", "/bin/sh", "-euc", innerScript,
+				"systemdtest-inner", layout, dir, dir, "0", "0", "/bin/echo").CombinedOutput()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 97 || !strings.Contains(string(out), "REFUSING") ||
+				strings.Contains(string(out), "--user") {
+				t.Fatalf("inner script at the host's root: %v\n%s", err, out)
+			}
+			t.Logf("%s", out)
+		})
 	}
 }
