@@ -72,6 +72,9 @@ func writeError(w http.ResponseWriter, err error) {
 	writeJSON(w, statusOf(code), errorBody{Error: errorDetail{Code: code, Message: err.Error()}})
 }
 
+// spawnTimeout bounds one launch (a systemd job that never finishes, a stuck key lock).
+const spawnTimeout = 2 * time.Minute
+
 // handleSpawn: POST /v1/workers, body = launcher.Spec; 201 with the receipt.
 func (s *Server) handleSpawn(w http.ResponseWriter, r *http.Request) {
 	var spec launcher.Spec
@@ -82,9 +85,13 @@ func (s *Server) handleSpawn(w http.ResponseWriter, r *http.Request) {
 	// Every sidecar spawn is detached: the worker's parent is its shim, never this process, so a sidecar
 	// restart cannot take it down or lose its exit status.
 	spec.Detach = true
+	// A client that hangs up mid-spawn must not leave a half-made worker: the launch runs to its end (bounded)
+	// and the worker is tracked and announced even if nobody reads this answer.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), spawnTimeout)
+	defer cancel()
 	s.listMu.RLock()
 	defer s.listMu.RUnlock()
-	rc, err := s.b.Start(r.Context(), spec)
+	rc, err := s.b.Start(ctx, spec)
 	if err != nil {
 		writeError(w, err)
 		return

@@ -55,7 +55,7 @@ type stopRequest struct {
 }
 
 // DefaultGrace is the stop grace when a request names none (the Spec's documented default).
-const DefaultGrace = 5 * time.Second
+const DefaultGrace = launcher.DefaultGrace
 
 // parseSignal accepts a signal as launcher.ParseSignal does (name with or without SIG, any case, or
 // number); empty means SIGTERM, the polite default of kill(1).

@@ -21,6 +21,7 @@ type sidecarFlags struct {
 	scope, cgroupParent string
 	slice, net          string
 	requireScope        bool
+	userManager         bool
 	maxBody             int64
 	pollInterval        time.Duration
 }
@@ -53,6 +54,7 @@ the state directory. Under systemd it supports Type=notify and socket activation
 	fs.StringVar(&f.cgroupParent, "cgroup-parent", "", "default raw-cgroup parent for spawns (default hlaunch)")
 	fs.StringVar(&f.slice, "slice", "", "default systemd slice for spawns")
 	fs.StringVar(&f.net, "net", "", "default network for sandboxed spawns: host or none")
+	fs.BoolVar(&f.userManager, "user", false, "default to the caller's systemd user manager for scopes, even as root")
 	fs.BoolVar(&f.requireScope, "require-scope", false, "refuse (degraded, 503) every spawn that would run without a restart-safe placement")
 	fs.Int64Var(&f.maxBody, "max-body", sidecar.DefaultMaxBody, "largest request body in bytes (larger: 413)")
 	fs.DurationVar(&f.pollInterval, "poll-interval", sidecar.DefaultPollInterval, "how often worker records are checked for exits")
@@ -113,6 +115,7 @@ func (f *sidecarFlags) run(cmd *cobra.Command) error {
 			CgroupParent: f.cgroupParent,
 			Slice:        f.slice,
 			RequireScope: f.requireScope,
+			UserManager:  f.userManager,
 			Net:          f.net,
 		},
 	})
