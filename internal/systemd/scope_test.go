@@ -290,3 +290,22 @@ func TestConnectNoBus(t *testing.T) {
 		t.Errorf("Connect with no bus = %v; want ErrNoBus naming %s/bus and the remedy", err, dir)
 	}
 }
+
+// TestConnectSystemNoBus checks the root path's failure on a host without a system manager: both the
+// system bus and /run/systemd/private are named.
+func TestConnectSystemNoBus(t *testing.T) {
+	if _, err := os.Stat("/run/systemd/private"); err == nil {
+		t.Skip("this host runs a systemd system manager; its failure path cannot be forced")
+	}
+	getenv := func(k string) string {
+		if k == "DBUS_SYSTEM_BUS_ADDRESS" {
+			return "unix:path=/nonexistent/system_bus_socket"
+		}
+		return ""
+	}
+	_, err := systemd.Connect(context.Background(), systemd.ConnectOptions{UID: 0, Getenv: getenv})
+	if !errors.Is(err, systemd.ErrNoBus) || !strings.Contains(err.Error(), "/nonexistent/system_bus_socket") ||
+		!strings.Contains(err.Error(), "/run/systemd/private") {
+		t.Errorf("Connect(system) = %v; want ErrNoBus naming both sockets", err)
+	}
+}
