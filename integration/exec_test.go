@@ -212,3 +212,49 @@ func sortedKV(m map[string]string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// A foreground child dies with hlaunch (parent-death signal), and gc removes the cgroup hlaunch could not.
+func TestExecChildDiesWithLauncher(t *testing.T) {
+	requireRoot(t)
+	v2 := requireCgroup2(t)
+	e := newEnv(t)
+	cmd := exec.Command(hlaunchBin, "--root", e.Root, "--state-dir", e.State, "exec", "-p", "b", "--scope", "cgroup",
+		"--cgroup-parent", e.Parent, "--", selfBin, "child", "trap")
+	cmd.Env = e.Launcher
+	out, err := cmd.StdoutPipe()
+	must(t, err)
+	must(t, cmd.Start())
+	buf := make([]byte, 6)
+	if _, err := out.Read(buf); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(filepath.Join(v2, e.Parent))
+	var worker string
+	for _, d := range ents {
+		if d.IsDir() && strings.HasPrefix(d.Name(), "w-") {
+			worker = filepath.Join(v2, e.Parent, d.Name())
+		}
+	}
+	if worker == "" {
+		t.Fatal("no worker cgroup")
+	}
+	must(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, _ := os.ReadFile(filepath.Join(worker, "cgroup.procs"))
+		if strings.TrimSpace(string(b)) == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the child outlived its SIGKILLed launcher: %s", b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if r := e.run("gc", "--cgroup-parent", e.Parent); r.Code != 0 {
+		t.Fatalf("gc: %d %s", r.Code, r.Stderr)
+	}
+	if _, err := os.Stat(worker); err == nil {
+		t.Fatalf("gc left the orphaned empty cgroup %s", worker)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -291,7 +293,8 @@ func (l *Launcher) LegacySignal(ctx context.Context, pid int, fp string, sig sys
 	return h.SignalLeader(sig)
 }
 
-// GC removes the records of ended workers and their empty cgroups; it returns the ids removed. Records of
+// GC removes the records of ended workers, their empty cgroups and, when empty, the cgroup parent; it
+// returns the ids removed. Records of
 // running workers, and of workers whose identity does not verify, stay (they are shown, never touched).
 func (l *Launcher) GC(ctx context.Context) ([]string, error) {
 	recs, err := l.List(ctx)
@@ -317,6 +320,48 @@ func (l *Launcher) GC(ctx context.Context) ([]string, error) {
 		}
 		removed = append(removed, r.ID)
 	}
+	// Empty worker cgroups without a record (a foreground hlaunch that was SIGKILLed could not remove its own).
+	removed = append(removed, l.gcOrphans(recs)...)
+	// The parent itself goes too once nothing is left under it (it is re-created by the next launch).
+	if l.host != nil {
+		_ = l.host.RemoveParentIfEmpty(l.cfg.Defaults.CgroupParent)
+	}
 	return removed, nil
 }
 
+// gcOrphans removes empty worker cgroups under the default parent that no record names.
+func (l *Launcher) gcOrphans(recs []Record) []string {
+	if l.host == nil || l.host.Unified == "" {
+		return nil
+	}
+	parent, err := l.host.CleanParent(l.cfg.Defaults.CgroupParent)
+	if err != nil {
+		return nil
+	}
+	known := map[string]bool{}
+	for _, r := range recs {
+		known[r.Cgroup] = true
+	}
+	ents, err := os.ReadDir(filepath.Join(l.host.Unified, parent))
+	if err != nil {
+		return nil
+	}
+	var removed []string
+	for _, e := range ents {
+		path := parent + "/" + e.Name()
+		if !e.IsDir() || !isID(e.Name()) || known[path] {
+			continue
+		}
+		g, err := l.host.Load(path)
+		if err != nil {
+			continue // not hlaunch's (no marker): never touched
+		}
+		if pop, err := g.Populated(); err != nil || pop {
+			continue
+		}
+		if g.Delete() == nil {
+			removed = append(removed, e.Name())
+		}
+	}
+	return removed
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -50,7 +51,12 @@ func (l *Launcher) Run(ctx context.Context, spec Spec, stdio Stdio, signals <-ch
 	defer closeOut()
 	// The child gets its own process group so a signal to hlaunch's group reaches it once, through us. On a
 	// terminal its group becomes the foreground one, so ^C reaches it directly, as without hlaunch.
-	attr := syscall.SysProcAttr{Setpgid: true}
+	attr := syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// A foreground child dies with hlaunch (it is an argv prefix, not a supervisor). The kernel sends the
+	// parent-death signal when the *thread* that forked exits (golang/go#27505), so that thread stays
+	// locked to this goroutine until the child has been waited for.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	fg := foregroundTTY(stdio.Stdin)
 	if fg {
 		attr.Foreground, attr.Ctty = true, int(stdio.Stdin.Fd())

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/hlaunch/hlaunch/launcher"
 )
 
 // gcResult is `hlaunch gc --json`'s answer.
@@ -12,12 +14,15 @@ type gcResult struct {
 }
 
 func newGCCmd(a *app) *cobra.Command {
-	return &cobra.Command{
+	var parent string
+	cmd := &cobra.Command{
 		Use:   "gc",
 		Short: "Remove empty worker cgroups and records of ended workers that hlaunch created",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			l, err := a.newLauncher()
+			cfg := a.config()
+			cfg.Defaults.CgroupParent = parent
+			l, err := launcher.New(cfg)
 			if err != nil {
 				return err
 			}
@@ -39,4 +44,6 @@ func newGCCmd(a *app) *cobra.Command {
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&parent, "cgroup-parent", "", "the cgroup parent to sweep for empty worker cgroups (default hlaunch)")
+	return cmd
 }
