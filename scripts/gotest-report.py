@@ -43,7 +43,9 @@ def summary(paths, no_skip, allow):
                     ev = json.loads(line)
                 except ValueError:
                     continue
-                act, pkg, test = ev.get("Action"), ev.get("Package", ev.get("ImportPath", "")), ev.get("Test")
+                act, test = ev.get("Action"), ev.get("Test")
+                # Build events name "pkg [pkg.test]"; count the package once.
+                pkg = (ev.get("Package") or ev.get("ImportPath") or "").split(" [")[0]
                 if act == "output" and test:
                     out_by_test.setdefault((pkg, test), []).append(ev.get("Output", ""))
                 if act == "build-fail":
