@@ -24,7 +24,7 @@ func openPath(p string, dirOnly bool) (int, error) {
 	if dirOnly {
 		flags |= unix.O_DIRECTORY
 	}
-	fd, err := unix.Openat2(unix.AT_FDCWD, p, &unix.OpenHow{Flags: flags, Resolve: noFollow})
+	fd, err := openat2(unix.AT_FDCWD, p, &unix.OpenHow{Flags: flags, Resolve: noFollow})
 	if err != nil {
 		return -1, pathErr("openat2", p, err)
 	}
@@ -38,11 +38,23 @@ func openBeneath(dirfd int, rel, name string, dirOnly bool) (int, error) {
 	if dirOnly {
 		flags |= unix.O_DIRECTORY
 	}
-	fd, err := unix.Openat2(dirfd, rel, &unix.OpenHow{Flags: flags, Resolve: noFollow | unix.RESOLVE_BENEATH})
+	fd, err := openat2(dirfd, rel, &unix.OpenHow{Flags: flags, Resolve: noFollow | unix.RESOLVE_BENEATH})
 	if err != nil {
 		return -1, pathErr("openat2", name, err)
 	}
 	return fd, nil
+}
+
+// openat2 retries the kernel's EAGAIN (a rename or mount raced a RESOLVE_BENEATH walk) and EINTR; the
+// retry is bounded so a hostile renamer cannot spin us forever.
+func openat2(dirfd int, p string, how *unix.OpenHow) (int, error) {
+	for i := 0; ; i++ {
+		fd, err := unix.Openat2(dirfd, p, how)
+		if (errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.EINTR)) && i < 16 {
+			continue
+		}
+		return fd, err
+	}
 }
 
 // pathErr wraps a resolution failure; a symbolic link (ELOOP with RESOLVE_NO_SYMLINKS) or an escape
