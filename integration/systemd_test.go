@@ -1,0 +1,307 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hlaunch/hlaunch/internal/systemd/systemdtest"
+)
+
+// sd runs hlaunch inside the test manager's world (its cgroup subtree and namespaces), as the gateway
+// would on a host with a user manager.
+func (e *env) sd(m *systemdtest.Manager, args ...string) result {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	full := append([]string{"--root", e.Root, "--state-dir", e.State}, args...)
+	cmd := m.Command(ctx, hlaunchBin, full...)
+	cmd.Env = append(e.Launcher, m.Env()...)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		e.t.Fatal(err)
+	}
+	return result{Code: code, Stdout: out.String(), Stderr: errb.String()}
+}
+
+// A worker started with --scope systemd is in its named scope from its first instruction; the scope is
+// listed by the manager, carries an InvocationID, and is gone after stop.
+func TestSystemdScopeFromFirstInstruction(t *testing.T) {
+	requireRoot(t)
+	m := systemdtest.Start(t)
+	e := newEnv(t)
+	unit := "hermes-worker-proc_" + randHex(6)
+	r := e.sd(m, "exec", "-p", "b", "--scope", "systemd", "--user", "--unit", unit, "--", selfBin, "child", "report")
+	if r.Code != 0 {
+		t.Fatalf("exec: %d %s\n%s", r.Code, r.Stderr, m.Log())
+	}
+	var rep childReport
+	must(t, json.Unmarshal([]byte(r.Stdout), &rep))
+	var v2 string
+	for _, l := range rep.Cgroup {
+		if strings.HasPrefix(l, "0::") {
+			v2 = strings.TrimPrefix(l, "0::")
+		}
+	}
+	if !strings.HasSuffix(v2, "/"+unit+".scope") {
+		t.Fatalf("child's first cgroup read: %q, want .../%s.scope", v2, unit)
+	}
+	if _, ok := rep.Env["DBUS_SESSION_BUS_ADDRESS"]; ok {
+		t.Error("the launcher's bus address leaked into the child")
+	}
+
+	// Detached: listed by the manager, stopped through hlaunch, gone afterwards.
+	unit2 := "hermes-worker-kanban-7-run-" + randHex(2)
+	r = e.sd(m, "exec", "-p", "b", "--detach", "--scope", "systemd", "--user", "--unit", unit2, "--", selfBin, "child", "spawn-tree", "300")
+	if r.Code != 0 {
+		t.Fatalf("detach: %d %s", r.Code, r.Stderr)
+	}
+	var rc receipt
+	must(t, json.Unmarshal([]byte(r.Stdout), &rc))
+	var full struct {
+		InvocationID string `json:"invocation_id"`
+	}
+	must(t, json.Unmarshal([]byte(r.Stdout), &full))
+	if rc.Mode != "scoped" || rc.Unit != unit2+".scope" || len(full.InvocationID) != 32 {
+		t.Fatalf("receipt: mode %q unit %q invocation %q", rc.Mode, rc.Unit, full.InvocationID)
+	}
+	inv, err := m.Show(context.Background(), unit2+".scope", "InvocationID")
+	if err != nil || inv != full.InvocationID {
+		t.Fatalf("manager's InvocationID %q (%v), receipt's %q", inv, err, full.InvocationID)
+	}
+	list, _ := m.Systemctl(context.Background(), "list-units", "--type=scope", "--no-legend")
+	if !strings.Contains(list, unit2+".scope") {
+		t.Fatalf("systemctl --user list-units does not show the scope:\n%s", list)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if r := e.sd(m, "stop", "--grace", "500ms", rc.ID); r.Code != 0 {
+		t.Fatalf("stop: %d %s", r.Code, r.Stderr)
+	}
+	if alive(rc.PID) {
+		t.Fatal("leader alive after stop")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		list, _ = m.Systemctl(context.Background(), "list-units", "--type=scope", "--all", "--no-legend")
+		if !strings.Contains(list, unit2+".scope") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("scope still listed after stop:\n%s", list)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A leftover failed unit of the same name does not block a new launch.
+func TestSystemdFailedLeftoverDoesNotBlock(t *testing.T) {
+	requireRoot(t)
+	m := systemdtest.Start(t)
+	e := newEnv(t)
+	unit := "hermes-worker-cron-9-exec-" + randHex(2)
+	ctx := context.Background()
+	// A scope whose process ignores SIGTERM, stopped with a short timeout: it ends "failed" (timeout).
+	left := m.Command(ctx, "systemd-run", "--user", "--scope", "--quiet", "--unit", unit, "-p", "TimeoutStopSec=300ms",
+		"--", "sh", "-c", `trap "" TERM; sleep 300`)
+	must(t, left.Start())
+	t.Cleanup(func() { _ = left.Process.Kill(); _ = left.Wait() })
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if s, _ := m.Show(ctx, unit+".scope", "ActiveState"); s == "active" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("leftover scope never became active")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_, _ = m.Systemctl(ctx, "stop", unit+".scope")
+	if s, _ := m.Show(ctx, unit+".scope", "ActiveState"); s != "failed" {
+		t.Fatalf("leftover is %q, want failed", s)
+	}
+	r := e.sd(m, "exec", "-p", "b", "--scope", "systemd", "--user", "--unit", unit, "--", selfBin, "child", "exit", "0")
+	if r.Code != 0 {
+		t.Fatalf("launch over a failed leftover: %d %s", r.Code, r.Stderr)
+	}
+}
+
+// A gateway service with KillMode=mixed starts workers through hlaunch and plain children; restarting it
+// kills the plain children (the control) and leaves every hlaunch worker running in its scope, each of
+// which then finishes with its own exit code in the ledger.
+func TestSystemdWorkersSurviveGatewayRestart(t *testing.T) {
+	requireRoot(t)
+	m := systemdtest.Start(t)
+	e := newEnv(t)
+	dir := t.TempDir()
+	script := fmt.Sprintf(`
+if [ ! -e %[1]s/launched ]; then
+  for i in 0 1 2 3 4 5 6 7 8 9; do
+    %[2]s --root %[3]s --state-dir %[4]s exec -p b --detach --scope systemd --user -- %[5]s child sleep-exit 4s 2$i >/dev/null || exit 9
+    sh -c "sleep 4; touch %[1]s/control-$i" &
+  done
+  touch %[1]s/launched
+fi
+exec sleep 300`, dir, hlaunchBin, e.Root, e.State, selfBin)
+	gw := "gw-" + randHex(3)
+	if err := m.StartService(context.Background(), gw, []string{"KillMode=mixed"}, "/bin/sh", "-c", script); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "launched")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			st, _ := m.Systemctl(context.Background(), "status", gw)
+			t.Fatalf("the gateway never launched its workers:\n%s", st)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := m.Systemctl(context.Background(), "restart", gw); err != nil {
+		t.Fatal(err)
+	}
+	ps := e.sd(m, "ps", "--json")
+	var recs []receipt
+	must(t, json.Unmarshal([]byte(ps.Stdout), &recs))
+	running := 0
+	for _, r := range recs {
+		if r.State == "running" && r.Mode == "scoped" {
+			running++
+		}
+	}
+	if len(recs) != 10 || running != 10 {
+		t.Fatalf("after the gateway's restart: %d records, %d running scoped, want 10 and 10", len(recs), running)
+	}
+	var ids []string
+	for _, r := range recs {
+		ids = append(ids, r.ID)
+	}
+	got := e.waitLedger(ids, 30*time.Second)
+	codes := map[int]bool{}
+	for _, r := range got {
+		if r.ExitCode != nil {
+			codes[*r.ExitCode] = true
+		}
+	}
+	for i := 0; i < 10; i++ {
+		if !codes[20+i] {
+			t.Errorf("ledger lacks exit code %d: %v", 20+i, codes)
+		}
+	}
+	// The control: plain children of the gateway died with its restart.
+	for i := 0; i < 10; i++ {
+		if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("control-%d", i))); err == nil {
+			t.Errorf("control child %d survived the gateway's restart", i)
+		}
+	}
+	_, _ = m.Systemctl(context.Background(), "stop", gw)
+}
+
+// Without any bus or writable cgroup: auto degrades with exactly one warning; --require-scope exits 75 and
+// starts nothing. Run as an unprivileged user, for whom neither exists here.
+func TestSystemdAutoDegradesHonestly(t *testing.T) {
+	requireRoot(t)
+	e := nobodyEnv(t)
+	marker := filepath.Join(e.State, "ran")
+	r := e.asNobody("exec", "-p", "b", "--", "/bin/sh", "-c", "touch "+marker)
+	if r.Code != 0 {
+		t.Fatalf("degraded run: %d %s", r.Code, r.Stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.Stderr), "\n")
+	if len(lines) != 1 || !strings.Contains(lines[0], "degraded") || !strings.Contains(lines[0], "enable-linger") {
+		t.Fatalf("want exactly one warning naming the reason and the remedy, got %q", r.Stderr)
+	}
+	must(t, os.Remove(marker))
+	r = e.asNobody("exec", "-p", "b", "--require-scope", "--", "/bin/sh", "-c", "touch "+marker)
+	if r.Code != 75 || len(strings.Split(strings.TrimSpace(r.Stderr), "\n")) != 1 {
+		t.Fatalf("--require-scope: exit %d %q, want 75 and one line", r.Code, r.Stderr)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("--require-scope started the command")
+	}
+	r = e.asNobody("exec", "-p", "b", "--detach", "--", "true")
+	var rc receipt
+	if r.Code != 0 || json.Unmarshal([]byte(r.Stdout), &rc) != nil || rc.Mode != "degraded" {
+		t.Fatalf("degraded receipt: %d %q %q", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+// The same placement as a non-root user, with that user's own manager.
+func TestSystemdNonRootUserManager(t *testing.T) {
+	requireRoot(t)
+	m := systemdtest.StartWith(t, systemdtest.Options{UID: 65534, GID: 65534})
+	e := nobodyEnv(t)
+	unit := "hermes-worker-proc_" + randHex(6)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := m.Command(ctx, e.bin, "--root", e.Root, "--state-dir", e.State, "exec", "-p", "b", "--scope", "systemd",
+		"--unit", unit, "--", "cat", "/proc/self/cgroup")
+	cmd.Env = append([]string{"PATH=/usr/bin:/bin", "HOME=/nonexistent"}, m.Env()...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("exec as uid 65534: %v\n%s\n%s", err, out, m.Log())
+	}
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	found := false
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "0::") && strings.HasSuffix(sc.Text(), "/"+unit+".scope") {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("child of a non-root launch is not in %s.scope:\n%s", unit, out)
+	}
+}
+
+// nobodyEnv is a hermes world that uid 65534 can read, with a copy of hlaunch it can execute.
+type nobodyWorld struct {
+	*env
+	bin string
+}
+
+func nobodyEnv(t *testing.T) *nobodyWorld {
+	t.Helper()
+	base, err := os.MkdirTemp("/tmp", "hlaunch-nobody-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(base) })
+	e := &env{t: t, Root: filepath.Join(base, "hermes"), State: filepath.Join(base, "state"), Parent: "hlaunch-test-" + randHex(4)}
+	e.profile("b", "B_MARKER=b\n")
+	must(t, os.MkdirAll(e.State, 0o700))
+	bin := filepath.Join(base, "hlaunch")
+	data, err := os.ReadFile(hlaunchBin)
+	must(t, err)
+	must(t, os.WriteFile(bin, data, 0o755))
+	must(t, exec.Command("chown", "-R", "65534:65534", base).Run())
+	must(t, os.Chmod(base, 0o755))
+	t.Cleanup(func() { cleanupCgroups(t, e.Parent) })
+	return &nobodyWorld{env: e, bin: bin}
+}
+
+func (w *nobodyWorld) asNobody(args ...string) result {
+	w.t.Helper()
+	full := append([]string{"--reuid=65534", "--regid=65534", "--clear-groups", "--", w.bin, "--root", w.Root, "--state-dir", w.State}, args...)
+	cmd := exec.Command("setpriv", full...)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent", "XDG_RUNTIME_DIR=/nonexistent/run"}
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		w.t.Fatal(err)
+	}
+	return result{Code: code, Stdout: out.String(), Stderr: errb.String()}
+}
