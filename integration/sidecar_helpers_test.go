@@ -1,0 +1,372 @@
+package integration
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// scProc is one real `hlaunch sidecar` process serving env e.
+type scProc struct {
+	t      *testing.T
+	e      *env
+	sock   string
+	cmd    *exec.Cmd
+	log    *scBuffer
+	client *http.Client
+	done   chan struct{}
+}
+
+// scBuffer is a goroutine-safe stderr sink, printed when a test fails.
+type scBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *scBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *scBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// scSocketDir is a short directory for sockets (sun_path is 108 bytes), removed at the end.
+func scSocketDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "hlsc-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+func scUnixClient(sock string) *http.Client {
+	return &http.Client{Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		},
+		MaxIdleConnsPerHost: 128,
+	}}
+}
+
+// startSidecarProc starts `hlaunch sidecar` on sock with raw cgroups under the env's parent (so the env's
+// cleanup removes every worker), waits until it answers, and stops it (SIGTERM) at the end of the test.
+func startSidecarProc(t *testing.T, e *env, sock string, extra ...string) *scProc {
+	t.Helper()
+	args := []string{"--root", e.Root, "--state-dir", e.State, "sidecar", "--socket", sock,
+		"--scope", "cgroup", "--cgroup-parent", e.Parent, "--poll-interval", "20ms"}
+	args = append(args, extra...)
+	p := &scProc{t: t, e: e, sock: sock, log: &scBuffer{}, client: scUnixClient(sock), done: make(chan struct{})}
+	p.cmd = exec.Command(hlaunchBin, args...)
+	p.cmd.Env = e.Launcher
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	must(t, p.cmd.Start())
+	go func() { _ = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		p.stop()
+		if t.Failed() {
+			t.Logf("sidecar pid %d output:\n%s", p.cmd.Process.Pid, p.log.String())
+		}
+	})
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if st, _ := p.do("GET", "/v1/health", ""); st == 200 {
+			return p
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("sidecar exited before answering: %s", p.log.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sidecar did not answer within 15s: %s", p.log.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// stop ends the sidecar politely (SIGTERM) if it still runs.
+func (p *scProc) stop() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		p.t.Errorf("sidecar ignored SIGTERM for 10s")
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+	p.client.CloseIdleConnections()
+}
+
+// kill9 kills the sidecar with SIGKILL, as a crash would, and reaps it.
+func (p *scProc) kill9() {
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+	p.client.CloseIdleConnections()
+}
+
+// do sends one request; it returns the status (0 when the connection failed) and the body.
+func (p *scProc) do(method, path, body string) (int, []byte) {
+	req, err := http.NewRequest(method, "http://sidecar"+path, strings.NewReader(body))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return 0, []byte(err.Error())
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// mustDo is do that fails the test unless the status is want; it decodes the answer into out.
+func (p *scProc) mustDo(method, path, body string, want int, out any) {
+	p.t.Helper()
+	st, b := p.do(method, path, body)
+	if st != want {
+		p.t.Fatalf("%s %s: %d, want %d: %s", method, path, st, want, b)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			p.t.Fatalf("%s %s: %v: %s", method, path, err, b)
+		}
+	}
+}
+
+// scErrCode returns the stable code of a JSON error answer, or "" when b is not one.
+func scErrCode(b []byte) string {
+	var eb struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(b, &eb) != nil || eb.Error.Message == "" {
+		return ""
+	}
+	return eb.Error.Code
+}
+
+// scSpec is a launch spec for profile with argv.
+func scSpec(profile string, argv ...string) string {
+	b, _ := json.Marshal(map[string]any{"profile": profile, "argv": argv})
+	return string(b)
+}
+
+// list returns every record as the sidecar reports it.
+func (p *scProc) list() []receipt {
+	p.t.Helper()
+	var recs []receipt
+	p.mustDo("GET", "/v1/workers", "", 200, &recs)
+	return recs
+}
+
+// scEvent is the part of an event the tests read.
+type scEvent struct {
+	Seq       uint64 `json:"seq"`
+	Type      string `json:"type"`
+	ID        string `json:"id"`
+	PID       int    `json:"pid"`
+	State     string `json:"state"`
+	ExitCode  *int   `json:"exit_code"`
+	Signal    string `json:"signal"`
+	Initial   bool   `json:"initial"`
+	UID       *int   `json:"uid"`
+	Reason    string `json:"reason"`
+	OOMKilled bool   `json:"oom_killed"`
+}
+
+// events reads n events from /v1/events?since=0 (the start-up reconciliation and everything since),
+// failing after timeout.
+func (p *scProc) events(query string, n int, timeout time.Duration) []scEvent {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://sidecar/v1/events"+query, nil)
+	resp, err := p.client.Do(req)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out []scEvent
+	sc := bufio.NewScanner(resp.Body)
+	for len(out) < n && sc.Scan() {
+		var e scEvent
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			p.t.Fatalf("event line %q: %v", sc.Text(), err)
+		}
+		out = append(out, e)
+	}
+	if len(out) < n {
+		p.t.Fatalf("got %d of %d events within %s: %+v", len(out), n, timeout, out)
+	}
+	return out
+}
+
+// scPython returns a python3 that any uid can run (Debian's first: pyenv shims live under /root).
+func scPython(t *testing.T) string {
+	t.Helper()
+	if _, err := os.Stat("/usr/bin/python3"); err == nil {
+		return "/usr/bin/python3"
+	}
+	p, err := exec.LookPath("python3")
+	if err != nil {
+		t.Fatal("python3 is needed for the Python client tests: install the python3 package")
+	}
+	return p
+}
+
+// scClientDir copies the Python client into dir (readable by every uid) and returns dir.
+func scClientDir(t *testing.T, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile("../clients/python/hlaunch_client.py")
+	must(t, err)
+	must(t, os.WriteFile(filepath.Join(dir, "hlaunch_client.py"), b, 0o644))
+	return dir
+}
+
+// scLoadSchema reads one of docs/schema.
+func scLoadSchema(t *testing.T, name string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "docs", "schema", name))
+	must(t, err)
+	var s map[string]any
+	must(t, json.Unmarshal(b, &s))
+	return s
+}
+
+// scValidate checks raw JSON against schema s (root for $ref) and returns the violations. It implements the
+// subset of JSON Schema that docs/schema uses (the sidecar package's test checks the same subset).
+func scValidate(root, s map[string]any, raw []byte) []string {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return []string{err.Error()}
+	}
+	return scValidateValue(root, s, v, "$")
+}
+
+func scValidateValue(root, s map[string]any, v any, path string) []string {
+	if ref, ok := s["$ref"].(string); ok {
+		s = root
+		for _, part := range strings.Split(strings.TrimPrefix(ref, "#/"), "/") {
+			s = s[part].(map[string]any)
+		}
+	}
+	var errs []string
+	bad := func(format string, args ...any) { errs = append(errs, path+": "+fmt.Sprintf(format, args...)) }
+	if t, ok := s["type"].(string); ok {
+		okType := false
+		switch x := v.(type) {
+		case string:
+			okType = t == "string"
+		case bool:
+			okType = t == "boolean"
+		case float64:
+			okType = t == "number" || (t == "integer" && x == math.Trunc(x))
+		case map[string]any:
+			okType = t == "object"
+		case []any:
+			okType = t == "array"
+		}
+		if !okType {
+			bad("%v is not of type %s", v, t)
+			return errs
+		}
+	}
+	if enum, ok := s["enum"].([]any); ok && !slices.Contains(enum, v) {
+		bad("%v not in %v", v, enum)
+	}
+	switch x := v.(type) {
+	case string:
+		if p, ok := s["pattern"].(string); ok && !regexp.MustCompile(p).MatchString(x) {
+			bad("%q does not match %s", x, p)
+		}
+	case float64:
+		if n, ok := s["minimum"].(float64); ok && x < n {
+			bad("%v below %v", x, n)
+		}
+		if n, ok := s["maximum"].(float64); ok && x > n {
+			bad("%v above %v", x, n)
+		}
+	case []any:
+		if n, ok := s["minItems"].(float64); ok && float64(len(x)) < n {
+			bad("fewer than %v items", n)
+		}
+		if items, ok := s["items"].(map[string]any); ok {
+			for i, e := range x {
+				errs = append(errs, scValidateValue(root, items, e, fmt.Sprintf("%s[%d]", path, i))...)
+			}
+		}
+	case map[string]any:
+		props, _ := s["properties"].(map[string]any)
+		if req, ok := s["required"].([]any); ok {
+			for _, r := range req {
+				if _, ok := x[r.(string)]; !ok {
+					bad("missing required %q", r)
+				}
+			}
+		}
+		for k, e := range x {
+			if ps, ok := props[k].(map[string]any); ok {
+				errs = append(errs, scValidateValue(root, ps, e, path+"."+k)...)
+				continue
+			}
+			switch ap := s["additionalProperties"].(type) {
+			case bool:
+				if !ap {
+					bad("unknown property %q", k)
+				}
+			case map[string]any:
+				errs = append(errs, scValidateValue(root, ap, e, path+"."+k)...)
+			}
+		}
+	}
+	return errs
+}
+
+// scCgroupsWithProcs returns every cgroup under parent in the v2 hierarchy that has processes, relative to
+// the hierarchy root.
+func scCgroupsWithProcs(t *testing.T, v2root, parent string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	top := filepath.Join(v2root, parent)
+	_ = filepath.WalkDir(top, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		b, err := os.ReadFile(filepath.Join(p, "cgroup.procs"))
+		if err == nil && len(strings.TrimSpace(string(b))) > 0 {
+			rel, _ := filepath.Rel(v2root, p)
+			out["/"+rel] = strings.Fields(string(b))
+		}
+		return nil
+	})
+	return out
+}

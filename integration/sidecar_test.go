@@ -1,0 +1,492 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestSidecarConcurrentSpawns: 100 spawns at once through the socket all succeed, every receipt and record
+// validates against docs/schema, and all 100 appear in GET /v1/workers, running, each announced once.
+func TestSidecarConcurrentSpawns(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	p := startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s.sock"))
+	receiptSchema := scLoadSchema(t, "receipt.schema.json")
+	specSchema := scLoadSchema(t, "spec.schema.json")
+	record := map[string]any{"$ref": "#/$defs/record"}
+
+	const n = 100
+	spec := scSpec("b", selfBin, "child", "sleep", "120s")
+	if errs := scValidate(specSchema, specSchema, []byte(spec)); len(errs) > 0 {
+		t.Fatalf("the test's own spec does not validate: %v", errs)
+	}
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			st, b := p.do("POST", "/v1/workers", spec)
+			if st != 201 {
+				t.Errorf("spawn %d: %d %s", i, st, b)
+				return
+			}
+			if errs := scValidate(receiptSchema, receiptSchema, b); len(errs) > 0 {
+				t.Errorf("receipt does not validate: %v\n%s", errs, b)
+			}
+			var rc receipt
+			if err := json.Unmarshal(b, &rc); err != nil {
+				t.Error(err)
+				return
+			}
+			ids[i] = rc.ID
+		}()
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	st, raw := p.do("GET", "/v1/workers", "")
+	if st != 200 {
+		t.Fatalf("list: %d %s", st, raw)
+	}
+	var raws []json.RawMessage
+	must(t, json.Unmarshal(raw, &raws))
+	running := map[string]bool{}
+	for _, r := range raws {
+		if errs := scValidate(receiptSchema, record, r); len(errs) > 0 {
+			t.Errorf("record does not validate: %v\n%s", errs, r)
+		}
+		var rc receipt
+		must(t, json.Unmarshal(r, &rc))
+		if rc.State == "running" {
+			running[rc.ID] = true
+		}
+	}
+	for _, id := range ids {
+		if !running[id] {
+			t.Errorf("worker %s is not listed as running", id)
+		}
+	}
+	if len(raws) != n {
+		t.Errorf("%d records, want %d", len(raws), n)
+	}
+	started := map[string]int{}
+	for _, ev := range p.events("?since=0", n, 10*time.Second) {
+		if ev.Type != "started" {
+			t.Fatalf("unexpected event %+v", ev)
+		}
+		started[ev.ID]++
+	}
+	for _, id := range ids {
+		if started[id] != 1 {
+			t.Errorf("worker %s announced %d times", id, started[id])
+		}
+	}
+}
+
+// TestSidecarRestartReadoption: SIGKILL the sidecar with 20 workers running; 5 exit while it is down. After
+// a restart 15 are running and re-adopted, 5 are exited with their real exit codes, none was started twice
+// or lost, and the re-adopted ones can still be stopped.
+func TestSidecarRestartReadoption(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	sock := filepath.Join(scSocketDir(t), "s.sock")
+	p := startSidecarProc(t, e, sock)
+
+	long := map[string]receipt{}
+	short := map[string]receipt{}
+	wantCode := map[string]int{}
+	for i := range 20 {
+		var rc receipt
+		if i%4 == 0 { // 5 of them
+			p.mustDo("POST", "/v1/workers", scSpec("b", selfBin, "child", "sleep-exit", "1500ms", fmt.Sprint(10+i/4)), 201, &rc)
+			short[rc.ID] = rc
+			wantCode[rc.ID] = 10 + i/4
+		} else {
+			p.mustDo("POST", "/v1/workers", scSpec("b", selfBin, "child", "sleep", "120s"), 201, &rc)
+			long[rc.ID] = rc
+		}
+	}
+	for _, r := range p.list() {
+		if r.State != "running" {
+			t.Fatalf("before the crash %s is %s", r.ID, r.State)
+		}
+	}
+	sidecarPID := p.cmd.Process.Pid
+	p.kill9()
+	for id, rc := range long {
+		if !alive(rc.PID) {
+			t.Fatalf("worker %s (pid %d) died with the sidecar", id, rc.PID)
+		}
+		if sid, err := getsidOf(rc.PID); err != nil || sid == sidecarPID {
+			t.Fatalf("worker %s is in the sidecar's session (%d, %v)", id, sid, err)
+		}
+	}
+	// The 5 short workers end while no sidecar runs.
+	deadline := time.Now().Add(15 * time.Second)
+	for id, rc := range short {
+		for alive(rc.PID) {
+			if time.Now().After(deadline) {
+				t.Fatalf("short worker %s still runs", id)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // let the shims write their exit records
+
+	p2 := startSidecarProc(t, e, sock)
+	evs := p2.events("?since=0", 20, 10*time.Second)
+	for _, ev := range evs {
+		if !ev.Initial {
+			t.Errorf("start-up event without initial: %+v", ev)
+		}
+		switch {
+		case ev.Type == "adopted":
+			if _, ok := long[ev.ID]; !ok {
+				t.Errorf("adopted %s, which is not a long worker", ev.ID)
+			}
+		case ev.Type == "exited":
+			if _, ok := short[ev.ID]; !ok {
+				t.Errorf("exited %s, which is not a short worker", ev.ID)
+			} else if ev.ExitCode == nil || *ev.ExitCode != wantCode[ev.ID] {
+				t.Errorf("exited event for %s has exit code %v, want %d", ev.ID, ev.ExitCode, wantCode[ev.ID])
+			}
+		default:
+			t.Errorf("unexpected start-up event %+v", ev)
+		}
+	}
+	recs := p2.list()
+	if len(recs) != 20 {
+		t.Fatalf("%d records after restart, want 20 (none lost, none started twice)", len(recs))
+	}
+	for _, r := range recs {
+		if rc, ok := long[r.ID]; ok {
+			if r.State != "running" || r.PID != rc.PID || r.StartTime != rc.StartTime {
+				t.Errorf("long worker %s after restart: %s pid %d, want the same running process %d", r.ID, r.State, r.PID, rc.PID)
+			}
+			continue
+		}
+		if r.State != "exited" || r.ExitCode == nil || *r.ExitCode != wantCode[r.ID] {
+			t.Errorf("short worker %s after restart: %s code %v, want exited %d", r.ID, r.State, r.ExitCode, wantCode[r.ID])
+		}
+	}
+	// wait on an exited one answers at once with its code; the adopted ones are fully controllable.
+	for id, code := range wantCode {
+		var r receipt
+		p2.mustDo("GET", "/v1/workers/"+id+"/wait?timeout=5s", "", 200, &r)
+		if r.ExitCode == nil || *r.ExitCode != code {
+			t.Fatalf("wait %s: %v, want %d", id, r.ExitCode, code)
+		}
+		break
+	}
+	for id, rc := range long {
+		var r receipt
+		p2.mustDo("POST", "/v1/workers/"+id+"/stop", `{"grace":"1s"}`, 200, &r)
+		if r.State != "exited" || alive(rc.PID) {
+			t.Fatalf("stop of adopted %s: %s, alive=%v", id, r.State, alive(rc.PID))
+		}
+		ev := p2.events(fmt.Sprintf("?since=%d", evs[len(evs)-1].Seq), 1, 5*time.Second)[0]
+		if ev.Type != "exited" || ev.ID != id {
+			t.Fatalf("after stop: event %+v, want exited %s", ev, id)
+		}
+		break
+	}
+}
+
+// TestSidecarCrashLoop kills the sidecar at random points during spawns, 50 times. After each restart every
+// record parses (the list answers 200) and every process in a worker cgroup belongs to a recorded worker.
+func TestSidecarCrashLoop(t *testing.T) {
+	requireRoot(t)
+	v2 := requireCgroup2(t)
+	e := newEnv(t)
+	sock := filepath.Join(scSocketDir(t), "s.sock")
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	spawned := 0
+	for round := range 50 {
+		p := startSidecarProc(t, e, sock)
+		checkCrashInvariants(t, p, v2, e.Parent, round)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		for range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for range 2 {
+					st, _ := p.do("POST", "/v1/workers", scSpec("b", selfBin, "child", "sleep", "4s"))
+					if st == 0 {
+						return // the sidecar is gone
+					}
+					mu.Lock()
+					if st == 201 {
+						spawned++
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+		time.Sleep(time.Duration(rng.IntN(30_000)) * time.Microsecond)
+		p.kill9()
+		wg.Wait()
+	}
+	p := startSidecarProc(t, e, sock)
+	checkCrashInvariants(t, p, v2, e.Parent, 50)
+	if spawned == 0 {
+		t.Fatal("no spawn ever completed: the kill points were all too early to test anything")
+	}
+	t.Logf("%d spawns answered 201 across 50 crashes", spawned)
+}
+
+func checkCrashInvariants(t *testing.T, p *scProc, v2, parent string, round int) {
+	t.Helper()
+	// A process caught half-started by the crash (an init stub whose launcher vanished) may take a moment
+	// to notice and exit; it is not a running worker. Anything still there after 3 s is.
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		st, b := p.do("GET", "/v1/workers", "")
+		if st != 200 {
+			t.Fatalf("round %d: list after restart: %d %s (a record does not parse?)", round, st, b)
+		}
+		var recs []receipt
+		must(t, json.Unmarshal(b, &recs))
+		orphan, procs := "", []string(nil)
+		for cg, ps := range scCgroupsWithProcs(t, v2, parent) {
+			rel := strings.Trim(cg, "/")
+			owned := slices.ContainsFunc(recs, func(r receipt) bool {
+				rc := strings.Trim(r.Cgroup, "/")
+				return rc != "" && (rel == rc || strings.HasPrefix(rel, rc+"/"))
+			})
+			if !owned {
+				orphan, procs = cg, ps
+				break
+			}
+		}
+		if orphan == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			var desc []string
+			for _, pid := range procs {
+				cmdline, _ := os.ReadFile("/proc/" + pid + "/cmdline")
+				stat, _ := os.ReadFile("/proc/" + pid + "/stat")
+				desc = append(desc, fmt.Sprintf("%s: %q stat %s", pid, strings.ReplaceAll(string(cmdline), "\x00", " "), stat))
+			}
+			var files []string
+			_ = filepath.WalkDir(p.e.State, func(path string, d os.DirEntry, err error) error {
+				if err == nil && strings.Contains(path, filepath.Base(orphan)) {
+					files = append(files, path)
+				}
+				return nil
+			})
+			t.Fatalf("round %d: cgroup %s runs processes but no record owns it:\n%s\nstate files for it: %v",
+				round, orphan, strings.Join(desc, "\n"), files)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestSidecarRefusesOtherUID: a non-root uid that is not the owner cannot use the socket: the 0600 file
+// keeps it out, and with the file opened up on purpose the SO_PEERCRED check answers 403 and reports it.
+func TestSidecarRefusesOtherUID(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	dir := scSocketDir(t)
+	must(t, os.Chmod(dir, 0o755))
+	sock := filepath.Join(dir, "s.sock")
+	p := startSidecarProc(t, e, sock)
+	fi, err := os.Stat(sock)
+	must(t, err)
+	if fi.Mode().Perm() != 0o600 {
+		t.Fatalf("socket mode %v, want 0600", fi.Mode().Perm())
+	}
+	scClientDir(t, dir)
+	script := `
+import sys, hlaunch_client as hc
+try:
+    hc.Client(sys.argv[1]).spawn({"profile": "b", "argv": ["true"]})
+    print("served")
+except hc.HlaunchError as e:
+    print(type(e).__name__, e.code, e.status)
+`
+	asNobody := func() string {
+		cmd := exec.Command(scPython(t), "-c", script, sock)
+		cmd.Env = []string{"PYTHONPATH=" + dir, "PATH=/usr/bin:/bin"}
+		cmd.Dir = dir
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("python as nobody: %v: %s", err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if got := asNobody(); got != "SidecarUnavailable unavailable None" {
+		t.Fatalf("through the 0600 socket: %q, want SidecarUnavailable", got)
+	}
+	must(t, os.Chmod(sock, 0o666))
+	if got := asNobody(); got != "Forbidden forbidden 403" {
+		t.Fatalf("through a world-writable socket: %q, want Forbidden 403", got)
+	}
+	found := false
+	for _, ev := range p.events("?since=0", 1, 5*time.Second) {
+		found = found || (ev.Type == "refused" && ev.UID != nil && *ev.UID == 65534)
+	}
+	if !found {
+		t.Fatal("no refused event for uid 65534")
+	}
+	if recs := p.list(); len(recs) != 0 {
+		t.Fatalf("a refused peer started %d workers", len(recs))
+	}
+}
+
+// TestSidecarBadRequests: a malformed spec, an unknown field, an invalid or reserved profile name, a missing
+// profile and an oversized body each get a JSON error and start nothing.
+func TestSidecarBadRequests(t *testing.T) {
+	requireRoot(t)
+	v2 := requireCgroup2(t)
+	e := newEnv(t)
+	p := startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s.sock"))
+	big := `{"profile":"b","argv":["true","` + strings.Repeat("x", 2<<20) + `"]}`
+	for _, c := range []struct {
+		name, body string
+		status     int
+		code       string
+	}{
+		{"malformed", `{"profile":"b","argv":["true"]`, 400, "invalid"},
+		{"not an object", `["b","true"]`, 400, "invalid"},
+		{"unknown field", `{"profile":"b","argv":["true"],"memory":"1G"}`, 400, "invalid"},
+		{"traversal profile", scSpec("../a", "true"), 400, "invalid"},
+		{"reserved profile", scSpec("root", "true"), 400, "invalid"},
+		{"missing profile", scSpec("nosuch", "true"), 400, "invalid"},
+		{"no argv", `{"profile":"b"}`, 400, "invalid"},
+		{"bad limits", `{"profile":"b","argv":["true"],"limits":{"cpu_weight":20000}}`, 400, "invalid"},
+		{"oversized", big, 413, "too_large"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st, b := p.do("POST", "/v1/workers", c.body)
+			if st != c.status || scErrCode(b) != c.code {
+				t.Fatalf("%d %s, want %d %s", st, b, c.status, c.code)
+			}
+		})
+	}
+	if recs := p.list(); len(recs) != 0 {
+		t.Fatalf("bad requests created %d records", len(recs))
+	}
+	if cgs := scCgroupsWithProcs(t, v2, e.Parent); len(cgs) != 0 {
+		t.Fatalf("bad requests started processes: %v", cgs)
+	}
+}
+
+// TestSidecarPythonGateway uses the Python client as the gateway would: one sidecar serving two profiles,
+// launched from an environment that mirrors launch profile A. Each child reports its own environment.
+func TestSidecarPythonGateway(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	dir := scSocketDir(t)
+	sock := filepath.Join(dir, "s.sock")
+	startSidecarProc(t, e, sock)
+	scClientDir(t, dir)
+	script := `
+import json, sys, hlaunch_client as hc
+sock, child, logdir = sys.argv[1:4]
+c = hc.Client(sock)
+assert c.health()["status"] == "ok"
+out = {}
+for prof in ("a", "b"):
+    rc = c.spawn({"profile": prof, "argv": [child, "child", "report"], "log": logdir + "/" + prof + ".log"})
+    final = c.wait(rc["id"], timeout=30)
+    out[prof] = {"receipt": rc, "final": final}
+ids = {out[p]["receipt"]["id"] for p in out}
+seen = {}
+for ev in c.events(since=0):
+    seen.setdefault(ev.get("id"), []).append(ev["type"])
+    if all("exited" in seen.get(i, []) for i in ids):
+        break
+out["events"] = seen
+try:
+    c.get("w-000000000000")
+except hc.NotFound as e:
+    out["not_found"] = e.status
+try:
+    c.spawn({"profile": "b", "argv": ["true"], "bogus": 1})
+except hc.InvalidSpec as e:
+    out["invalid"] = e.code
+print(json.dumps(out))
+`
+	cmd := exec.Command(scPython(t), "-c", script, sock, selfBin, dir)
+	cmd.Env = []string{"PYTHONPATH=" + dir, "PATH=/usr/bin:/bin"}
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("gateway script: %v\n%s\n%s", err, out, stderr)
+	}
+	var res struct {
+		A, B struct {
+			Receipt receipt `json:"receipt"`
+			Final   receipt `json:"final"`
+		}
+		Events   map[string][]string `json:"events"`
+		NotFound int                 `json:"not_found"`
+		Invalid  string              `json:"invalid"`
+	}
+	must(t, json.Unmarshal(out, &res))
+	if res.NotFound != 404 || res.Invalid != "invalid" {
+		t.Fatalf("typed errors: not_found=%d invalid=%q", res.NotFound, res.Invalid)
+	}
+	for prof, r := range map[string]struct {
+		Receipt receipt `json:"receipt"`
+		Final   receipt `json:"final"`
+	}{"a": res.A, "b": res.B} {
+		if r.Final.State != "exited" || r.Final.ExitCode == nil || *r.Final.ExitCode != 0 {
+			t.Fatalf("%s: final record %+v", prof, r.Final)
+		}
+		if evs := res.Events[r.Receipt.ID]; !slices.Equal(evs, []string{"started", "exited"}) {
+			t.Fatalf("%s: events %v, want started then exited", prof, evs)
+		}
+	}
+	readReport := func(prof string) childReport {
+		b, err := os.ReadFile(filepath.Join(dir, prof+".log"))
+		must(t, err)
+		var rep childReport
+		if err := json.Unmarshal(b, &rep); err != nil {
+			t.Fatalf("%s child report: %v: %s", prof, err, b)
+		}
+		return rep
+	}
+	a, b := readReport("a"), readReport("b")
+	if a.Env["HERMES_HOME"] != filepath.Join(e.Root, "profiles", "a") || a.Env["A_MARKER"] != "a" {
+		t.Errorf("profile a child: HERMES_HOME=%q A_MARKER=%q", a.Env["HERMES_HOME"], a.Env["A_MARKER"])
+	}
+	if b.Env["HERMES_HOME"] != filepath.Join(e.Root, "profiles", "b") || b.Env["B_MARKER"] != "b" {
+		t.Errorf("profile b child: HERMES_HOME=%q B_MARKER=%q", b.Env["HERMES_HOME"], b.Env["B_MARKER"])
+	}
+	for _, name := range []string{"A_MARKER", "HERMES_MODEL", "TERMINAL_ENV", "hermes_model", "firecrawl_api_key", "OPENAI_API_KEY", "GITHUB_TOKEN", "GH_TOKEN"} {
+		if v, ok := b.Env[name]; ok {
+			t.Errorf("profile b child has %s=%q (from the launch profile or the sidecar's environment)", name, v)
+		}
+	}
+	if v := b.Env["FIRECRAWL_API_KEY"]; v == "a-fc" {
+		t.Errorf("profile b child got profile a's FIRECRAWL_API_KEY")
+	}
+	for _, name := range []string{"B_MARKER", "OPENAI_API_KEY", "GITHUB_TOKEN"} {
+		if v, ok := a.Env[name]; ok {
+			t.Errorf("profile a child has %s=%q", name, v)
+		}
+	}
+}
