@@ -10,7 +10,7 @@ import (
 const (
 	// NetHost keeps the launcher's network namespace (the zero value "" means the same).
 	NetHost = "host"
-	// NetNone gives the child a new, empty network namespace (only a loopback device, left down).
+	// NetNone gives the child a new, empty network namespace: only the loopback device, brought up.
 	NetNone = "none"
 )
 

@@ -9,8 +9,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// harden sets what the sandbox asks of the child's process after the view is built: host name, no core
-// dumps, no_new_privs, and the identity (ids and capability sets). Capabilities go last: everything
+// harden sets what the sandbox asks of the child's process after the view is built: host name, lo up
+// for Net "none", no core dumps, no_new_privs, and the identity (ids and capability sets). Capabilities go last: everything
 // before needs CAP_SYS_ADMIN or CAP_SETUID.
 //
 // PR_SET_DUMPABLE 0 only protects the stub itself: execve resets it to 1 for an ordinary binary. What
@@ -20,6 +20,11 @@ import (
 func (s *Sandbox) harden() error {
 	if err := unix.Sethostname([]byte(SandboxHostname)); err != nil {
 		return os.NewSyscallError("sethostname", err)
+	}
+	if s.Net == NetNone {
+		if err := loopbackUp(); err != nil {
+			return err
+		}
 	}
 	if err := unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{}); err != nil {
 		return os.NewSyscallError("setrlimit(RLIMIT_CORE)", err)
@@ -53,6 +58,28 @@ func (s *Sandbox) harden() error {
 	var data [2]unix.CapUserData
 	if err := unix.Capset(&unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}, &data[0]); err != nil {
 		return os.NewSyscallError("capset", err)
+	}
+	return nil
+}
+
+// loopbackUp brings lo up in the new network namespace: "no network" should not mean "no localhost",
+// which workers use to talk to their own helpers.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return os.NewSyscallError("socket", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return os.NewSyscallError("ioctl(SIOCGIFFLAGS lo)", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return os.NewSyscallError("ioctl(SIOCSIFFLAGS lo)", err)
 	}
 	return nil
 }

@@ -141,6 +141,7 @@ type report struct {
 	Write    map[string]string
 	Connect  map[string]string
 	Kill     string
+	LoopOK   string // a TCP listen and dial on 127.0.0.1
 	Procs    []string
 	Environ1 []string
 	Status   map[string]string
@@ -197,6 +198,16 @@ func reportMain(spec string) int {
 		r.Connect[s] = errName(err)
 	}
 	r.Kill = errName(unix.Kill(p.Kill, 0))
+	if l, err := net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		r.LoopOK = errName(err)
+	} else {
+		c, err := net.Dial("tcp", l.Addr().String())
+		r.LoopOK = errName(err)
+		if err == nil {
+			c.Close()
+		}
+		l.Close()
+	}
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		if _, err := strconv.Atoi(e.Name()); err == nil {

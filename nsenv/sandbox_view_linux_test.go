@@ -228,6 +228,9 @@ func (f *fixture) checkCommon(t *testing.T, r report, env []string, sb Sandbox) 
 			t.Errorf("%s = %q, want empty", k, r.Status[k])
 		}
 	}
+	if r.LoopOK != "ok" {
+		t.Errorf("localhost listen+dial: %s", r.LoopOK)
+	}
 	if r.Status["NoNewPrivs"] != "1" || r.Core != 0 || r.Hostname != SandboxHostname {
 		t.Errorf("NoNewPrivs %q, RLIMIT_CORE %d, hostname %q", r.Status["NoNewPrivs"], r.Core, r.Hostname)
 	}
