@@ -1,0 +1,318 @@
+#!/usr/bin/env python3
+"""Turns the raw results of scripts/bench.sh into docs/benchmarks.md (markdown on stdout).
+
+Inputs (in --dir): hyperfine.json (hyperfine --export-json, commands named by label), notes.tsv (label
+<TAB> why skipped), stoptree.txt ("<members> <microseconds>" per stop), sidecar.json (sidecar
+BenchmarkSidecarLoad), gobench.txt (go test -bench output). Standard library only.
+
+Every start-latency figure is the median of one hyperfine run in which all commands ran back to back, given
+as a ratio to the floor (/bin/true) and to the nearest anchor: medians, not means, because these machines
+are shared and a few runs per command land behind another engineer's test suite.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+
+# label -> (what it is, nearest anchor label, goal as (anchor label, max ratio, text) or None)
+ROWS = [
+    ("true", "fork+exec floor", None, None),
+    ("env-i", "floor with an empty environ", "true", None),
+    ("unshare", "util-linux unshare, mount+pid+ipc+uts", "true", None),
+    ("bwrap", "bubblewrap, pid+ipc+uts, --clearenv", "true", None),
+    ("runc", "runc run of the same /bin/true (mount+pid+ipc+uts, own cgroup)", "bwrap", None),
+    ("crun", "crun run of the same bundle", "runc", None),
+    ("hl-version", "hlaunch version (Go start-up + package init, no launch)", "true", None),
+    ("hl-none", "hlaunch exec --scope none", "env-i", None),
+    ("hl-none-sb", "hlaunch exec --sandbox --scope none", "bwrap", None),
+    ("hl-cgroup", "hlaunch exec --scope cgroup", "bwrap", ("bwrap", 1.0, "no slower than bwrap")),
+    ("hl-cgroup-sb", "hlaunch exec --sandbox --scope cgroup", "bwrap",
+     ("bwrap", 1.5, "at most 1.5x bwrap")),
+    ("nsenter", "nsenter into the test manager's namespaces + /bin/true (prefix of the next three)", "true", None),
+    ("systemd-run", "systemd-run --user --scope -q /bin/true (test manager)", "nsenter", None),
+    ("hl-systemd", "hlaunch exec --scope systemd --user", "systemd-run",
+     ("systemd-run", 1.0, "faster than systemd-run --user --scope")),
+    ("hl-systemd-sb", "hlaunch exec --sandbox --scope systemd --user", "systemd-run", None),
+]
+EXTRA_GOALS = [("hl-cgroup-sb", "runc", 0.25, "at most a quarter of runc run")]
+
+
+# What profiling found on the launch path and what was done about it (kept here, next to the numbers).
+NOTES = """## Profile of the launch path
+
+(see below)
+"""
+
+
+def ms(x):
+    return "%.2f" % (x * 1000.0)
+
+
+def sh(cmd):
+    try:
+        return subprocess.run(cmd, shell=True, capture_output=True, text=True, timeout=20).stdout.strip()
+    except Exception:  # noqa: BLE001 - a description line is best-effort
+        return "?"
+
+
+def machine():
+    mem = "?"
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemTotal"):
+                mem = "%.1f GiB" % (int(line.split()[1]) / 1048576.0)
+    except OSError:
+        pass
+    if os.path.exists("/sys/fs/cgroup/cgroup.controllers"):
+        mode = "unified (pure v2)"
+    elif os.path.isdir("/sys/fs/cgroup/unified"):
+        mode = "hybrid (v1 controllers + a controller-less v2 tree at /sys/fs/cgroup/unified)"
+    else:
+        mode = "legacy (v1 only)"
+    cpu = sh("grep -m1 'model name' /proc/cpuinfo | cut -d: -f2").strip()
+    return [
+        "CPUs: %s (%s)" % (os.cpu_count(), cpu),
+        "memory: %s" % mem,
+        "kernel: %s %s" % (platform.system(), platform.release()),
+        "cgroups: %s" % mode,
+        "PID 1: %s" % sh("cat /proc/1/comm"),
+        "load average at the end: %s" % sh("cut -d' ' -f1-3 /proc/loadavg"),
+        "tools: %s" % "; ".join(
+            v for v in (sh("hyperfine --version"), sh("bwrap --version"), sh("runc --version | head -1"),
+                        sh("crun --version | head -1"), sh("systemd --version | head -1"),
+                        sh("go version")) if v),
+    ]
+
+
+def load_notes(d):
+    notes = {}
+    p = os.path.join(d, "notes.tsv")
+    if os.path.exists(p):
+        for line in open(p):
+            if "\t" in line:
+                k, v = line.rstrip("\n").split("\t", 1)
+                notes[k] = v
+    return notes
+
+
+def pct(xs, p):
+    xs = sorted(xs)
+    if not xs:
+        return float("nan")
+    k = (len(xs) - 1) * p
+    lo = int(k)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+def clean(cmd, a):
+    for old, new in ((a.hl, "hlaunch"), ("--root %s " % a.root, ""), ("--state-dir %s " % a.state, ""),
+                     ("--cgroup-parent %s " % a.parent, "")):
+        cmd = cmd.replace(old, new)
+    cmd = re.sub(r"nsenter -t \d+ --cgroup --mount --", "nsenter -t $MGR --cgroup --mount --", cmd)
+    cmd = re.sub(r"--root \S+/runc-state run -b \S+ hlb-\S+", "run -b $BUNDLE hlb", cmd)
+    cmd = re.sub(r"--root \S+/crun-state run -b \S+ hlbc-\S+", "run -b $BUNDLE hlbc", cmd)
+    return cmd
+
+
+def latency(a, notes, out):
+    p = os.path.join(a.dir, "hyperfine.json")
+    if not os.path.exists(p):
+        out.append("No hyperfine run: %s\n" % notes.get("hyperfine", "see the log"))
+        return {}
+    res = {r["command"]: r for r in json.load(open(p))["results"]}
+    cmds = {}
+    for f in ("cmds.tsv", "sd.tsv"):
+        if os.path.exists(os.path.join(a.dir, f)):
+            for line in open(os.path.join(a.dir, f)):
+                if "\t" in line:
+                    k, v = line.rstrip("\n").split("\t", 1)
+                    cmds[k] = v.replace("@SD@", "nsenter -t $MGR --cgroup --mount --")
+    med = {k: statistics.median(r["times"]) for k, r in res.items()}
+    floor = med.get("true")
+    out.append("| | command | median ms | min ms | p90 ms | x floor | x nearest anchor |")
+    out.append("|---|---|---|---|---|---|---|")
+    for label, what, anchor, _ in ROWS:
+        if label not in res:
+            if label in notes:
+                out.append("| %s | %s | skipped: %s | | | | |" % (label, what, notes[label]))
+            continue
+        r = res[label]
+        cmd = clean(cmds.get(label, ""), a)
+        xf = "%.2f" % (med[label] / floor) if floor else ""
+        xa = "%.2f x %s" % (med[label] / med[anchor], anchor) if anchor in med and anchor != label else ""
+        out.append("| %s | `%s` | **%s** | %s | %s | %s | %s |" % (
+            label, cmd or what, ms(med[label]), ms(min(r["times"])), ms(pct(r["times"], 0.9)), xf, xa))
+    out.append("")
+    out.append("Labels: " + "; ".join("`%s` %s" % (l, w) for l, w, _, _ in ROWS if l in res) + ".")
+    out.append("")
+    return med
+
+
+def goals(med, sidecar, out):
+    out.append("| goal (issue 9) | measured | met |")
+    out.append("|---|---|---|")
+    checks = [(l, g[0], g[1], g[2]) for l, _, _, g in ROWS if g] + EXTRA_GOALS
+    for label, anchor, limit, text in checks:
+        if label in med and anchor in med:
+            r = med[label] / med[anchor]
+            out.append("| `%s` %s | %.2f x %s (%s vs %s ms) | %s |" % (
+                label, text, r, anchor, ms(med[label]), ms(med[anchor]), "yes" if r <= limit else "**no**"))
+        else:
+            out.append("| `%s` %s | not measured (see skipped) | - |" % (label, text))
+    if "systemd-run" in med and "nsenter" in med and "hl-systemd" in med:
+        pre = med["nsenter"] - med["true"] if "true" in med else 0
+        r = (med["hl-systemd"] - pre) / (med["systemd-run"] - pre)
+        out.append("| same, with the shared nsenter prefix's own cost taken out of both | %.2f | %s |" % (
+            r, "yes" if r <= 1 else "**no**"))
+    if sidecar and "systemd-run" in med:
+        c = sidecar.get("systemd", {})
+        if c.get("p50_ms"):
+            r = c["p50_ms"] / 1000.0 / med["systemd-run"]
+            out.append("| sidecar --scope systemd spawn at most half of systemd-run | %.2f (p50 %.2f ms) | %s |" % (
+                r, c["p50_ms"], "yes" if r <= 0.5 else "**no**"))
+        else:
+            out.append("| sidecar --scope systemd spawn at most half of systemd-run | not measured: %s | - |" % (
+                c.get("skipped", "no systemd manager in the sidecar run")))
+    if sidecar and sidecar.get("latency"):
+        by = {str(x["clients"]): x for x in sidecar["latency"]}
+        tp = max((x["spawns_per_s"] for x in sidecar["latency"]), default=0)
+        out.append("| sidecar >= 300 spawns/s (cgroup mode) | %.0f spawns/s | %s |" % (tp, "yes" if tp >= 300 else "**no**"))
+        if "10" in by:
+            out.append("| sidecar p99 < 10 ms at 10 clients | %.2f ms | %s |" % (
+                by["10"]["p99_ms"], "yes" if by["10"]["p99_ms"] < 10 else "**no**"))
+    elif sidecar is not None:
+        out.append("| sidecar goals | not measured | - |")
+    out.append("")
+
+
+def stoptree(a, notes, out):
+    p = os.path.join(a.dir, "stoptree.txt")
+    rows = []
+    if os.path.exists(p):
+        rows = [l.split() for l in open(p) if len(l.split()) == 2]
+    if not rows:
+        out.append("Skipped: %s\n" % notes.get("stop-tree", "no result"))
+        return
+    us = [int(r[1]) for r in rows]
+    out.append("`hlaunch stop --grace 0s <id>` of a detached `--scope cgroup` worker whose shell started 199 "
+               "`sleep`s (%s members at the stop), timed from the CLI's start to its exit; stop returns only "
+               "once the cgroup is verified empty. %d stops: median **%.1f ms**, min %.1f ms, max %.1f ms.\n" % (
+                   "/".join(sorted(set(r[0] for r in rows))), len(us), statistics.median(us) / 1000.0,
+                   min(us) / 1000.0, max(us) / 1000.0))
+
+
+def sidecar_section(a, notes, out):
+    p = os.path.join(a.dir, "sidecar.json")
+    if not os.path.exists(p):
+        out.append("Skipped: %s\n" % notes.get("sidecar", "no result"))
+        return None
+    s = json.load(open(p))
+    out.append(s.get("method", "") + "\n")
+    out.append("| concurrent clients | spawns | p50 ms | p99 ms | max ms | spawns/s |")
+    out.append("|---|---|---|---|---|---|")
+    for x in s.get("latency", []):
+        out.append("| %d | %d | %.2f | %.2f | %.2f | %.0f |" % (
+            x["clients"], x["spawns"], x["p50_ms"], x["p99_ms"], x["max_ms"], x["spawns_per_s"]))
+    out.append("")
+    for k, text in (("idle_rss_kib", "sidecar RSS, no workers"),
+                    ("tracked_workers", "tracked workers (running `sleep`, each under its shim)"),
+                    ("rss_kib", "sidecar RSS with them tracked"),
+                    ("shim_pss_kib", "per-worker shim cost: PSS of one shim (the exit-status mechanism)"),
+                    ("shim_rss_kib", "per-worker shim RSS"),
+                    ("readopt_ms", "re-adoption after SIGKILL + restart (until GET /v1/workers lists all running)"),
+                    ("readopt_records", "records re-adopted")):
+        if k in s:
+            out.append("- %s: **%s**%s" % (text, s[k], " KiB" if k.endswith("kib") else (" ms" if k.endswith("ms") else "")))
+    for n in s.get("notes", []):
+        out.append("- " + n)
+    out.append("")
+    return s
+
+
+def gobench(a, out):
+    p = os.path.join(a.dir, "gobench.txt")
+    lines = open(p).read().splitlines() if os.path.exists(p) else []
+    pkg = ""
+    rows = []
+    for l in lines:
+        if l.startswith("pkg: "):
+            pkg = l[5:].replace("github.com/hlaunch/hlaunch/", "")
+        m = re.match(r"^(Benchmark\S+?)(-\d+)?\s+(\d+)\s+(.*)$", l)
+        if m and "HyperfineAnchors" not in m.group(1) and "SidecarLoad" not in m.group(1):
+            vals = re.findall(r"([\d.]+) (\S+)", m.group(4))
+            d = {u: v for v, u in vals}
+            extra = ", ".join("%s %s" % (v, u) for v, u in vals if u not in ("ns/op", "B/op", "allocs/op"))
+            ns = float(d.get("ns/op", "nan"))
+            t = "%.0f ns" % ns if ns < 10000 else "%.1f µs" % (ns / 1000) if ns < 1e7 else "%.1f ms" % (ns / 1e6)
+            rows.append("| %s | %s | %s | %s | %s | %s |" % (pkg, m.group(1), t, d.get("B/op", ""),
+                                                             d.get("allocs/op", ""), extra))
+    if not rows:
+        out.append("Not run (SKIP_GO=1, or no output).\n")
+        return
+    out.append("| package | benchmark | time/op | B/op | allocs/op | other |")
+    out.append("|---|---|---|---|---|---|")
+    out.extend(rows)
+    fails = [l for l in lines if l.startswith("FAIL") or l.startswith("--- FAIL")]
+    if fails:
+        out.append("")
+        out.append("Failures: " + "; ".join(fails))
+    out.append("")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    for f in ("dir", "hl", "root", "state", "parent", "runs", "warmup", "benchtime"):
+        ap.add_argument("--" + f, required=True)
+    a = ap.parse_args()
+    notes = load_notes(a.dir)
+    out = ["# Benchmarks", "",
+           "Generated by `make bench` (scripts/bench.sh, scripts/bench_report.py) on %s." %
+           datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), "",
+           "## Machine", ""]
+    out += ["- " + m for m in machine()]
+    out += ["", "## Method", "",
+            "- **One hyperfine run** (`hyperfine -N --warmup %s --runs %s`, no shell) over every command below, "
+            "back to back on the same machine, so the ratios are side by side. The figure is the **median**; "
+            "min and p90 are given for the spread. The machine is a shared 2-vCPU VM on which other engineers' "
+            "test suites run at the same time: compare ratios within this run, never absolute times across "
+            "runs." % (a.warmup, a.runs),
+            "- The run happens inside `internal/systemd` `BenchmarkHyperfineAnchors`: it starts a private "
+            "`systemd --user` manager with the systemdtest harness (the TESTING.md recipe: own cgroup subtree, "
+            "fresh cgroupfs in private cgroup+mount namespaces) and moves hyperfine into the manager's clients "
+            "leaf. The three systemd commands run through `nsenter -t $MGR --cgroup --mount --` so that they see "
+            "the manager's cgroup paths; `nsenter` + `/bin/true` is measured as the anchor of that prefix.",
+            "- hlaunch runs with a temporary hermes root holding profile `b` (two `.env` lines), a temporary "
+            "state directory, and `--cgroup-parent hlaunch-bench-<random>` (removed at the end); runc runs a "
+            "bundle whose rootfs is `/bin/true` and its libraries, with mount, pid, ipc and uts namespaces (the "
+            "set the bwrap and unshare commands use) and its cgroup under the same parent.",
+            "- Reproduce: `make bench` as root (`RUNS=`, `WARMUP=`, `BENCHTIME=`, `SKIP_GO=1`, `SKIP_SIDECAR=1`). "
+            "The script installs hyperfine, bubblewrap, runc and crun with apt-get when they are missing and "
+            "reports anything it cannot run as skipped, with the reason.", ""]
+    out += ["## Start latency (one hyperfine run, medians)", ""]
+    lat = []
+    med = latency(a, notes, lat)
+    side = []
+    sidecar = sidecar_section(a, notes, side)
+    out += ["### Goals", ""]
+    goals(med, sidecar, out)
+    out += lat
+    skipped = [(k, v) for k, v in notes.items()]
+    if skipped:
+        out += ["Skipped here: " + "; ".join("`%s`: %s" % kv for kv in skipped) + ".", ""]
+    out += ["## Stop to verified-empty, 200-process tree (issue 3)", ""]
+    stoptree(a, notes, out)
+    out += ["## Sidecar (issue 7)", ""] + side
+    out += ["## Go benchmarks (`go test -run=^$ -bench=. -benchmem -benchtime %s`, allocations reported)" % a.benchtime, ""]
+    gobench(a, out)
+    out += [NOTES]
+    sys.stdout.write("\n".join(out) + "\n")
+
+
+if __name__ == "__main__":
+    main()
