@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -13,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hlaunch/hlaunch/internal/systemd/systemdtest"
 )
 
 // TestSidecarConcurrentSpawns: 100 spawns at once through the socket all succeed, every receipt and record
@@ -488,5 +491,79 @@ print(json.dumps(out))
 		if v, ok := a.Env[name]; ok {
 			t.Errorf("profile a child has %s=%q", name, v)
 		}
+	}
+}
+
+// TestSidecarSystemdUserUnits runs the example user units of contrib/systemd under a real systemd user
+// manager: the first connection socket-activates the sidecar, Type=notify makes it active only once it
+// serves, a spawn lands in its own scope, and `systemctl --user restart` of the sidecar leaves the worker
+// running and re-adopted.
+func TestSidecarSystemdUserUnits(t *testing.T) {
+	requireRoot(t)
+	m := systemdtest.Start(t)
+	e := newEnv(t)
+	ctx := context.Background()
+	unitDir := filepath.Join(m.RuntimeDir, "systemd", "user")
+	must(t, os.MkdirAll(unitDir, 0o755))
+	for _, name := range []string{"hlaunch-sidecar.socket", "hlaunch-sidecar.service"} {
+		b, err := os.ReadFile(filepath.Join("..", "contrib", "systemd", "user", name))
+		must(t, err)
+		unit := strings.ReplaceAll(string(b), "%h/.local/bin/hlaunch sidecar",
+			fmt.Sprintf("%s --root %s --state-dir %s sidecar", hlaunchBin, e.Root, e.State))
+		must(t, os.WriteFile(filepath.Join(unitDir, name), []byte(unit), 0o644))
+	}
+	// No daemon-reload (the harness's /run/systemd tmpfs is too small for its safety margin): units that were
+	// never referenced are loaded from disk on first use.
+	if out, err := m.Systemctl(ctx, "start", "hlaunch-sidecar.socket"); err != nil {
+		t.Fatalf("start socket: %s %v\n%s", out, err, m.Log())
+	}
+	if st, _ := m.Show(ctx, "hlaunch-sidecar.service", "ActiveState"); st != "inactive" {
+		t.Fatalf("the service runs before any connection: %s", st)
+	}
+	sock := filepath.Join(m.RuntimeDir, "hlaunch", "sidecar.sock")
+	p := &scProc{t: t, e: e, sock: sock, client: scUnixClient(sock)}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if st, _ := p.do("GET", "/v1/health", ""); st == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			status, _ := m.Systemctl(ctx, "status", "hlaunch-sidecar.service")
+			t.Fatalf("socket activation never answered:\n%s\n%s", status, m.Log())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st, _ := m.Show(ctx, "hlaunch-sidecar.service", "ActiveState"); st != "active" {
+		t.Fatalf("after READY=1 the service is %q, want active", st)
+	}
+	pid1, _ := m.Show(ctx, "hlaunch-sidecar.service", "MainPID")
+
+	var rc receipt
+	p.mustDo("POST", "/v1/workers", scSpec("b", selfBin, "child", "sleep", "120s"), 201, &rc)
+	if rc.Mode != "scoped" || rc.Unit == "" {
+		t.Fatalf("spawn through the unit: mode %q unit %q, want a scope of its own", rc.Mode, rc.Unit)
+	}
+	if out, err := m.Systemctl(ctx, "restart", "hlaunch-sidecar.service"); err != nil {
+		t.Fatalf("restart: %s %v", out, err)
+	}
+	pid2, _ := m.Show(ctx, "hlaunch-sidecar.service", "MainPID")
+	if pid2 == pid1 || pid2 == "0" {
+		t.Fatalf("MainPID %s -> %s: the sidecar did not restart", pid1, pid2)
+	}
+	if !alive(rc.PID) {
+		t.Fatal("the worker died with the sidecar's restart")
+	}
+	p.client.CloseIdleConnections()
+	ev := p.events("?since=0", 1, 10*time.Second)[0]
+	if ev.Type != "adopted" || ev.ID != rc.ID || !ev.Initial {
+		t.Fatalf("first event after restart %+v, want adopted %s", ev, rc.ID)
+	}
+	var r receipt
+	p.mustDo("POST", "/v1/workers/"+rc.ID+"/stop", `{"grace":"1s"}`, 200, &r)
+	if r.State != "exited" || alive(rc.PID) {
+		t.Fatalf("stop after restart: %s alive=%v", r.State, alive(rc.PID))
+	}
+	if _, err := m.Systemctl(ctx, "stop", "hlaunch-sidecar.socket", "hlaunch-sidecar.service"); err != nil {
+		t.Error(err)
 	}
 }
