@@ -13,9 +13,11 @@ import (
 
 // forwardedSignals are passed on to a foreground child: hlaunch is used as an argv prefix, so a caller
 // that signals hlaunch means to signal the child (WINCH keeps a terminal program's size right).
-var forwardedSignals = []os.Signal{
-	syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
-	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH,
+func forwardedSignals() []os.Signal {
+	return []os.Signal{
+		syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
+		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH,
+	}
 }
 
 func newExecCmd(a *app) *cobra.Command {
@@ -71,7 +73,7 @@ func (a *app) runForeground(l *launcher.Launcher, spec launcher.Spec) error {
 	// A buffered channel: a burst of signals (a terminal resize storm, INT then TERM) must not be
 	// dropped while the launcher is busy forwarding the previous one.
 	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, forwardedSignals...)
+	signal.Notify(sigs, forwardedSignals()...)
 	defer signal.Stop(sigs)
 
 	// Background, not the command's context: an interrupt is the child's to handle, not a reason for

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -285,9 +284,6 @@ func loadSpec(name string, stdin io.Reader) (launcher.Spec, error) {
 	}
 	return s, nil
 }
-
-// errTrailing: a spec document followed by more data (two objects, or garbage after one).
-var errTrailing = errors.New("trailing data after the JSON object")
 
 // decodeSpec decodes one JSON launch spec strictly: an unknown field is refused rather than ignored,
 // because a misspelt "require_scope" or "memroy" would otherwise launch with the safety off.
