@@ -32,8 +32,22 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	selfBin = self
+	// The child is a copy outside /tmp (a sandbox's /tmp is private) that any uid may execute.
+	dir, err := os.MkdirTemp("/var/tmp", "hlaunch-itest-child-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	selfBin = filepath.Join(dir, "child.test")
+	if err := copyExecutable(self, selfBin); err == nil {
+		err = os.Chmod(dir, 0o755)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	code, err := setupAndRun(m)
+	os.RemoveAll(dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "integration setup:", err)
 		os.Exit(2)
@@ -59,6 +73,14 @@ func setupAndRun(m *testing.M) (int, error) {
 		hlaunchBin = abs
 	}
 	return m.Run(), nil
+}
+
+func copyExecutable(src, dst string) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, data, 0o755)
 }
 
 // requireRoot skips a test that needs root, saying so. CI fails on any skip (see .ci/run).

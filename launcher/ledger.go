@@ -16,9 +16,9 @@ type LedgerQuery struct {
 	Since time.Time
 }
 
-// writeLedger stores rec as the execution's ledger record.
-func (l *Launcher) writeLedger(rec Record) error {
-	d, err := state.Open(l.ledger)
+// writeLedger stores rec as the execution's ledger record in dir.
+func writeLedger(dir string, rec Record) error {
+	d, err := state.Open(dir)
 	if err != nil {
 		return err
 	}

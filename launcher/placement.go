@@ -58,7 +58,9 @@ func (l *Launcher) prepare(ctx context.Context, spec Spec, id string) (*placemen
 	if cgErr == nil {
 		return p, nil
 	}
-	if errors.Is(cgErr, ErrInvalid) {
+	// A bad parent or a limit this host cannot apply is the caller's error; a parent that is not ours or
+	// not writable only means no raw cgroup is available here.
+	if errors.Is(cgErr, cgroup.ErrBadParent) || errors.Is(cgErr, cgroup.ErrUnsupportedLimit) {
 		return nil, cgErr
 	}
 	why := fmt.Sprintf("no restart-safe placement: systemd: %v; cgroup: %v", sdErr, cgErr)

@@ -1,6 +1,9 @@
 package launcher
 
 import (
+	"fmt"
+	"os"
+
 	"github.com/hlaunch/hlaunch/nsenv"
 )
 
@@ -9,6 +12,11 @@ import (
 func (l *Launcher) sandbox(spec Spec, prof *nsenv.Profile) (*nsenv.Sandbox, error) {
 	if !spec.Sandbox {
 		return nil, nil
+	}
+	if os.Geteuid() != 0 {
+		if err := nsenv.UserNamespaceSupport(); err != nil {
+			return nil, fmt.Errorf("--sandbox without root needs a user namespace: %w", err)
+		}
 	}
 	cwd, err := l.cwd(spec)
 	if err != nil {

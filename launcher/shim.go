@@ -3,7 +3,7 @@ package launcher
 import (
 	"context"
 	"errors"
-	"io"
+	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -29,12 +29,12 @@ type shimConfig struct {
 	Unit         string           `json:"unit,omitempty"`
 	InvocationID string           `json:"invocation_id,omitempty"`
 	Init         handshake.Config `json:"init"`
+	Receipt      *Receipt         `json:"receipt"` // without identity; the shim completes and records it
 }
 
 // shimResult is the shim's answer: the worker's identity token, or why it did not start.
 type shimResult struct {
-	PID     int                `json:"pid,omitempty"`
-	Token   string             `json:"token,omitempty"`
+	Receipt *Receipt           `json:"receipt,omitempty"`
 	Failure *handshake.Failure `json:"failure,omitempty"`
 }
 
@@ -85,7 +85,26 @@ func shimMain() {
 	if sc.Unit != "" {
 		ident = ident.WithUnit(sc.Unit, sc.InvocationID)
 	}
-	_ = handshake.WriteMsg(res, shimResult{PID: cmd.Process.Pid, Token: ident.Token()})
+	// The record exists before anyone learns of the worker: a launcher that dies now leaves a recorded
+	// worker, never an unrecorded one.
+	rc := sc.Receipt
+	rc.setIdentity(ident, sc.Unit, sc.InvocationID)
+	rc.ShimPID = os.Getpid()
+	workers, err := state.Open(sc.Workers)
+	if err == nil {
+		err = workers.Write(sc.ID, rc, true)
+	}
+	if err != nil {
+		// Unrecorded, the worker could be neither found nor stopped: end it and say why.
+		shimSignal(nil, cmd.Process, syscall.SIGKILL)
+		_ = cmd.Wait()
+		_ = handshake.WriteMsg(res, shimResult{Failure: &handshake.Failure{Stage: "record", Message: err.Error()}})
+		os.Exit(125)
+	}
+	if err := writeLedger(sc.Ledger, Record{Receipt: *rc, State: string(fingerprint.Running)}); err != nil {
+		fmt.Fprintf(os.Stderr, "hlaunch shim: ledger: %v\n", err)
+	}
+	_ = handshake.WriteMsg(res, shimResult{Receipt: rc})
 	res.Close()
 
 	var group *cgroup.Group
@@ -100,11 +119,8 @@ func shimMain() {
 			time.AfterFunc(sc.Grace, func() { shimSignal(group, cmd.Process, syscall.SIGKILL) })
 		})
 	}
-	_ = cmd.Wait()
-	// Wait for the launcher's records (EOF on the config pipe; also when the launcher died), so the exit
-	// record never lands before the receipt it completes.
-	_, _ = io.Copy(io.Discard, cfg)
 	cfg.Close()
+	_ = cmd.Wait()
 	rec := exitRecord{EndedAt: time.Now().UTC().Format(time.RFC3339Nano)}
 	select {
 	case <-timedOut:

@@ -17,7 +17,9 @@ const ShimArg = "__shim"
 
 // Start starts spec detached and returns its receipt once the target runs. The worker's parent is a shim
 // placed with it (in its cgroup or scope, in its own session), never in the caller's cgroup, session or
-// process group; the shim records the exit status and enforces the timeout even when the caller is gone.
+// process group. The shim writes the worker's record before it answers, so a worker never runs without
+// one even when the caller dies mid-launch; it records the exit status and enforces the timeout even when
+// the caller is gone.
 func (l *Launcher) Start(ctx context.Context, spec Spec) (*Receipt, error) {
 	spec = spec.withDefaults(l.cfg.Defaults)
 	spec.Detach = true
@@ -66,32 +68,19 @@ func (l *Launcher) Start(ctx context.Context, spec Spec) (*Receipt, error) {
 	grace, _ := spec.grace()
 	sc := shimConfig{
 		ID: id, Workers: workers.Path, Ledger: l.ledger, Log: spec.Log,
-		Timeout: timeout, Grace: grace, Cgroup: "",
-		Init: handshake.Config{Argv: spec.Argv, Env: env.Strings(), Cwd: cwd, Sandbox: sb},
+		Timeout: timeout, Grace: grace,
+		Init:    handshake.Config{Argv: spec.Argv, Env: env.Strings(), Cwd: cwd, Sandbox: sb},
+		Receipt: l.receipt(spec, prof.Name, prof.Home, id, p),
 	}
 	res, child, err := l.startShim(ctx, spec, id, p, &sc)
 	if err != nil {
 		p.release(context.WithoutCancel(ctx))
 		return nil, err
 	}
-	// The shim records the exit only after Done: our records come first, whatever the worker does.
-	defer child.Done()
-	cmd := child.Cmd
-	go cmd.Wait() //nolint:errcheck // reap the shim if it ends while we live; its status is its own record
+	child.Done()
+	go child.Cmd.Wait() //nolint:errcheck // reap the shim if it ends while we live; its status is its own record
 	p.close()
-	id2, err := fingerprint.ParseToken(res.Token)
-	if err != nil {
-		return nil, fmt.Errorf("shim identity: %w", err)
-	}
-	rc := l.receipt(spec, prof.Name, prof.Home, id, p, id2)
-	rc.ShimPID = cmd.Process.Pid
-	if err := workers.Write(id, rc, true); err != nil {
-		return nil, err
-	}
-	if err := l.writeLedger(Record{Receipt: *rc, State: string(fingerprint.Running)}); err != nil {
-		fmt.Fprintf(l.cfg.Stderr, "hlaunch: warning: ledger: %v\n", err)
-	}
-	return rc, nil
+	return res.Receipt, nil
 }
 
 // startShim starts the shim, places it, hands it the worker's config and waits for its report: the
@@ -131,21 +120,25 @@ func (l *Launcher) startShim(ctx context.Context, spec Spec, id string, p *place
 	return res, child, nil
 }
 
-// receipt describes a started worker.
-func (l *Launcher) receipt(spec Spec, profile, home, id string, p *placement, ident fingerprint.Identity) *Receipt {
-	rc := &Receipt{
-		ID: id, Token: ident.Token(), PID: ident.PID, Mode: p.mode, Profile: profile, Home: home,
-		Argv: redactArgv(spec.Argv, l.policy), Cgroup: ident.Cgroup, CgroupID: ident.CgroupID,
-		Unit: p.unit, InvocationID: p.invID, Limits: p.limits, Key: spec.Key,
-		BootID: ident.BootID, MachineID: ident.MachineID, StartTime: ident.Start,
-		InstantiationEpoch: ident.Epoch(), Fingerprint: ident.Fingerprint(),
-		Verification: "verified", StartedAt: time.Now().UTC().Format(time.RFC3339Nano),
-		Warning: p.warning,
+// receipt describes a worker about to start; setIdentity completes it once the worker runs.
+func (l *Launcher) receipt(spec Spec, profile, home, id string, p *placement) *Receipt {
+	return &Receipt{
+		ID: id, Mode: p.mode, Profile: profile, Home: home, Argv: redactArgv(spec.Argv, l.policy),
+		Limits: p.limits, Key: spec.Key, Warning: p.warning,
 	}
+}
+
+// setIdentity fills in who the worker is.
+func (rc *Receipt) setIdentity(ident fingerprint.Identity, unit, invocationID string) {
+	rc.Token, rc.PID, rc.Cgroup, rc.CgroupID = ident.Token(), ident.PID, ident.Cgroup, ident.CgroupID
+	rc.Unit, rc.InvocationID = unit, invocationID
+	rc.BootID, rc.MachineID, rc.StartTime = ident.BootID, ident.MachineID, ident.Start
+	rc.InstantiationEpoch, rc.Fingerprint = ident.Epoch(), ident.Fingerprint()
+	rc.Verification = "verified"
 	if ident.Unverified {
 		rc.Verification = "unverified"
 	}
-	return rc
+	rc.StartedAt = time.Now().UTC().Format(time.RFC3339Nano)
 }
 
 func (l *Launcher) workersDir() string { return l.state + "/workers" }

@@ -1,0 +1,121 @@
+package integration
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// From inside a sandboxed child: only its own profile, its own processes, its own /tmp; the rest of the
+// host read-only; nothing of the launcher's environment anywhere.
+func TestSandboxView(t *testing.T) {
+	requireRoot(t)
+	for _, scope := range []string{"none", "cgroup"} {
+		t.Run(scope, func(t *testing.T) {
+			e := newEnv(t).with(t)
+			aHome := filepath.Join(e.Root, "profiles", "a")
+			bHome := filepath.Join(e.Root, "profiles", "b")
+			must(t, os.Symlink(filepath.Join(aHome, ".env"), filepath.Join(bHome, "a-env-link")))
+			rw := t.TempDir()
+			cwd := t.TempDir()
+			stranger := startStranger(t)
+			checks := []string{
+				"ls:" + filepath.Join(e.Root, "profiles"),
+				"open:" + filepath.Join(aHome, ".env"),
+				"open:" + filepath.Join(aHome, "state.db"),
+				"open:" + filepath.Join(e.Root, ".env"),
+				"open:" + filepath.Join(bHome, "a-env-link"),
+				"open:" + filepath.Join(bHome, ".env"),
+				"kill:" + strconv.Itoa(stranger.Process.Pid),
+				"write:/etc", "write:/usr", "write:" + e.Root, "write:" + aHome,
+				"write:" + bHome, "write:/tmp", "write:" + cwd, "write:" + rw,
+				"ls:" + e.State,
+			}
+			flags := []string{"-p", "b", "--sandbox", "--scope", scope, "--cgroup-parent", e.Parent, "--rw", rw, "--cwd", cwd}
+			rep, _ := e.report(flags, checks...)
+			c := rep.Checks
+			if got := c["ls:"+filepath.Join(e.Root, "profiles")]; got != "ok:b" {
+				t.Errorf("profiles visible: %q, want only b", got)
+			}
+			for _, p := range []string{filepath.Join(aHome, ".env"), filepath.Join(aHome, "state.db"), filepath.Join(e.Root, ".env"), filepath.Join(bHome, "a-env-link")} {
+				if c["open:"+p] == "ok" {
+					t.Errorf("opened %s from inside B's sandbox", p)
+				}
+			}
+			if c["open:"+filepath.Join(bHome, ".env")] != "ok" {
+				t.Errorf("B's own .env unreadable: %s", c["open:"+filepath.Join(bHome, ".env")])
+			}
+			if got := c["kill:"+strconv.Itoa(stranger.Process.Pid)]; !strings.Contains(got, "no such process") {
+				t.Errorf("kill(host pid of another process, 0) = %q, want ESRCH", got)
+			}
+			if rep.PID != 1 || len(rep.Procs) > 2 {
+				t.Errorf("pid %d, visible pids %v: want pid 1 and only the sandbox's processes", rep.PID, rep.Procs)
+			}
+			for _, leak := range []string{"A_MARKER", "OPENAI_API_KEY", "HLAUNCH_STATE_DIR", "hermes_model", "a-fc"} {
+				if strings.Contains(rep.PID1Env, leak) {
+					t.Errorf("/proc/1/environ inside holds %q", leak)
+				}
+			}
+			for _, p := range []string{"/etc", "/usr", e.Root, aHome} {
+				if c["write:"+p] == "ok" {
+					t.Errorf("wrote to %s", p)
+				}
+			}
+			for _, p := range []string{bHome, "/tmp", cwd, rw} {
+				if c["write:"+p] != "ok" {
+					t.Errorf("cannot write to %s: %s", p, c["write:"+p])
+				}
+			}
+			if got := c["ls:"+e.State]; got != "ok:" && !strings.Contains(got, "no such file") {
+				t.Errorf("state dir visible inside: %q", got)
+			}
+			if rep.Status["NoNewPrivs"] != "1" || rep.Status["CapEff"] != "0000000000000000" {
+				t.Errorf("hardening: %v", rep.Status)
+			}
+			if !strings.HasPrefix(rep.Cwd, cwd) {
+				t.Errorf("cwd %q, want %q", rep.Cwd, cwd)
+			}
+			// The private /tmp is private: the host's /tmp entries are not there.
+			if _, err := os.Stat(filepath.Join("/tmp", ".hlaunch-write-probe")); err == nil {
+				t.Error("the sandbox's /tmp write reached the host's /tmp")
+			}
+		})
+	}
+}
+
+// --as UID:GID drops root inside the sandbox with empty capability sets; --net none has no interfaces but lo.
+func TestSandboxUserDropAndNet(t *testing.T) {
+	requireRoot(t)
+	e := newEnv(t)
+	must(t, exec.Command("chmod", "-R", "a+rX", e.Root).Run())
+	rep, _ := e.report([]string{"-p", "b", "--sandbox", "--scope", "none", "--as", "65534:65534", "--net", "none"}, "ls:/sys/class/net")
+	if rep.UID != 65534 || !strings.HasPrefix(rep.Status["Uid"], "65534") {
+		t.Errorf("uid %d (%s), want 65534", rep.UID, rep.Status["Uid"])
+	}
+	if rep.Status["CapEff"] != "0000000000000000" || rep.Status["CapPrm"] != "0000000000000000" {
+		t.Errorf("capabilities: %v", rep.Status)
+	}
+	host, _ := os.Readlink("/proc/self/ns/net")
+	if rep.NS["net"] == host {
+		t.Error("--net none shares the host's network namespace")
+	}
+}
+
+// The same sandbox for an unprivileged launcher, through a user namespace.
+func TestSandboxAsNonRoot(t *testing.T) {
+	requireRoot(t)
+	w := nobodyEnv(t)
+	aHome := w.profile("a", "A_MARKER=a\n")
+	must(t, exec.Command("chown", "-R", "65534:65534", w.Root).Run())
+	r := w.asNobody("exec", "-p", "b", "--sandbox", "--scope", "none", "--", "/bin/sh", "-c",
+		"ls "+filepath.Join(w.Root, "profiles")+"; cat "+filepath.Join(aHome, ".env")+" 2>/dev/null && echo LEAK; echo pid=$$")
+	if r.Code != 0 {
+		t.Fatalf("non-root sandbox: exit %d: %s", r.Code, r.Stderr)
+	}
+	if strings.Contains(r.Stdout, "LEAK") || !strings.Contains(r.Stdout, "pid=1") || strings.Contains(r.Stdout, "a\n") {
+		t.Fatalf("non-root sandbox view:\n%s", r.Stdout)
+	}
+}
