@@ -48,14 +48,21 @@ func (a *app) finish(err error) int {
 		return int(st)
 	}
 	code, name := exitCodeFor(err)
+	msg := message(err)
 	if a.json {
 		// With --json every answer, errors included, is one JSON document on stdout, so a caller that
 		// parses stdout never has to look anywhere else.
-		writeJSONError(a.stdout, name, err)
+		writeJSONError(a.stdout, name, msg)
 	} else {
-		fmt.Fprintf(a.stderr, "hlaunch: %s\n", oneLine(err.Error()))
+		fmt.Fprintf(a.stderr, "hlaunch: %s\n", msg)
 	}
 	return code
+}
+
+// message is the one line shown for err. The launcher's "invalid launch: " lead is dropped: exit 125 and
+// the code "invalid" already say it, and the rest of the line names the flag or file at fault.
+func message(err error) string {
+	return oneLine(strings.TrimPrefix(err.Error(), launcher.ErrInvalid.Error()+": "))
 }
 
 // jsonError is the shape of an error with --json; the sidecar answers with the same object.
@@ -69,8 +76,8 @@ type jsonErrorBody struct {
 }
 
 // writeJSONError writes {"error":{"code":...,"message":...}} as one line.
-func writeJSONError(w io.Writer, code string, err error) {
-	b, _ := json.Marshal(jsonError{Error: jsonErrorBody{Code: code, Message: oneLine(err.Error())}})
+func writeJSONError(w io.Writer, code, msg string) {
+	b, _ := json.Marshal(jsonError{Error: jsonErrorBody{Code: code, Message: oneLine(msg)}})
 	fmt.Fprintf(w, "%s\n", b)
 }
 

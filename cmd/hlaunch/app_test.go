@@ -114,7 +114,7 @@ func TestWriteJSONErrorShape(t *testing.T) {
 	for _, tt := range tests {
 		_, name := exitCodeFor(tt.err)
 		var b strings.Builder
-		writeJSONError(&b, name, tt.err)
+		writeJSONError(&b, name, message(tt.err))
 		checkJSONError(t, b.String(), tt.code, "")
 	}
 }
@@ -258,6 +258,22 @@ func TestEnvRedaction(t *testing.T) {
 		}
 		if b.String() != tt.want {
 			t.Errorf("show=%v explain=%v: %q, want %q", tt.show, tt.explain, b.String(), tt.want)
+		}
+	}
+}
+
+func TestMessage(t *testing.T) {
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("%w: profile name %q: reserved", launcher.ErrInvalid, "root"), `profile name "root": reserved`},
+		{fmt.Errorf("%w: leader gone", launcher.ErrRefused), "refused: identity does not match: leader gone"},
+		{errors.New("two\nlines"), "two; lines"},
+	}
+	for _, tt := range tests {
+		if got := message(tt.err); got != tt.want {
+			t.Errorf("message(%v) = %q, want %q", tt.err, got, tt.want)
 		}
 	}
 }
