@@ -36,6 +36,9 @@ known). Exit 0 once it has ended; 124 when --timeout elapsed first (the worker i
 			if errors.Is(err, context.DeadlineExceeded) || (err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)) {
 				return fmt.Errorf("wait %s: %w after %s", args[0], errWaitTimeout, timeout)
 			}
+			if err != nil && errors.Is(ctx.Err(), context.Canceled) {
+				return fmt.Errorf("wait %s: interrupted; the worker is left as it was: %w", args[0], err)
+			}
 			if err != nil {
 				return err
 			}
