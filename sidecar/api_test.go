@@ -47,7 +47,7 @@ func unixClient(path string) *http.Client {
 	}}
 }
 
-func startTest(t *testing.T, b backend, cfg Config) *testServer {
+func startTest(t *testing.T, b backend, cfg Config, opts ...func(*Server)) *testServer {
 	t.Helper()
 	if cfg.Socket == "" {
 		cfg.Socket = filepath.Join(shortTempDir(t), "sidecar.sock")
@@ -60,6 +60,9 @@ func startTest(t *testing.T, b backend, cfg Config) *testServer {
 	s, err := newServer(cfg, b)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, o := range opts {
+		o(s)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	ts := &testServer{Server: s, path: cfg.Socket, client: unixClient(cfg.Socket), done: make(chan error, 1)}
@@ -385,5 +388,40 @@ func TestSpawnNeverAdopted(t *testing.T) {
 			t.Fatalf("event %+v: want one started per spawn and nothing else", e)
 		}
 		seen[e.ID] = true
+	}
+}
+
+// TestExitWaitsForStatus: an exit is announced once, with its code, after the shim has written it - not
+// as soon as the leader is gone - unless the shim itself is gone.
+func TestExitWaitsForStatus(t *testing.T) {
+	f := newFake()
+	f.add(launcher.Record{Receipt: launcher.Receipt{ID: "w-00000000000a", ShimPID: 4242}, State: "running"})
+	f.add(launcher.Record{Receipt: launcher.Receipt{ID: "w-00000000000b", ShimPID: 4343}, State: "running"})
+	var mu sync.Mutex
+	shims := map[int]bool{4242: true, 4343: true}
+	ts := startTest(t, f, Config{}, func(s *Server) {
+		s.alive = func(pid int) bool { mu.Lock(); defer mu.Unlock(); return shims[pid] }
+	})
+	es := ts.events(t, "?since=2")
+	setState := func(id string, mut func(*launcher.Record)) {
+		f.mu.Lock()
+		r := f.recs[id]
+		mut(&r)
+		f.recs[id] = r
+		f.mu.Unlock()
+	}
+	setState("w-00000000000a", func(r *launcher.Record) { r.State = "exited" }) // leader gone, no status yet
+	time.Sleep(60 * time.Millisecond)                                            // a dozen polls
+	setState("w-00000000000a", func(r *launcher.Record) { r.ExitCode = intp(9) })
+	if e := es.next(t); e.Type != EventExited || e.ID != "w-00000000000a" || e.ExitCode == nil || *e.ExitCode != 9 {
+		t.Fatalf("first event %+v, want exited w-...a with code 9", e)
+	}
+	// A shim that died without writing: the exit is reported without a code rather than never.
+	setState("w-00000000000b", func(r *launcher.Record) { r.State = "exited" })
+	mu.Lock()
+	shims[4343] = false
+	mu.Unlock()
+	if e := es.next(t); e.Type != EventExited || e.ID != "w-00000000000b" || e.ExitCode != nil {
+		t.Fatalf("event %+v, want exited w-...b without a code", e)
 	}
 }

@@ -73,7 +73,9 @@ type Server struct {
 	listMu sync.RWMutex
 
 	mu       sync.Mutex
-	view     map[string]string // worker id -> last known state
+	view     map[string]string    // worker id -> last known state
+	pending  map[string]time.Time // exited workers whose status has not landed yet -> first seen
+	alive    func(pid int) bool
 	lastPoll time.Time
 	pollErr  error
 
@@ -117,6 +119,8 @@ func newServer(cfg Config, b backend) (*Server, error) {
 		now:      time.Now,
 		start:    time.Now(),
 		view:     map[string]string{},
+		pending:  map[string]time.Time{},
+		alive:    pidAlive,
 		ready:    make(chan struct{}),
 		shutdown: make(chan struct{}),
 	}

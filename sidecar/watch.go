@@ -39,6 +39,18 @@ func transition(prev string, known bool, r launcher.Record, initial bool) []Even
 	}
 }
 
+// settleTimeout bounds how long an exit is held back waiting for the shim's exit record.
+const settleTimeout = 5 * time.Second
+
+// settled reports whether r's state is final enough to report: an exited record has its status, or its
+// shim is gone (then the status will never come, e.g. the shim was killed). Launcher.Wait uses the same rule.
+func settled(r launcher.Record, alive func(int) bool) bool {
+	if r.State != stateExited {
+		return true
+	}
+	return r.ExitCode != nil || r.Signal != "" || r.ShimPID == 0 || !alive(r.ShimPID)
+}
+
 // poll lists every record once, updates the view, and publishes what changed. It holds listMu exclusively so
 // that a spawn in flight (which holds it shared) is either fully before this list (its started event is out
 // and the id is in the view) or fully after it: a fresh worker is never reported as adopted.
@@ -57,13 +69,31 @@ func (s *Server) poll(ctx context.Context, initial bool) error {
 	seen := make(map[string]struct{}, len(recs))
 	for _, r := range recs {
 		seen[r.ID] = struct{}{}
+		if !settled(r, s.alive) {
+			// The leader is gone but its shim has not written the exit status yet: report the exit once,
+			// with its code, a poll or two later - unless the shim never writes it.
+			first, ok := s.pending[r.ID]
+			if !ok {
+				s.pending[r.ID] = now
+				continue
+			}
+			if now.Sub(first) < settleTimeout {
+				continue
+			}
+		}
+		delete(s.pending, r.ID)
 		prev, known := s.view[r.ID]
 		evs = append(evs, transition(prev, known, r, initial)...)
 		s.view[r.ID] = r.State
 	}
 	for id := range s.view {
 		if _, ok := seen[id]; !ok {
-			delete(s.view, id) // the record was removed (ps --prune, or by hand): nothing left to report
+			delete(s.view, id) // the record was removed (hlaunch gc, or by hand): nothing left to report
+		}
+	}
+	for id := range s.pending {
+		if _, ok := seen[id]; !ok {
+			delete(s.pending, id)
 		}
 	}
 	s.mu.Unlock()

@@ -290,7 +290,13 @@ class Client:
             data = json.dumps(body).encode("utf-8")
             headers["Content-Type"] = "application/json"
         try:
-            conn.request(method, path, body=data, headers=headers)
+            try:
+                conn.request(method, path, body=data, headers=headers)
+            except (BrokenPipeError, ConnectionResetError):
+                # The sidecar may answer before reading the whole body (413 too_large) and close; its answer
+                # is already in our receive buffer. If it is not, getresponse fails and we report that.
+                if conn.sock is None:
+                    raise
             return conn.getresponse()
         except (FileNotFoundError, ConnectionRefusedError, PermissionError) as e:
             conn.close()

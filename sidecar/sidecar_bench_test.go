@@ -1,0 +1,376 @@
+package sidecar_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// benchOutEnv names the JSON file BenchmarkSidecarLoad writes its figures to (scripts/bench.sh reads it).
+const benchOutEnv = "HLAUNCH_BENCH_SIDECAR"
+
+// sidecarFigures is what BenchmarkSidecarLoad measures; scripts/bench_report.py renders it.
+type sidecarFigures struct {
+	Method         string         `json:"method"`
+	Latency        []latencyPoint `json:"latency"`
+	IdleRSSKiB     int            `json:"idle_rss_kib"`
+	TrackedWorkers int            `json:"tracked_workers"`
+	RSSKiB         int            `json:"rss_kib"`
+	ShimPSSKiB     int            `json:"shim_pss_kib"`
+	ShimRSSKiB     int            `json:"shim_rss_kib"`
+	ReadoptMS      float64        `json:"readopt_ms"`
+	ReadoptRecords int            `json:"readopt_records"`
+	Notes          []string       `json:"notes"`
+}
+
+type latencyPoint struct {
+	Clients    int     `json:"clients"`
+	Spawns     int     `json:"spawns"`
+	P50MS      float64 `json:"p50_ms"`
+	P99MS      float64 `json:"p99_ms"`
+	MaxMS      float64 `json:"max_ms"`
+	SpawnsPerS float64 `json:"spawns_per_s"`
+}
+
+// BenchmarkSidecarLoad drives a real `hlaunch sidecar` process ($HLAUNCH_BIN) over its socket, as the
+// gateway would, and writes the issue 7/9 figures to $HLAUNCH_BENCH_SIDECAR: spawn-to-running latency
+// (POST /v1/workers answers once the target runs) at 1, 10 and 50 concurrent clients and the spawn rate,
+// the sidecar's memory with 1,000 tracked workers, one shim's memory (the per-worker cost of the
+// exit-status mechanism, ADR 0005), and the re-adoption time of 1,000 records after SIGKILL and restart.
+// It is scripts/bench.sh's load generator, not a Go benchmark: it skips unless the variable is set, needs
+// root (cgroup placement), and runs once (-benchtime 1x). Everything lives under a cgroup parent of its
+// own (HLAUNCH_BENCH_PARENT, else hlaunch-bench-sc-<random>), killed and removed at the end.
+func BenchmarkSidecarLoad(b *testing.B) {
+	out := os.Getenv(benchOutEnv)
+	if out == "" {
+		b.Skip("scripts/bench.sh sets " + benchOutEnv + "; not a Go benchmark")
+	}
+	bin := os.Getenv("HLAUNCH_BIN")
+	if bin == "" || os.Geteuid() != 0 {
+		b.Skip("needs root and HLAUNCH_BIN (a built hlaunch)")
+	}
+	parent := os.Getenv("HLAUNCH_BENCH_PARENT")
+	if parent == "" {
+		parent = fmt.Sprintf("hlaunch-bench-sc-%08x", rand.Uint32())
+	}
+	b.Cleanup(func() { removeParent(b, parent) })
+	dir := b.TempDir()
+	root := filepath.Join(dir, "hermes")
+	if err := os.MkdirAll(filepath.Join(root, "profiles", "b", "cache", "scratch"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "profiles", "b", ".env"), []byte("B_MARKER=b\n"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	fig := sidecarFigures{Method: "A real `hlaunch sidecar --scope cgroup` process, driven over its Unix socket " +
+		"by Go HTTP clients (one keep-alive connection each). Latency is POST /v1/workers of " +
+		"`{\"profile\":\"b\",\"argv\":[\"/bin/true\"]}` to its 201 answer, which the sidecar sends once the target " +
+		"runs under its shim (spawn-to-running); spawns/s is spawns over the wall time of the phase. Memory: " +
+		"VmRSS of the sidecar, Pss/Rss (smaps_rollup) of shims, averaged over 20."}
+
+	// Phase 1: latency and throughput, a fresh state directory.
+	sc := startSidecar(b, bin, root, filepath.Join(dir, "state1"), filepath.Join(dir, "s1.sock"), parent)
+	fig.IdleRSSKiB = rssKiB(sc.cmd.Process.Pid, "VmRSS")
+	spec := []byte(`{"profile":"b","argv":["/bin/true"]}`)
+	for _, c := range []struct{ clients, spawns int }{{1, 200}, {10, 600}, {50, 1000}} {
+		lat, wall := spawnMany(b, sc, spec, c.clients, c.spawns)
+		fig.Latency = append(fig.Latency, latencyPoint{Clients: c.clients, Spawns: len(lat),
+			P50MS: pctMS(lat, 0.50), P99MS: pctMS(lat, 0.99), MaxMS: pctMS(lat, 1),
+			SpawnsPerS: float64(len(lat)) / wall.Seconds()})
+		b.Logf("%d clients: %+v", c.clients, fig.Latency[len(fig.Latency)-1])
+	}
+	sc.stop(b)
+
+	// Phase 2: 1,000 running workers tracked, then SIGKILL and re-adoption.
+	const tracked = 1000
+	state2, sock2 := filepath.Join(dir, "state2"), filepath.Join(dir, "s2.sock")
+	sc = startSidecar(b, bin, root, state2, sock2, parent)
+	var mu sync.Mutex
+	var shims []int
+	sleepSpec := []byte(`{"profile":"b","argv":["sleep","3600"]}`)
+	_, _ = spawnManyWith(b, sc, sleepSpec, 10, tracked, func(rc map[string]any) {
+		if p, ok := rc["shim_pid"].(float64); ok {
+			mu.Lock()
+			shims = append(shims, int(p))
+			mu.Unlock()
+		}
+	})
+	time.Sleep(500 * time.Millisecond) // let the watcher settle on the new records
+	fig.TrackedWorkers = tracked
+	fig.RSSKiB = rssKiB(sc.cmd.Process.Pid, "VmRSS")
+	var pss, rss, n int
+	for _, p := range shims[:min(20, len(shims))] {
+		if v := smapsKiB(p, "Pss:"); v > 0 {
+			pss += v
+			rss += smapsKiB(p, "Rss:")
+			n++
+		}
+	}
+	if n > 0 {
+		fig.ShimPSSKiB, fig.ShimRSSKiB = pss/n, rss/n
+	}
+	_ = sc.cmd.Process.Signal(syscall.SIGKILL)
+	_ = sc.cmd.Wait()
+	t0 := time.Now()
+	sc = startSidecar(b, bin, root, state2, sock2, parent)
+	for {
+		running := sc.countRunning(b)
+		if running >= tracked {
+			fig.ReadoptMS = float64(time.Since(t0).Microseconds()) / 1000
+			fig.ReadoptRecords = running
+			break
+		}
+		if time.Since(t0) > 2*time.Minute {
+			fig.Notes = append(fig.Notes, fmt.Sprintf("re-adoption: only %d of %d running after 2 min", running, tracked))
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	fig.Notes = append(fig.Notes, "Re-adoption time runs from the restarted sidecar's exec to the first "+
+		"GET /v1/workers listing all 1,000 as running (it includes the sidecar's start-up and that one list).")
+	sc.stop(b)
+	raw, err := json.MarshalIndent(fig, "", " ")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(out, raw, 0o644); err != nil {
+		b.Fatal(err)
+	}
+}
+
+type sidecarProc struct {
+	cmd    *exec.Cmd
+	client *http.Client
+}
+
+func startSidecar(b *testing.B, bin, root, state, sock, parent string) *sidecarProc {
+	b.Helper()
+	cmd := exec.Command(bin, "--root", root, "--state-dir", state, "sidecar", "--socket", sock,
+		"--scope", "cgroup", "--cgroup-parent", parent)
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	tr := &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		},
+		MaxIdleConns: 128, MaxIdleConnsPerHost: 128,
+	}
+	sc := &sidecarProc{cmd: cmd, client: &http.Client{Transport: tr, Timeout: 3 * time.Minute}}
+	b.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := sc.client.Get("http://sidecar/v1/health")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return sc
+			}
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("sidecar did not answer /v1/health: %v", err)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func (sc *sidecarProc) stop(b *testing.B) {
+	_ = sc.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = sc.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = sc.cmd.Process.Kill()
+		<-done
+	}
+}
+
+func (sc *sidecarProc) countRunning(b *testing.B) int {
+	resp, err := sc.client.Get("http://sidecar/v1/workers?state=running")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	var list []map[string]any
+	raw, _ := io.ReadAll(resp.Body)
+	if json.Unmarshal(raw, &list) != nil {
+		var wrapped struct {
+			Workers []map[string]any `json:"workers"`
+		}
+		if json.Unmarshal(raw, &wrapped) != nil {
+			return 0
+		}
+		list = wrapped.Workers
+	}
+	n := 0
+	for _, w := range list {
+		if w["state"] == "running" {
+			n++
+		}
+	}
+	return n
+}
+
+func spawnMany(b *testing.B, sc *sidecarProc, spec []byte, clients, total int) ([]time.Duration, time.Duration) {
+	return spawnManyWith(b, sc, spec, clients, total, nil)
+}
+
+// spawnManyWith runs total spawns from clients concurrent goroutines and returns each spawn's latency and
+// the phase's wall time. A failed spawn fails the benchmark: a figure over failures would flatter.
+func spawnManyWith(b *testing.B, sc *sidecarProc, spec []byte, clients, total int, each func(map[string]any)) ([]time.Duration, time.Duration) {
+	b.Helper()
+	var mu sync.Mutex
+	lat := make([]time.Duration, 0, total)
+	next := make(chan struct{}, total)
+	for i := 0; i < total; i++ {
+		next <- struct{}{}
+	}
+	close(next)
+	var wg sync.WaitGroup
+	errs := make(chan error, clients)
+	t0 := time.Now()
+	for c := 0; c < clients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range next {
+				s := time.Now()
+				resp, err := sc.client.Post("http://sidecar/v1/workers", "application/json", bytes.NewReader(spec))
+				if err != nil {
+					errs <- err
+					return
+				}
+				body, _ := io.ReadAll(bufio.NewReader(resp.Body))
+				resp.Body.Close()
+				d := time.Since(s)
+				if resp.StatusCode != http.StatusCreated {
+					errs <- fmt.Errorf("spawn: %d %s", resp.StatusCode, body)
+					return
+				}
+				if each != nil {
+					var rc map[string]any
+					if json.Unmarshal(body, &rc) == nil {
+						each(rc)
+					}
+				}
+				mu.Lock()
+				lat = append(lat, d)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	wall := time.Since(t0)
+	close(errs)
+	if err := <-errs; err != nil {
+		b.Fatal(err)
+	}
+	return lat, wall
+}
+
+func pctMS(d []time.Duration, p float64) float64 {
+	if len(d) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := int(float64(len(s)-1) * p)
+	return float64(s[i].Microseconds()) / 1000
+}
+
+// rssKiB reads a "Key: N kB" line of /proc/pid/status.
+func rssKiB(pid int, key string) int { return kibLine(fmt.Sprintf("/proc/%d/status", pid), key+":") }
+
+// smapsKiB reads a line of /proc/pid/smaps_rollup.
+func smapsKiB(pid int, key string) int { return kibLine(fmt.Sprintf("/proc/%d/smaps_rollup", pid), key) }
+
+func kibLine(path, key string) int {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(l, key) {
+			f := strings.Fields(l[len(key):])
+			if len(f) > 0 {
+				n, _ := strconv.Atoi(f[0])
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+// removeParent kills everything under the benchmark's own parent cgroup, in every hierarchy, and removes
+// it bottom-up. It never touches anything outside that parent.
+func removeParent(b *testing.B, parent string) {
+	dirs, _ := filepath.Glob("/sys/fs/cgroup/*/" + parent)
+	if d := "/sys/fs/cgroup/" + parent; dirExists(d) {
+		dirs = append(dirs, d)
+	}
+	for _, d := range dirs {
+		_ = os.WriteFile(filepath.Join(d, "cgroup.kill"), []byte("1"), 0)
+	}
+	for i := 0; i < 100; i++ {
+		left := 0
+		for _, d := range dirs {
+			_ = filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
+				if err != nil || e.Name() != "cgroup.procs" {
+					return nil
+				}
+				raw, _ := os.ReadFile(p)
+				for _, f := range strings.Fields(string(raw)) {
+					if pid, err := strconv.Atoi(f); err == nil {
+						_ = syscall.Kill(pid, syscall.SIGKILL)
+						left++
+					}
+				}
+				return nil
+			})
+		}
+		if left == 0 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, d := range dirs {
+		var all []string
+		_ = filepath.WalkDir(d, func(p string, e os.DirEntry, err error) error {
+			if err == nil && e.IsDir() {
+				all = append(all, p)
+			}
+			return nil
+		})
+		for i := len(all) - 1; i >= 0; i-- {
+			_ = syscall.Rmdir(all[i])
+		}
+		if dirExists(d) {
+			b.Errorf("could not remove %s", d)
+		}
+	}
+}
+
+func dirExists(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
+}
