@@ -411,7 +411,7 @@ func TestExitWaitsForStatus(t *testing.T) {
 		f.mu.Unlock()
 	}
 	setState("w-00000000000a", func(r *launcher.Record) { r.State = "exited" }) // leader gone, no status yet
-	time.Sleep(60 * time.Millisecond)                                            // a dozen polls
+	time.Sleep(60 * time.Millisecond)                                           // a dozen polls
 	setState("w-00000000000a", func(r *launcher.Record) { r.ExitCode = intp(9) })
 	if e := es.next(t); e.Type != EventExited || e.ID != "w-00000000000a" || e.ExitCode == nil || *e.ExitCode != 9 {
 		t.Fatalf("first event %+v, want exited w-...a with code 9", e)
