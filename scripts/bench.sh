@@ -75,7 +75,7 @@ cleanup() {
 	local rc=$?
 	set +e
 	[ -n "${sidecar_pid:-}" ] && kill -9 "$sidecar_pid" 2>/dev/null
-	for d in /sys/fs/cgroup/"$parent"{,-runc} /sys/fs/cgroup/*/"$parent"{,-runc}; do kill_tree "$d"; done
+	for d in /sys/fs/cgroup/"$parent"{,-runc,-sc} /sys/fs/cgroup/*/"$parent"{,-runc,-sc}; do kill_tree "$d"; done
 	rm -rf "$tmp"
 	exit "$rc"
 }
@@ -225,7 +225,7 @@ if [ "${SKIP_SIDECAR:-0}" = 1 ]; then
 	skip sidecar "SKIP_SIDECAR=1"
 elif [ $is_root -eq 1 ]; then
 	log "sidecar load"
-	if ! HLAUNCH_BIN=$HL HLAUNCH_BENCH_SIDECAR=$tmp/sidecar.json HLAUNCH_BENCH_PARENT=$parent/sidecar \
+	if ! HLAUNCH_BIN=$HL HLAUNCH_BENCH_SIDECAR=$tmp/sidecar.json HLAUNCH_BENCH_PARENT=$parent-sc \
 		go test -count=1 -run '^$' -bench '^BenchmarkSidecarLoad$' -benchtime 1x -timeout 20m ./sidecar/ >&2; then
 		skip sidecar "the sidecar load run failed (see the log above)"
 	fi

@@ -302,7 +302,9 @@ func pctMS(d []time.Duration, p float64) float64 {
 func rssKiB(pid int, key string) int { return kibLine(fmt.Sprintf("/proc/%d/status", pid), key+":") }
 
 // smapsKiB reads a line of /proc/pid/smaps_rollup.
-func smapsKiB(pid int, key string) int { return kibLine(fmt.Sprintf("/proc/%d/smaps_rollup", pid), key) }
+func smapsKiB(pid int, key string) int {
+	return kibLine(fmt.Sprintf("/proc/%d/smaps_rollup", pid), key)
+}
 
 func kibLine(path, key string) int {
 	raw, err := os.ReadFile(path)
