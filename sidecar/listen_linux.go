@@ -3,6 +3,7 @@ package sidecar
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -61,8 +62,7 @@ func createSocket(path string, mode os.FileMode, gid int) (net.Listener, func(),
 		if fi.Mode()&os.ModeSocket == 0 {
 			return nil, nil, &os.PathError{Op: "listen", Path: path, Err: ErrNotSocket}
 		}
-		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
-			c.Close()
+		if liveServer(path) {
 			return nil, nil, &os.PathError{Op: "listen", Path: path, Err: ErrInUse}
 		}
 	}
@@ -105,6 +105,24 @@ func createSocket(path string, mode os.FileMode, gid int) (net.Listener, func(),
 		}
 	}
 	return ln, cleanup, nil
+}
+
+// liveServer reports whether an HTTP server answers on path. A successful connect is not enough: a crashed
+// sidecar's listening socket can outlive it for a moment in a child caught between fork and exec, and the
+// kernel then completes connects that nobody will ever answer.
+func liveServer(path string) bool {
+	c, err := net.DialTimeout("unix", path, time.Second)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := io.WriteString(c, "GET /v1/health HTTP/1.1\r\nHost: sidecar\r\nConnection: close\r\n\r\n"); err != nil {
+		return false
+	}
+	buf := make([]byte, 5)
+	_, err = io.ReadFull(c, buf)
+	return err == nil && string(buf) == "HTTP/"
 }
 
 func sameInode(a, b os.FileInfo) bool {

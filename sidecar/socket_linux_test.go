@@ -114,6 +114,20 @@ func TestSocketPathRules(t *testing.T) {
 	if st, _ := ts.do(t, "GET", "/v1/health", "", nil); st != 200 {
 		t.Fatalf("server over a stale socket: %d", st)
 	}
+
+	// A socket that still accepts connections but where nobody answers (its listener leaked into a process
+	// that is not a server) is stale too.
+	mute := filepath.Join(dir, "mute.sock")
+	ml, err := net.ListenUnix("unix", &net.UnixAddr{Name: mute, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ml.SetUnlinkOnClose(false)
+	defer ml.Close()
+	ts2 := startTest(t, newFake(), Config{Socket: mute})
+	if st, _ := ts2.do(t, "GET", "/v1/health", "", nil); st != 200 {
+		t.Fatalf("server over a mute socket: %d", st)
+	}
 }
 
 // TestPeerCredentials connects as other uids. The socket is made world-writable on purpose, so that the
