@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -34,6 +35,10 @@ type placement struct {
 	invID   string        // scoped: InvocationID
 	warning string        // degraded: the one warning
 	limits  cgroup.Limits
+	// scoped, unit name generated (unique per launch): the scope's cgroup.events on the unified tree, so
+	// release can see the scope is already empty and leave it to the manager instead of a StopUnit job.
+	events  string
+	unified string // scoped: the cgroup2 mount, "" when unknown
 }
 
 // prepare decides the placement for spec and creates what must exist before the child starts.
@@ -103,7 +108,11 @@ func (l *Launcher) prepareSystemd(ctx context.Context, spec Spec) (*placement, e
 	if err != nil {
 		return nil, err
 	}
-	return &placement{mode: ModeScoped, conn: conn, limits: spec.Limits}, nil
+	p := &placement{mode: ModeScoped, conn: conn, limits: spec.Limits}
+	if l.host != nil {
+		p.unified = l.host.Unified
+	}
+	return p, nil
 }
 
 // cloneFD opens the fd a child is cloned into (clone3 CLONE_INTO_CGROUP), or returns nil when the child is
@@ -164,6 +173,9 @@ func (p *placement) place(ctx context.Context, spec Spec, id string, pid int, cl
 			return err
 		}
 		p.unit, p.invID = info.Unit, info.InvocationID
+		if spec.Unit == "" && p.unified != "" && info.ControlGroup != "" {
+			p.events = filepath.Join(p.unified, info.ControlGroup, "cgroup.events")
+		}
 	}
 	return nil
 }
@@ -199,7 +211,11 @@ func (p *placement) release(ctx context.Context) {
 		_ = p.group.Delete()
 	}
 	if p.conn != nil {
-		if p.unit != "" {
+		// An empty scope is stopped and collected by the manager itself (CollectMode=inactive-or-failed); the
+		// StopUnit job costs a D-Bus round trip and a job wait on every foreground launch (make bench). Only
+		// for generated unit names, which no later launch reuses, and only when the scope's own cgroup says
+		// "populated 0"; anything else (members left, an unreadable file) still goes through StopUnit.
+		if p.unit != "" && !scopeEmpty(p.events) {
 			sctx, cancel := context.WithTimeout(ctx, scopeTimeout)
 			_ = p.conn.StopUnit(sctx, p.unit)
 			cancel()
@@ -213,4 +229,21 @@ func (p *placement) close() {
 	if p.conn != nil {
 		p.conn.Close()
 	}
+}
+
+// scopeEmpty reports whether events (a scope's cgroup.events) exists and says "populated 0".
+func scopeEmpty(events string) bool {
+	if events == "" {
+		return false
+	}
+	b, err := os.ReadFile(events)
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "populated "); ok {
+			return v == "0"
+		}
+	}
+	return false
 }
