@@ -29,6 +29,8 @@ cleanup() {
 	exit "$rc"
 }
 trap cleanup EXIT
+# Interrupted (Ctrl-C, a closed pipe such as `make demo | head`): still clean up, through the EXIT trap.
+trap 'exit 130' INT TERM HUP PIPE
 
 if [ -t 1 ]; then bold=$'\033[1m' plain=$'\033[0m'; else bold='' plain=''; fi
 say() { printf '\n%s== %s%s\n' "$bold" "$*" "$plain"; }
