@@ -232,3 +232,22 @@ func TestIdentityLegacyHermesRows(t *testing.T) {
 		t.Fatalf("matching legacy row: exit %d %s", r.Code, r.Stderr)
 	}
 }
+
+// A detached worker gets default signal dispositions: a plain SIGTERM ends a plain sleep, and the record
+// says so (nothing of the shim's own handling leaks into the worker).
+func TestDetachedWorkerHearsSIGTERM(t *testing.T) {
+	requireRoot(t)
+	e := newEnv(t)
+	for _, scope := range []string{"none", "cgroup"} {
+		rc := e.detach([]string{"--scope", scope, "--cgroup-parent", e.Parent}, "sleep", "300")
+		if r := e.run("signal", "-s", "TERM", rc.ID); r.Code != 0 {
+			t.Fatalf("%s: signal: %d %s", scope, r.Code, r.Stderr)
+		}
+		r := e.run("wait", "--json", "--timeout", "5s", rc.ID)
+		var rec receipt
+		must(t, json.Unmarshal([]byte(r.Stdout), &rec))
+		if rec.Signal != "SIGTERM" {
+			t.Fatalf("%s: after SIGTERM the record says signal %q exit %v (stdout %s)", scope, rec.Signal, rec.ExitCode, r.Stdout)
+		}
+	}
+}

@@ -54,8 +54,15 @@ type exitRecord struct {
 // outlives the launcher, the sidecar and the gateway alike. It never returns.
 func shimMain() {
 	runtime.GOMAXPROCS(1) // it waits on one child; keep its footprint in the worker's cgroup small
-	// A stop sends SIGTERM to every member of the cgroup: the shim must live on to record the exit.
-	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
+	// A stop sends SIGTERM to every member of the cgroup: the shim must live on to record the exit. The
+	// signals are caught and dropped, not ignored: an ignored disposition survives execve, and the worker
+	// would inherit a deaf SIGTERM.
+	drop := make(chan os.Signal, 8)
+	signal.Notify(drop, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
+	go func() {
+		for range drop {
+		}
+	}()
 	res := os.NewFile(handshake.ResultFD, "shim-result")
 	cfg := os.NewFile(handshake.ConfigFD, "shim-config")
 	var sc shimConfig

@@ -106,4 +106,3 @@ func exportedRecv(fl *ast.FieldList) bool {
 	id, ok := typ.(*ast.Ident)
 	return ok && id.IsExported()
 }
-
