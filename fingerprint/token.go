@@ -38,10 +38,13 @@ const (
 	maxTokenLen = 4 * 16384 // longest token text accepted
 )
 
-var (
-	tokenEncoding = base64.RawURLEncoding.Strict()
-	castagnoli    = crc32.MakeTable(crc32.Castagnoli)
-)
+var tokenEncoding = base64.RawURLEncoding.Strict()
+
+// castagnoli returns the CRC-32C table. It is not built at package init: every hlaunch process (the CLI,
+// the init stub between fork and the target's execve, each shim) would pay for it (0.1-0.2 ms, the
+// largest init in the binary under GODEBUG=inittrace=1 and 2% of the CPU samples of a launch in perf),
+// and most of them never encode a token. hash/crc32 builds it once per process on first use.
+func castagnoli() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) }
 
 // Token encodes i as a versioned, copy-pasteable string ("hl1." + base64url). An unverified identity
 // encodes that, with its reason. Token always writes FormatVersion.
@@ -63,7 +66,7 @@ func (i Identity) Token() string {
 	b = appendStr(b, i.Unit)
 	b = appendID(b, i.InvocationID, idHex)
 	b = appendStr(b, i.Reason)
-	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli()))
 	out := make([]byte, len(tokenPrefix)+tokenEncoding.EncodedLen(len(b)))
 	copy(out, tokenPrefix)
 	tokenEncoding.Encode(out[len(tokenPrefix):], b)
@@ -97,7 +100,7 @@ func ParseToken(s string) (Identity, error) {
 		return Identity{}, fmt.Errorf("%w: token is truncated", ErrMalformed)
 	}
 	body, sum := b[:len(b)-4], binary.BigEndian.Uint32(b[len(b)-4:])
-	if crc32.Checksum(body, castagnoli) != sum {
+	if crc32.Checksum(body, castagnoli()) != sum {
 		return Identity{}, fmt.Errorf("%w: token checksum mismatch (altered or truncated)", ErrMalformed)
 	}
 	d := decoder{b: body}
