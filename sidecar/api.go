@@ -89,14 +89,13 @@ func (s *Server) handleSpawn(w http.ResponseWriter, r *http.Request) {
 	// and the worker is tracked and announced even if nobody reads this answer.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), spawnTimeout)
 	defer cancel()
-	s.listMu.RLock()
-	defer s.listMu.RUnlock()
+	ticket := s.beginSpawn()
 	rc, err := s.b.Start(ctx, spec)
+	s.endSpawn(ticket, rc)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	s.noteStarted(rc)
 	w.Header().Set("Location", "/v1/workers/"+rc.ID)
 	writeJSON(w, http.StatusCreated, rc)
 }

@@ -366,7 +366,14 @@ func TestRestartReconcile(t *testing.T) {
 // TestSpawnNeverAdopted: with the watcher polling as fast as it can, a worker this sidecar starts is reported
 // as started exactly once and never as adopted.
 func TestSpawnNeverAdopted(t *testing.T) {
+	for _, delay := range []time.Duration{0, 3 * time.Millisecond} {
+		t.Run(fmt.Sprint("list delay ", delay), func(t *testing.T) { testSpawnNeverAdopted(t, delay) })
+	}
+}
+
+func testSpawnNeverAdopted(t *testing.T, listDelay time.Duration) {
 	f := newFake()
+	f.listDelay = listDelay // stale lists: a spawn finishes while the list that missed it is in flight
 	ts := startTest(t, f, Config{PollInterval: time.Microsecond})
 	es := ts.events(t, "")
 	const n = 60
@@ -423,5 +430,49 @@ func TestExitWaitsForStatus(t *testing.T) {
 	mu.Unlock()
 	if e := es.next(t); e.Type != EventExited || e.ID != "w-00000000000b" || e.ExitCode != nil {
 		t.Fatalf("event %+v, want exited w-...b without a code", e)
+	}
+}
+
+// TestAdoptionWaitsForSpawnsInFlight: while a spawn whose record is already written has not answered, neither
+// its worker nor a worker started elsewhere at the same time is reported as adopted; once it answers, the
+// spawn's worker is started (once) and the other one adopted.
+func TestAdoptionWaitsForSpawnsInFlight(t *testing.T) {
+	f := newFake()
+	gate := make(chan struct{})
+	f.startGate = gate
+	ts := startTest(t, f, Config{PollInterval: time.Millisecond})
+	es := ts.events(t, "")
+	done := make(chan int, 1)
+	go func() {
+		st, _ := ts.do(t, "POST", "/v1/workers", `{"profile":"a","argv":["x"]}`, nil)
+		done <- st
+	}()
+	for { // wait until the spawn has written its record
+		f.mu.Lock()
+		n := f.n
+		f.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	f.add(launcher.Record{Receipt: launcher.Receipt{ID: "w-0000000000ee", PID: 99}, State: "running"})
+	time.Sleep(50 * time.Millisecond) // dozens of polls
+	var h Health
+	ts.do(t, "GET", "/v1/health", "", &h)
+	if h.LastEvent != 0 {
+		t.Fatalf("%d events while the spawn was in flight, want none", h.LastEvent)
+	}
+	close(gate)
+	if st := <-done; st != 201 {
+		t.Fatalf("spawn: %d", st)
+	}
+	got := map[string]string{}
+	for range 2 {
+		e := es.next(t)
+		got[e.ID] = e.Type
+	}
+	if got["w-000000000001"] != EventStarted || got["w-0000000000ee"] != EventAdopted {
+		t.Fatalf("events %v, want started for the spawn and adopted for the other", got)
 	}
 }

@@ -20,18 +20,23 @@ type fakeBackend struct {
 	startErr error
 	lastSpec launcher.Spec
 	listErr  error
+	// listDelay makes List return a snapshot this old (a slow list racing spawns); startGate, when set,
+	// holds Start after it wrote its record until the gate is closed.
+	listDelay time.Duration
+	startGate chan struct{}
 }
 
 func newFake() *fakeBackend { return &fakeBackend{recs: map[string]launcher.Record{}} }
 
 func (f *fakeBackend) Start(ctx context.Context, spec launcher.Spec) (*launcher.Receipt, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	f.lastSpec = spec
 	if f.startErr != nil {
+		f.mu.Unlock()
 		return nil, f.startErr
 	}
 	if spec.Profile == "" || len(spec.Argv) == 0 {
+		f.mu.Unlock()
 		return nil, fmt.Errorf("%w: profile and argv are required", launcher.ErrInvalid)
 	}
 	f.n++
@@ -39,19 +44,27 @@ func (f *fakeBackend) Start(ctx context.Context, spec launcher.Spec) (*launcher.
 		Profile: spec.Profile, Argv: spec.Argv, Key: spec.Key}
 	f.recs[rc.ID] = launcher.Record{Receipt: rc, State: "running"}
 	f.order = append(f.order, rc.ID)
+	gate := f.startGate
+	f.mu.Unlock()
+	if gate != nil {
+		<-gate // the record is on disk, the answer not yet given
+	}
 	return &rc, nil
 }
 
 func (f *fakeBackend) List(ctx context.Context) ([]launcher.Record, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	if f.listErr != nil {
+		f.mu.Unlock()
 		return nil, f.listErr
 	}
 	out := make([]launcher.Record, 0, len(f.order))
 	for _, id := range f.order {
 		out = append(out, f.recs[id])
 	}
+	delay := f.listDelay
+	f.mu.Unlock()
+	time.Sleep(delay)
 	return out, nil
 }
 

@@ -69,15 +69,16 @@ type Server struct {
 	now    func() time.Time
 	start  time.Time
 
-	// listMu orders spawns against the watcher's list (see poll).
-	listMu sync.RWMutex
-
 	mu       sync.Mutex
-	view     map[string]string    // worker id -> last known state
+	view     map[string]viewEntry // worker id -> what was last reported
 	pending  map[string]time.Time // exited workers whose status has not landed yet -> first seen
-	alive    func(pid int) bool
-	lastPoll time.Time
-	pollErr  error
+	unknown  map[string]uint64    // records not in the view, held back -> nextTicket when first seen
+	inflight map[uint64]struct{}  // tickets of spawns that have not answered
+	// nextTicket numbers spawns; gen counts the workers spawns put in the view (see poll).
+	nextTicket, gen uint64
+	alive           func(pid int) bool
+	lastPoll        time.Time
+	pollErr         error
 
 	// ready is closed once the listener is up and the start-up reconciliation is done.
 	ready    chan struct{}
@@ -118,8 +119,10 @@ func newServer(cfg Config, b backend) (*Server, error) {
 		log:      log.New(cfg.Log, "", log.LstdFlags),
 		now:      time.Now,
 		start:    time.Now(),
-		view:     map[string]string{},
+		view:     map[string]viewEntry{},
 		pending:  map[string]time.Time{},
+		unknown:  map[string]uint64{},
+		inflight: map[uint64]struct{}{},
 		alive:    pidAlive,
 		ready:    make(chan struct{}),
 		shutdown: make(chan struct{}),

@@ -51,19 +51,33 @@ func settled(r launcher.Record, alive func(int) bool) bool {
 	return r.ExitCode != nil || r.Signal != "" || r.ShimPID == 0 || !alive(r.ShimPID)
 }
 
-// poll lists every record once, updates the view, and publishes what changed. It holds listMu exclusively so
-// that a spawn in flight (which holds it shared) is either fully before this list (its started event is out
-// and the id is in the view) or fully after it: a fresh worker is never reported as adopted.
+// viewEntry is what the sidecar last knew of one worker. gen is the spawn generation at which a spawn put it
+// there (0 when the watcher did): a list that started before that spawn finished may not show it yet.
+type viewEntry struct {
+	state string
+	gen   uint64
+}
+
+// poll lists every record once, updates the view, and publishes what changed. It never blocks spawns while
+// it lists (a list of 1,000 records takes a while). Instead, a record the view does not know is held back
+// while any spawn that began before it was seen is still in flight: that spawn may be the one that wrote it,
+// and will announce it as started. So a fresh worker is never reported as adopted, and a worker started
+// elsewhere (a restart, the CLI) is adopted as soon as no such spawn is pending.
 func (s *Server) poll(ctx context.Context, initial bool) error {
-	s.listMu.Lock()
-	defer s.listMu.Unlock()
+	s.mu.Lock()
+	gen0 := s.gen
+	s.mu.Unlock()
 	recs, err := s.b.List(ctx)
 	now := s.now()
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.lastPoll, s.pollErr = now, err
 	if err != nil {
-		s.mu.Unlock()
 		return err
+	}
+	oldest := s.nextTicket // the oldest spawn still in flight, or nextTicket when none is
+	for t := range s.inflight {
+		oldest = min(oldest, t)
 	}
 	var evs []Event
 	seen := make(map[string]struct{}, len(recs))
@@ -83,11 +97,22 @@ func (s *Server) poll(ctx context.Context, initial bool) error {
 		}
 		delete(s.pending, r.ID)
 		prev, known := s.view[r.ID]
-		evs = append(evs, transition(prev, known, r, initial)...)
-		s.view[r.ID] = r.State
+		if !known {
+			issued, seenBefore := s.unknown[r.ID]
+			if !seenBefore {
+				issued = s.nextTicket
+				s.unknown[r.ID] = issued
+			}
+			if oldest < issued {
+				continue // a spawn that may have written this record has not answered yet
+			}
+			delete(s.unknown, r.ID)
+		}
+		evs = append(evs, transition(prev.state, known, r, initial)...)
+		s.view[r.ID] = viewEntry{state: r.State}
 	}
-	for id := range s.view {
-		if _, ok := seen[id]; !ok {
+	for id, v := range s.view {
+		if _, ok := seen[id]; !ok && v.gen <= gen0 {
 			delete(s.view, id) // the record was removed (hlaunch gc, or by hand): nothing left to report
 		}
 	}
@@ -96,7 +121,13 @@ func (s *Server) poll(ctx context.Context, initial bool) error {
 			delete(s.pending, id)
 		}
 	}
-	s.mu.Unlock()
+	for id := range s.unknown {
+		if _, ok := seen[id]; !ok {
+			delete(s.unknown, id)
+		}
+	}
+	// Published under mu, so that a spawn's started event and the watcher's events for the same worker
+	// come out in the order their view changes were made.
 	s.events.publish(evs...)
 	return nil
 }
@@ -124,11 +155,28 @@ func (s *Server) watch(ctx context.Context) {
 	}
 }
 
-// noteStarted records a worker this sidecar just started; the caller holds listMu shared.
-func (s *Server) noteStarted(rc *launcher.Receipt) {
+// beginSpawn registers a spawn in flight and returns its ticket for endSpawn.
+func (s *Server) beginSpawn() uint64 {
 	s.mu.Lock()
-	s.view[rc.ID] = stateRunning
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	t := s.nextTicket
+	s.nextTicket++
+	s.inflight[t] = struct{}{}
+	return t
+}
+
+// endSpawn ends a spawn; when it started a worker (rc != nil), the worker enters the view and its started
+// event is published, in one step under mu.
+func (s *Server) endSpawn(ticket uint64, rc *launcher.Receipt) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.inflight, ticket)
+	if rc == nil {
+		return
+	}
+	s.gen++
+	s.view[rc.ID] = viewEntry{state: stateRunning, gen: s.gen}
+	delete(s.unknown, rc.ID)
 	s.events.publish(eventFor(EventStarted, launcher.Record{Receipt: *rc, State: stateRunning}, false))
 }
 
@@ -136,8 +184,8 @@ func (s *Server) noteStarted(rc *launcher.Receipt) {
 func (s *Server) counts() (total, running int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, st := range s.view {
-		if st == stateRunning {
+	for _, v := range s.view {
+		if v.state == stateRunning {
 			running++
 		}
 	}
