@@ -39,7 +39,8 @@ func TestMain(m *testing.M) {
 		os.Exit(2)
 	}
 	selfBin = filepath.Join(dir, "child.test")
-	if err := copyExecutable(self, selfBin); err == nil {
+	err = copyExecutable(self, selfBin)
+	if err == nil {
 		err = os.Chmod(dir, 0o755)
 	}
 	if err != nil {
