@@ -3,6 +3,7 @@ package integration
 import (
 	"bufio"
 	"encoding/json"
+	"github.com/hlaunch/hlaunch/fingerprint"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -174,4 +175,31 @@ func TestCronTimeoutAndOOMAreRecorded(t *testing.T) {
 			t.Errorf("ledger holds credential %q", s)
 		}
 	}
+}
+
+// A ledger record written before a reboot (another boot id, never ended) is shown as such, never as running.
+func TestCronLedgerAcrossReboot(t *testing.T) {
+	requireRoot(t)
+	e := newEnv(t)
+	ledger := filepath.Join(t.TempDir(), "ledger")
+	e.Launcher = append(e.Launcher, "HLAUNCH_LEDGER_DIR="+ledger)
+	rc := e.detach([]string{"--scope", "cgroup", "--cgroup-parent", e.Parent}, selfBin, "child", "trap")
+	path := filepath.Join(ledger, rc.ID+".json")
+	var rec map[string]any
+	b, err := os.ReadFile(path)
+	must(t, err)
+	must(t, json.Unmarshal(b, &rec))
+	if rec["state"] != "running" {
+		t.Fatalf("ledger start record: %v", rec)
+	}
+	// As the ledger would hold it after a reboot: the same record, another boot.
+	rec["token"] = forged(t, rc.Token, func(i *fingerprint.Identity) { i.BootID = "11111111-1111-1111-1111-111111111111" })
+	b, err = json.Marshal(rec)
+	must(t, err)
+	must(t, os.WriteFile(path, b, 0o600))
+	got := e.ledger()
+	if len(got) != 1 || got[0].State != "foreign-boot" {
+		t.Fatalf("ledger after a reboot: %+v", got)
+	}
+	e.run("stop", "--grace", "1s", rc.ID)
 }

@@ -223,13 +223,19 @@ func TestIdentityLegacyHermesRows(t *testing.T) {
 			if r := e.run("signal", "--pid", pid, "--fingerprint", c.fp, "-s", "KILL"); r.Code != c.code {
 				t.Errorf("signal --fingerprint %q: exit %d, want %d", c.fp, r.Code, c.code)
 			}
+			if r := e.run("stop", "--grace", "100ms", "--pid", pid, "--fingerprint", c.fp); r.Code != c.code {
+				t.Errorf("stop --fingerprint %q: exit %d, want %d", c.fp, r.Code, c.code)
+			}
 		}
 	}
 	if !alive(rc.PID) {
 		t.Fatal("a refused legacy row was signalled")
 	}
-	if r := e.run("signal", "--pid", pid, "--fingerprint", rc.Finger, "-s", "TERM"); r.Code != 0 {
+	if r := e.run("signal", "--pid", pid, "--fingerprint", rc.Finger, "-s", "USR1"); r.Code != 0 {
 		t.Fatalf("matching legacy row: exit %d %s", r.Code, r.Stderr)
+	}
+	if r := e.run("stop", "--grace", "2s", "--pid", pid, "--fingerprint", rc.Finger); r.Code != 0 || alive(rc.PID) {
+		t.Fatalf("legacy stop: exit %d %s (alive %v)", r.Code, r.Stderr, alive(rc.PID))
 	}
 }
 

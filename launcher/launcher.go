@@ -16,7 +16,8 @@ type Config struct {
 	// StateDir holds worker records; empty means HLAUNCH_STATE_DIR, else /run/hlaunch for root,
 	// else $XDG_RUNTIME_DIR/hlaunch.
 	StateDir string
-	// LedgerDir holds the execution ledger; empty means <StateDir>/ledger.
+	// LedgerDir holds the execution ledger; empty means HLAUNCH_LEDGER_DIR, else <StateDir>/ledger. Put it
+	// on a persistent disk to keep the ledger across reboots (the default state dir is a tmpfs).
 	LedgerDir string
 	// PolicyFile is a JSON policy that extends the built-in name lists; empty means none.
 	PolicyFile string

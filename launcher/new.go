@@ -47,6 +47,9 @@ func New(cfg Config) (*Launcher, error) {
 	}
 	l.ledger = cfg.LedgerDir
 	if l.ledger == "" {
+		l.ledger = getenv("HLAUNCH_LEDGER_DIR")
+	}
+	if l.ledger == "" {
 		l.ledger = filepath.Join(l.state, "ledger")
 	}
 	l.host, l.hostErr = cgroup.Detect()

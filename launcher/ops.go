@@ -190,24 +190,9 @@ func (l *Launcher) Stop(ctx context.Context, ref string, grace time.Duration) (R
 		return Record{}, err
 	}
 	defer h.Close()
-	killed := false
-	if err := h.SignalAll(ctx, syscall.SIGTERM); err != nil {
-		return Record{}, fmt.Errorf("stop: SIGTERM: %w", err)
-	}
-	gctx, cancel := context.WithTimeout(ctx, grace)
-	err = h.WaitEmpty(gctx)
-	cancel()
+	killed, err := stopHandle(ctx, h, grace)
 	if err != nil {
-		killed = true
-		if err := h.SignalAll(ctx, syscall.SIGKILL); err != nil {
-			return Record{}, fmt.Errorf("stop: kill: %w", err)
-		}
-		kctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		err = h.WaitEmpty(kctx)
-		cancel()
-		if err != nil {
-			return Record{}, fmt.Errorf("%w: %w", ErrNotEmpty, err)
-		}
+		return Record{}, err
 	}
 	if rc.ID != "" {
 		l.recordStopped(rc, killed)
@@ -223,6 +208,49 @@ func (l *Launcher) Stop(ctx context.Context, ref string, grace time.Duration) (R
 	}
 	if rec.State == string(fingerprint.Running) {
 		return rec, fmt.Errorf("%w: still running after stop", ErrNotEmpty)
+	}
+	return rec, nil
+}
+
+// stopHandle is the stop sequence on a verified worker: SIGTERM to every member, up to grace for the
+// cgroup (or, without one, the leader) to empty, then SIGKILL to all. It reports whether the kill was
+// needed, and fails unless the worker is verified gone.
+func stopHandle(ctx context.Context, h *fingerprint.Handle, grace time.Duration) (killed bool, err error) {
+	if err := h.SignalAll(ctx, syscall.SIGTERM); err != nil {
+		return false, fmt.Errorf("stop: SIGTERM: %w", err)
+	}
+	gctx, cancel := context.WithTimeout(ctx, grace)
+	err = h.WaitEmpty(gctx)
+	cancel()
+	if err == nil {
+		return false, nil
+	}
+	if err := h.SignalAll(ctx, syscall.SIGKILL); err != nil {
+		return true, fmt.Errorf("stop: kill: %w", err)
+	}
+	kctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := h.WaitEmpty(kctx); err != nil {
+		return true, fmt.Errorf("%w: %w", ErrNotEmpty, err)
+	}
+	return true, nil
+}
+
+// LegacyStop stops a hermes row's process (SIGTERM, grace, SIGKILL) only when its fingerprint verifies;
+// it succeeds only once the process is verified gone.
+func (l *Launcher) LegacyStop(ctx context.Context, pid int, fp string, grace time.Duration) (Record, error) {
+	h, v, err := fingerprint.AuthorizeHermes(l.src, pid, fp)
+	if err = refusalOr(h, v, err); err != nil {
+		return Record{}, err
+	}
+	defer h.Close()
+	killed, err := stopHandle(ctx, h, grace)
+	if err != nil {
+		return Record{}, err
+	}
+	rec := Record{Receipt: Receipt{PID: pid, Fingerprint: fp}, State: string(fingerprint.Exited), Reason: "stopped"}
+	if killed {
+		rec.Signal = "SIGKILL"
 	}
 	return rec, nil
 }

@@ -28,12 +28,15 @@ const scopeTimeout = 10 * time.Second
 // placement is where one worker lives. It is decided and created before the child starts; place runs after
 // the child (stub or shim) exists and before it may exec.
 type placement struct {
-	mode    string
-	group   *cgroup.Group // cgroup mode: the worker's own cgroup
-	conn    *systemd.Conn // scoped: the manager that owns the scope
-	unit    string        // scoped: "<name>.scope"
-	invID   string        // scoped: InvocationID
-	warning string        // degraded: the one warning
+	mode  string
+	group *cgroup.Group // cgroup mode: the worker's own cgroup
+	conn  *systemd.Conn // scoped: the manager that owns the scope (after dialed has been waited for)
+	// dialed, when not nil, delivers conn (or why there is none) from a connect that runs while the child
+	// starts: --scope systemd overlaps the bus handshake with the stub's exec and Go start-up.
+	dialed  chan dialResult
+	unit    string // scoped: "<name>.scope"
+	invID   string // scoped: InvocationID
+	warning string // degraded: the one warning
 	limits  cgroup.Limits
 	// scoped, unit name generated (unique per launch): the scope's cgroup.events on the unified tree, so
 	// release can see the scope is already empty and leave it to the manager instead of a StopUnit job.
@@ -49,7 +52,7 @@ func (l *Launcher) prepare(ctx context.Context, spec Spec, id string) (*placemen
 	case ScopeCgroup:
 		return l.prepareCgroup(spec, id)
 	case ScopeSystemd:
-		return l.prepareSystemd(ctx, spec)
+		return l.prepareSystemdAsync(ctx, spec)
 	}
 	// auto: a scope when a manager answers; else a raw cgroup; else degraded, said once.
 	p, sdErr := l.prepareSystemd(ctx, spec)
@@ -115,6 +118,49 @@ func (l *Launcher) prepareSystemd(ctx context.Context, spec Spec) (*placement, e
 	return p, nil
 }
 
+// dialResult is the outcome of an overlapped connect.
+type dialResult struct {
+	p   *placement
+	err error
+}
+
+// prepareSystemdAsync is prepareSystemd for an explicit --scope systemd, run in the background: the bus
+// connection (two authenticated D-Bus connections in go-systemd) is made while the stub is exec'd and
+// starts up, and place waits for it. Nothing runs unplaced meanwhile: the stub is held on its handshake
+// until place succeeds, and a failed connect aborts it (exit 125, the target never runs). The unit name
+// is still checked first, so a bad --unit starts nothing at all. --scope auto stays synchronous: its
+// fallback depends on the answer.
+func (l *Launcher) prepareSystemdAsync(ctx context.Context, spec Spec) (*placement, error) {
+	if spec.Unit != "" {
+		if err := systemd.ValidUnitName(spec.Unit); err != nil {
+			return nil, fmt.Errorf("%w: --unit: %w", ErrInvalid, err)
+		}
+	}
+	p := &placement{mode: ModeScoped, limits: spec.Limits, dialed: make(chan dialResult, 1)}
+	if l.host != nil {
+		p.unified = l.host.Unified
+	}
+	go func() {
+		q, err := l.prepareSystemd(ctx, spec)
+		p.dialed <- dialResult{q, err}
+	}()
+	return p, nil
+}
+
+// await waits for an overlapped connect; afterwards p.conn is set, or the error says why not.
+func (p *placement) await() error {
+	if p.dialed == nil {
+		return nil
+	}
+	r := <-p.dialed
+	p.dialed = nil
+	if r.err != nil {
+		return r.err
+	}
+	p.conn = r.p.conn
+	return nil
+}
+
 // cloneFD opens the fd a child is cloned into (clone3 CLONE_INTO_CGROUP), or returns nil when the child is
 // placed another way.
 func (p *placement) cloneFD() (*os.File, error) {
@@ -148,6 +194,9 @@ func (p *placement) place(ctx context.Context, spec Spec, id string, pid int, cl
 		}
 		return p.group.JoinAll(pid)
 	case ModeScoped:
+		if err := p.await(); err != nil {
+			return err
+		}
 		name := spec.Unit
 		if name == "" {
 			name = "hlaunch-" + spec.Profile + "-" + strings.TrimPrefix(id, "w-")
@@ -210,6 +259,7 @@ func (p *placement) release(ctx context.Context) {
 		cancel()
 		_ = p.group.Delete()
 	}
+	_ = p.await()
 	if p.conn != nil {
 		// An empty scope is stopped and collected by the manager itself (CollectMode=inactive-or-failed); the
 		// StopUnit job costs a D-Bus round trip and a job wait on every foreground launch (make bench). Only
@@ -226,6 +276,7 @@ func (p *placement) release(ctx context.Context) {
 
 // close drops what the launcher holds without touching the worker (a detached launch).
 func (p *placement) close() {
+	_ = p.await()
 	if p.conn != nil {
 		p.conn.Close()
 	}

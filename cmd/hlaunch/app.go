@@ -18,10 +18,11 @@ import (
 
 // app is one invocation: the global flags and the process's streams. It lives only as long as run.
 type app struct {
-	root     string // --root
-	stateDir string // --state-dir
-	policy   string // --policy
-	json     bool   // --json
+	root      string // --root
+	stateDir  string // --state-dir
+	ledgerDir string // --ledger-dir
+	policy    string // --policy
+	json      bool   // --json
 
 	stdin          *os.File
 	stdout, stderr *os.File
@@ -97,6 +98,7 @@ func (a *app) config() launcher.Config {
 	return launcher.Config{
 		Root:       a.root,
 		StateDir:   a.stateDir,
+		LedgerDir:  a.ledgerDir,
 		PolicyFile: a.policy,
 		Stderr:     a.stderr,
 	}

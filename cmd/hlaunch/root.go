@@ -31,6 +31,7 @@ See docs/cli.md for every command and docs/exit-codes.md for the exit codes.`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.root, "root", "", "hermes root (default: $HLAUNCH_ROOT, else derived from $HERMES_HOME, else ~/.hermes)")
 	pf.StringVar(&a.stateDir, "state-dir", "", "worker records (default: $HLAUNCH_STATE_DIR, else /run/hlaunch for root, else $XDG_RUNTIME_DIR/hlaunch)")
+	pf.StringVar(&a.ledgerDir, "ledger-dir", "", "execution ledger, kept across reboots when on a persistent disk (default: $HLAUNCH_LEDGER_DIR, else <state-dir>/ledger)")
 	pf.StringVar(&a.policy, "policy", "", "JSON policy file extending the built-in name lists")
 	pf.BoolVar(&a.json, "json", false, "answer in JSON on stdout (errors too: {\"error\":{\"code\",\"message\"}})")
 

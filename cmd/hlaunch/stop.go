@@ -5,12 +5,30 @@ import (
 )
 
 func newStopCmd(a *app) *cobra.Command {
-	var grace string
+	var (
+		grace string
+		pid   int
+		fp    string
+	)
 	cmd := &cobra.Command{
-		Use:   "stop ID|TOKEN [--grace DUR]",
+		Use:   "stop (ID|TOKEN | --pid N --fingerprint FP) [--grace DUR]",
 		Short: "SIGTERM, wait up to the grace, then kill the whole cgroup; exit 0 only when verified empty",
-		Args:  exactArgs(1, "one worker id or token"),
+		Long: `stop sends SIGTERM to every process of the worker, waits up to --grace for its cgroup to empty, then
+kills the whole cgroup, and exits 0 only when the cgroup is verified empty. A worker whose identity does
+not verify gets zero signals: exit 3 (foreign or recycled) or 4 (unverified).
+
+--pid N --fingerprint "<epoch>|<start>" stops a hermes gateway row's process under the same rules (the
+leader only: a hermes row has no cgroup).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			legacy := cmd.Flags().Changed("pid") || cmd.Flags().Changed("fingerprint")
+			switch {
+			case legacy && len(args) > 0:
+				return invalidf("stop: give either a worker id/token or --pid with --fingerprint, not both")
+			case legacy && !cmd.Flags().Changed("pid"):
+				return invalidf("stop: --fingerprint needs --pid")
+			case !legacy && len(args) != 1:
+				return invalidf("stop: want one worker id or token")
+			}
 			d, err := parseGrace("--grace", grace)
 			if err != nil {
 				return err
@@ -21,6 +39,13 @@ func newStopCmd(a *app) *cobra.Command {
 			}
 			ctx, cancel := interruptible(cmd.Context())
 			defer cancel()
+			if legacy {
+				rec, err := l.LegacyStop(ctx, pid, fp, d)
+				if err != nil {
+					return err
+				}
+				return a.printRecord(rec)
+			}
 			rec, err := l.Stop(ctx, args[0], d)
 			if err != nil {
 				return err
@@ -29,5 +54,7 @@ func newStopCmd(a *app) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&grace, "grace", "5s", "time between SIGTERM and the whole-cgroup kill")
+	cmd.Flags().IntVar(&pid, "pid", 0, "a hermes row's PID (with --fingerprint)")
+	cmd.Flags().StringVar(&fp, "fingerprint", "", "a hermes row's fingerprint, \"<epoch>|<start>\"")
 	return cmd
 }
