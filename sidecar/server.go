@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/user"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
@@ -24,6 +25,7 @@ import (
 const (
 	DefaultMaxBody      = 1 << 20 // 1 MiB: a spec is a few hundred bytes; anything near this is a mistake
 	DefaultPollInterval = 150 * time.Millisecond
+	DefaultSlowPoll     = 2 * time.Second
 	DefaultEventRing    = 4096
 )
 
@@ -38,8 +40,14 @@ type Config struct {
 	Launcher *launcher.Launcher
 	// MaxBody limits request bodies; zero means DefaultMaxBody. Larger bodies get 413 too_large.
 	MaxBody int64
-	// PollInterval is how often the watcher lists records to notice exits; zero means DefaultPollInterval.
+	// PollInterval is the shortest time between two lists of the records (and the polling period when
+	// WatchDir cannot be watched); zero means DefaultPollInterval.
 	PollInterval time.Duration
+	// SlowPoll is the longest time between two lists when WatchDir is watched; zero means DefaultSlowPoll.
+	SlowPoll time.Duration
+	// WatchDir is a directory whose changes (inotify) wake the watcher: the launcher's worker records. Empty
+	// with a Launcher means <Launcher.StateDir()>/workers; empty otherwise means polling every PollInterval.
+	WatchDir string
 	// EventRing is how many past events are kept for ?since= replay; zero means DefaultEventRing.
 	EventRing int
 	// Log receives the sidecar's own messages (refused peers, list errors); nil means os.Stderr.
@@ -92,6 +100,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Launcher == nil {
 		return nil, fmt.Errorf("%w: no launcher", ErrConfig)
 	}
+	if cfg.WatchDir == "" {
+		// The launcher keeps one record and one exit status per worker here (launcher.workersDir); it has no
+		// exported name for it yet.
+		cfg.WatchDir = filepath.Join(cfg.Launcher.StateDir(), "workers")
+	}
 	return newServer(cfg, cfg.Launcher)
 }
 
@@ -101,6 +114,9 @@ func newServer(cfg Config, b backend) (*Server, error) {
 	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = DefaultPollInterval
+	}
+	if cfg.SlowPoll <= 0 {
+		cfg.SlowPoll = DefaultSlowPoll
 	}
 	if cfg.EventRing <= 0 {
 		cfg.EventRing = DefaultEventRing

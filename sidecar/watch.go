@@ -132,18 +132,45 @@ func (s *Server) poll(ctx context.Context, initial bool) error {
 	return nil
 }
 
-// watch polls until ctx ends. Polling List is the one mechanism that sees every change (a shim's exit record,
-// a worker started by the CLI, a record removed) without depending on the state directory's layout.
+// watch lists the records until ctx ends: after a change in Config.WatchDir (inotify), at most every
+// PollInterval; while an exit or a record is held back, every PollInterval; and in any case every SlowPoll,
+// which catches what writes no file (a PID recycled, a shim killed with its worker). Without inotify (the
+// directory does not exist yet, or no WatchDir) it polls every PollInterval and keeps trying to watch.
 func (s *Server) watch(ctx context.Context) {
 	t := time.NewTicker(s.cfg.PollInterval)
 	defer t.Stop()
-	var lastErr string
+	var (
+		w       *dirWatch
+		wake    <-chan struct{}
+		woken   bool
+		last    = s.now()
+		lastErr string
+	)
 	for {
+		if w == nil && s.cfg.WatchDir != "" {
+			if nw, err := watchDir(ctx, s.cfg.WatchDir); err == nil {
+				w, wake = nw, nw.wake
+				woken = true // anything may have changed before the watch began
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return
+		case _, ok := <-wake:
+			if !ok {
+				w, wake = nil, nil
+			}
+			woken = true
+			continue // polled at the next tick: bursts of writes (50 spawns at once) cost one list
 		case <-t.C:
 		}
+		s.mu.Lock()
+		held := len(s.pending) > 0 || len(s.unknown) > 0
+		s.mu.Unlock()
+		if w != nil && !woken && !held && s.now().Sub(last) < s.cfg.SlowPoll {
+			continue
+		}
+		woken, last = false, s.now()
 		err := s.poll(ctx, false)
 		switch {
 		case err != nil && err.Error() != lastErr && ctx.Err() == nil:

@@ -24,6 +24,7 @@ type sidecarFlags struct {
 	userManager         bool
 	maxBody             int64
 	pollInterval        time.Duration
+	slowPoll            time.Duration
 }
 
 // newSidecarCmd is `hlaunch sidecar`: the gateway's daemon (see docs/sidecar.md). It reads the global
@@ -57,7 +58,8 @@ the state directory. Under systemd it supports Type=notify and socket activation
 	fs.BoolVar(&f.userManager, "user", false, "default to the caller's systemd user manager for scopes, even as root")
 	fs.BoolVar(&f.requireScope, "require-scope", false, "refuse (degraded, 503) every spawn that would run without a restart-safe placement")
 	fs.Int64Var(&f.maxBody, "max-body", sidecar.DefaultMaxBody, "largest request body in bytes (larger: 413)")
-	fs.DurationVar(&f.pollInterval, "poll-interval", sidecar.DefaultPollInterval, "how often worker records are checked for exits")
+	fs.DurationVar(&f.pollInterval, "poll-interval", sidecar.DefaultPollInterval, "shortest time between two checks of the worker records (exits are noticed through inotify)")
+	fs.DurationVar(&f.slowPoll, "slow-poll", sidecar.DefaultSlowPoll, "longest time between two checks of the worker records")
 	return cmd
 }
 
@@ -91,8 +93,8 @@ func (f *sidecarFlags) run(cmd *cobra.Command) error {
 	default:
 		return invalidf("sidecar: --scope %q: want auto, systemd, cgroup or none", f.scope)
 	}
-	if f.pollInterval < time.Millisecond {
-		return invalidf("sidecar: --poll-interval %s is below 1ms", f.pollInterval)
+	if f.pollInterval < time.Millisecond || f.slowPoll < f.pollInterval {
+		return invalidf("sidecar: want 1ms <= --poll-interval (%s) <= --slow-poll (%s)", f.pollInterval, f.slowPoll)
 	}
 	var hide []string
 	if f.socket != "" {
@@ -128,6 +130,7 @@ func (f *sidecarFlags) run(cmd *cobra.Command) error {
 		Launcher:     l,
 		MaxBody:      f.maxBody,
 		PollInterval: f.pollInterval,
+		SlowPoll:     f.slowPoll,
 		Log:          cmd.ErrOrStderr(),
 	})
 	if err != nil {
