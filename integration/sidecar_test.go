@@ -240,7 +240,7 @@ func TestSidecarCrashLoop(t *testing.T) {
 				}
 			}()
 		}
-		time.Sleep(time.Duration(rng.IntN(30_000)) * time.Microsecond)
+		time.Sleep(time.Duration(rng.IntN(60_000)) * time.Microsecond)
 		p.kill9()
 		wg.Wait()
 	}
