@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,6 +38,7 @@ type sidecarFigures struct {
 	ReadoptMS      float64        `json:"readopt_ms"`
 	ReadoptRecords int            `json:"readopt_records"`
 	Notes          []string       `json:"notes"`
+	StateFS        string         `json:"state_fs"`
 }
 
 type latencyPoint struct {
@@ -46,6 +48,10 @@ type latencyPoint struct {
 	P99MS      float64 `json:"p99_ms"`
 	MaxMS      float64 `json:"max_ms"`
 	SpawnsPerS float64 `json:"spawns_per_s"`
+	// CPUmsPerSpawn is the CPU time (user+system) of the sidecar and its reaped descendants (the shims and
+	// the targets) per spawn; BusyPct is how busy the whole machine's CPUs were during the phase.
+	CPUmsPerSpawn float64 `json:"cpu_ms_per_spawn"`
+	BusyPct       float64 `json:"busy_pct"`
 }
 
 // BenchmarkSidecarLoad drives a real `hlaunch sidecar` process ($HLAUNCH_BIN) over its socket, as the
@@ -71,6 +77,16 @@ func BenchmarkSidecarLoad(b *testing.B) {
 	}
 	b.Cleanup(func() { removeParent(b, parent) })
 	dir := b.TempDir()
+	// State directories live under HLAUNCH_BENCH_STATE_BASE when set (scripts/bench.sh: /dev/shm, a tmpfs,
+	// as /run is on systemd hosts), else in the temporary directory (this machine's ext4).
+	stateBase := dir
+	if base := os.Getenv("HLAUNCH_BENCH_STATE_BASE"); base != "" {
+		var err error
+		if stateBase, err = os.MkdirTemp(base, "hlaunch-bench-state-"); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { os.RemoveAll(stateBase) })
+	}
 	root := filepath.Join(dir, "hermes")
 	if err := os.MkdirAll(filepath.Join(root, "profiles", "b", "cache", "scratch"), 0o755); err != nil {
 		b.Fatal(err)
@@ -82,24 +98,32 @@ func BenchmarkSidecarLoad(b *testing.B) {
 		"by Go HTTP clients (one keep-alive connection each). Latency is POST /v1/workers of " +
 		"`{\"profile\":\"b\",\"argv\":[\"/bin/true\"]}` to its 201 answer, which the sidecar sends once the target " +
 		"runs under its shim (spawn-to-running); spawns/s is spawns over the wall time of the phase. Memory: " +
-		"VmRSS of the sidecar, Pss/Rss (smaps_rollup) of shims, averaged over 20."}
+		"VmRSS of the sidecar, Pss/Rss (smaps_rollup) of shims, averaged over 20. CPU per spawn is the user+system " +
+		"time of the sidecar and its reaped descendants (shims, targets) over the phase; busy is the share of " +
+		"the machine's CPUs in use meanwhile (this engineer's run and everyone else's)."}
 
 	// Phase 1: latency and throughput, a fresh state directory.
-	sc := startSidecar(b, bin, root, filepath.Join(dir, "state1"), filepath.Join(dir, "s1.sock"), parent)
+	sc := startSidecar(b, bin, root, filepath.Join(stateBase, "state1"), filepath.Join(dir, "s1.sock"), parent)
 	fig.IdleRSSKiB = rssKiB(sc.cmd.Process.Pid, "VmRSS")
 	spec := []byte(`{"profile":"b","argv":["/bin/true"]}`)
 	for _, c := range []struct{ clients, spawns int }{{1, 200}, {10, 600}, {50, 1000}} {
+		cpu0 := treeCPU(sc.cmd.Process.Pid)
+		busy0, all0 := machineCPU()
 		lat, wall := spawnMany(b, sc, spec, c.clients, c.spawns)
+		time.Sleep(300 * time.Millisecond) // let the last shims be reaped, so their CPU is counted
+		busy1, all1 := machineCPU()
+		cpu := treeCPU(sc.cmd.Process.Pid) - cpu0
 		fig.Latency = append(fig.Latency, latencyPoint{Clients: c.clients, Spawns: len(lat),
 			P50MS: pctMS(lat, 0.50), P99MS: pctMS(lat, 0.99), MaxMS: pctMS(lat, 1),
-			SpawnsPerS: float64(len(lat)) / wall.Seconds()})
+			SpawnsPerS: float64(len(lat)) / wall.Seconds(), CPUmsPerSpawn: cpu / float64(len(lat)),
+			BusyPct: 100 * (busy1 - busy0) / max(all1-all0, 1)})
 		b.Logf("%d clients: %+v", c.clients, fig.Latency[len(fig.Latency)-1])
 	}
 	sc.stop(b)
 
 	// Phase 2: 1,000 running workers tracked, then SIGKILL and re-adoption.
 	const tracked = 1000
-	state2, sock2 := filepath.Join(dir, "state2"), filepath.Join(dir, "s2.sock")
+	state2, sock2 := filepath.Join(stateBase, "state2"), filepath.Join(dir, "s2.sock")
 	sc = startSidecar(b, bin, root, state2, sock2, parent)
 	var mu sync.Mutex
 	var shims []int
@@ -145,6 +169,7 @@ func BenchmarkSidecarLoad(b *testing.B) {
 	fig.Notes = append(fig.Notes, "Re-adoption time runs from the restarted sidecar's exec to the first "+
 		"GET /v1/workers listing all 1,000 as running (it includes the sidecar's start-up and that one list).")
 	sc.stop(b)
+	fig.StateFS = fsType(stateBase)
 	raw, err := json.MarshalIndent(fig, "", " ")
 	if err != nil {
 		b.Fatal(err)
@@ -296,6 +321,60 @@ func pctMS(d []time.Duration, p float64) float64 {
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	i := int(float64(len(s)-1) * p)
 	return float64(s[i].Microseconds()) / 1000
+}
+
+// treeCPU is the CPU time in ms of pid and its reaped descendants (utime+stime+cutime+cstime).
+func treeCPU(pid int) float64 {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(raw)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	var t float64
+	for _, i := range []int{11, 12, 13, 14} { // fields 14-17 of stat, counted from field 3
+		v, _ := strconv.ParseFloat(f[i], 64)
+		t += v
+	}
+	return t * 10 // USER_HZ is 100 on Linux
+}
+
+// machineCPU returns the busy and total jiffies of all CPUs (/proc/stat).
+func machineCPU() (busy, total float64) {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0
+	}
+	line, _, _ := strings.Cut(string(raw), "\n")
+	for i, v := range strings.Fields(line)[1:] {
+		n, _ := strconv.ParseFloat(v, 64)
+		total += n
+		if i != 3 && i != 4 { // idle, iowait
+			busy += n
+		}
+	}
+	return busy, total
+}
+
+// fsType names the file system holding path (tmpfs, ext4, ...), from /proc/self/mountinfo.
+func fsType(path string) string {
+	raw, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return "?"
+	}
+	best, typ := "", "?"
+	for _, l := range strings.Split(string(raw), "\n") {
+		f := strings.Fields(l)
+		i := slices.Index(f, "-")
+		if len(f) < 5 || i < 0 || i+1 >= len(f) {
+			continue
+		}
+		mp := f[4]
+		if (path == mp || strings.HasPrefix(path, strings.TrimSuffix(mp, "/")+"/")) && len(mp) >= len(best) {
+			best, typ = mp, f[i+1]
+		}
+	}
+	return typ
 }
 
 // rssKiB reads a "Key: N kB" line of /proc/pid/status.
