@@ -77,6 +77,17 @@ Measured and left as they are:
   ext4). A detached spawn makes two before it answers (the worker record and its ledger record); the worker
   record's durability is issue 3's contract. The ledger record could be written without fsync before the answer
   (it is completed, durably, at exit): about 0.6 ms per spawn, left to the launcher owner.
+- The sidecar is CPU-bound on 2 vCPUs: `perf record -a` during the 10- and 50-client phases (state on this
+  ext4) puts 68% of all samples in the shims (`exe`), 15% in the sidecar and 7% in the `/bin/true` targets;
+  the sidecar bench measures about 11-12 ms of CPU per spawn (sidecar + shim + target), so two CPUs top out
+  near 170 spawns/s whatever the concurrency, and latency at 10 and 50 clients is queueing. Inside the shim,
+  `state.Dir.Write` is 22% (mostly `openat(O_CREAT)` of the temp file: ext4 inode allocation in a directory
+  with thousands of records churned by rename, `recently_deleted`/`find_get_block_common` in the kernel; the
+  fsyncs 5%), the two ledger writes 12%, package init 6%, the Go runtime start most of the rest. The
+  per-worker shim is ADR 0005's choice (exit status kept across sidecar restarts); its price is one Go process
+  start (about 3.2 ms of CPU, `perf stat` of `hlaunch version`) per worker. Ways to reach 300/s, not done here:
+  a tmpfs state directory (see the tmpfs table), fewer durable writes per worker (the ledger), a lighter shim
+  binary, or one shim per sidecar rather than per worker (a different ADR).
 - A foreground run writes no record; `hlaunch stop` of a 200-process tree is dominated by the kill and the wait
   for the cgroup to empty.
 """
