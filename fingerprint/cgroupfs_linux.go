@@ -182,6 +182,9 @@ func eventValue(b []byte, key string) (string, bool) {
 // cgroup.procs on v1 (which has no cgroup.events).
 func populated(dir int) (bool, error) {
 	b, err := readAt(dir, "cgroup.events")
+	if errors.Is(err, unix.ENODEV) {
+		return false, nil // removed while we looked: rmdir succeeds only on an empty cgroup
+	}
 	if errors.Is(err, unix.ENOENT) {
 		pids, err := walkProcs(dir)
 		return len(pids) > 0, err

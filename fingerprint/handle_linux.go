@@ -206,6 +206,9 @@ func (h *Handle) WaitEmpty(ctx context.Context) error {
 	if errors.Is(err, unix.ENOENT) {
 		return waitProcsEmpty(ctx, h.dir)
 	}
+	if errors.Is(err, unix.ENODEV) {
+		return nil // removed while we waited (systemd collects an empty scope): it is empty
+	}
 	return err
 }
 

@@ -297,3 +297,61 @@ func TestCgroupPureV2(t *testing.T) {
 		t.Fatalf("unsupported limit: exit %d, %q", r.Code, r.Stderr)
 	}
 }
+
+// A worker gets stdin, stdout and stderr and no other descriptor: not the handshake pipes, not the
+// launcher's, not what the launcher's own caller leaked to it.
+func TestWorkerInheritsOnlyStdio(t *testing.T) {
+	requireRoot(t)
+	e := newEnv(t)
+	leak, err := os.Open("/dev/null") // a descriptor the caller leaks into hlaunch (no close-on-exec)
+	must(t, err)
+	defer leak.Close()
+	run := func(args ...string) childReport {
+		cmd := exec.Command(hlaunchBin, append([]string{"--root", e.Root, "--state-dir", e.State}, args...)...)
+		cmd.Env = e.Launcher
+		cmd.ExtraFiles = []*os.File{leak, leak, leak}
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		var rep childReport
+		must(t, json.Unmarshal(out, &rep))
+		return rep
+	}
+	// The reporter (a Go test binary) opens a few descriptors of its own at start-up: started directly with
+	// only stdio, it shows what "nothing inherited" looks like.
+	out, err := exec.Command(selfBin, "child", "report").Output()
+	must(t, err)
+	var base childReport
+	must(t, json.Unmarshal(out, &base))
+	want := fmt.Sprint(base.FDs)
+	for _, flags := range [][]string{
+		{"--scope", "none"},
+		{"--scope", "cgroup", "--cgroup-parent", e.Parent},
+		{"--scope", "cgroup", "--cgroup-parent", e.Parent, "--pids", "50"},
+		{"--scope", "none", "--sandbox"},
+	} {
+		args := append(append([]string{"exec", "-p", "b"}, flags...), "--", selfBin, "child", "report")
+		if rep := run(args...); fmt.Sprint(rep.FDs) != want {
+			t.Errorf("%v: child has descriptors %v, want %s (stdio and the reporter's own)", flags, rep.FDs, want)
+		}
+	}
+	// Detached: the worker's stdio is /dev/null (or the log); still nothing else.
+	log := filepath.Join(t.TempDir(), "w.log")
+	cmd := exec.Command(hlaunchBin, "--root", e.Root, "--state-dir", e.State, "exec", "-p", "b", "--detach", "--scope", "cgroup",
+		"--cgroup-parent", e.Parent, "--log", log, "--", selfBin, "child", "report")
+	cmd.Env = e.Launcher
+	cmd.ExtraFiles = []*os.File{leak, leak, leak}
+	out, err = cmd.Output()
+	must(t, err)
+	var rc receipt
+	must(t, json.Unmarshal(out, &rc))
+	e.run("wait", "--timeout", "10s", rc.ID)
+	b, err := os.ReadFile(log)
+	must(t, err)
+	var rep childReport
+	must(t, json.Unmarshal(b, &rep))
+	if fmt.Sprint(rep.FDs) != want {
+		t.Errorf("detached worker has descriptors %v, want %s", rep.FDs, want)
+	}
+}

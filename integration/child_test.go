@@ -29,6 +29,7 @@ type childReport struct {
 	Status  map[string]string `json:"status"` // selected /proc/self/status fields
 	Procs   []int             `json:"procs"`  // pids visible in /proc
 	PID1Env string            `json:"pid1_env"`
+	FDs     []int             `json:"fds"` // open descriptors, besides the one listing them
 }
 
 // childMain is the test binary acting as the child. Modes:
@@ -44,6 +45,7 @@ type childReport struct {
 func childMain(args []string) int {
 	// The first instruction of interest: read our cgroup before doing anything else.
 	cg, _ := os.ReadFile("/proc/self/cgroup")
+	startFDs = openFDs()
 	if len(args) == 0 {
 		return 2
 	}
@@ -145,6 +147,7 @@ func report(cg string, checks []string) int {
 		}
 		sort.Ints(r.Procs)
 	}
+	r.FDs = startFDs
 	if b, err := os.ReadFile("/proc/1/environ"); err == nil {
 		r.PID1Env = strings.ReplaceAll(string(b), "\x00", "\n")
 	}
@@ -191,4 +194,24 @@ func check(kind, arg string) string {
 		return err.Error()
 	}
 	return "ok"
+}
+
+// startFDs are the descriptors the child was started with (read before it opened any of its own).
+var startFDs []int
+
+func openFDs() []int {
+	d, err := os.Open("/proc/self/fd")
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
+	names, _ := d.Readdirnames(-1)
+	var fds []int
+	for _, n := range names {
+		if fd, err := strconv.Atoi(n); err == nil && fd != int(d.Fd()) {
+			fds = append(fds, fd)
+		}
+	}
+	sort.Ints(fds)
+	return fds
 }

@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"math"
+
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -8,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,6 +30,9 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "child" {
 		os.Exit(childMain(os.Args[2:]))
 	}
+	// Descriptors this test process inherited (a CI runner's, a shell's) must not reach what it starts:
+	// the descriptor tests pass their leaks explicitly.
+	_ = unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC)
 	self, err := os.Executable()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

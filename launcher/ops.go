@@ -216,7 +216,10 @@ func (l *Launcher) Stop(ctx context.Context, ref string, grace time.Duration) (R
 // cgroup (or, without one, the leader) to empty, then SIGKILL to all. It reports whether the kill was
 // needed, and fails unless the worker is verified gone.
 func stopHandle(ctx context.Context, h *fingerprint.Handle, grace time.Duration) (killed bool, err error) {
-	if err := h.SignalAll(ctx, syscall.SIGTERM); err != nil {
+	// A cgroup that vanishes under us (systemd collects an empty scope) is a worker that is over.
+	if err := h.SignalAll(ctx, syscall.SIGTERM); errors.Is(err, fingerprint.ErrNotRunning) {
+		return false, nil
+	} else if err != nil {
 		return false, fmt.Errorf("stop: SIGTERM: %w", err)
 	}
 	gctx, cancel := context.WithTimeout(ctx, grace)
@@ -225,7 +228,9 @@ func stopHandle(ctx context.Context, h *fingerprint.Handle, grace time.Duration)
 	if err == nil {
 		return false, nil
 	}
-	if err := h.SignalAll(ctx, syscall.SIGKILL); err != nil {
+	if err := h.SignalAll(ctx, syscall.SIGKILL); errors.Is(err, fingerprint.ErrNotRunning) {
+		return true, nil
+	} else if err != nil {
 		return true, fmt.Errorf("stop: kill: %w", err)
 	}
 	kctx, cancel := context.WithTimeout(ctx, 10*time.Second)

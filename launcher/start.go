@@ -142,3 +142,7 @@ func (rc *Receipt) setIdentity(ident fingerprint.Identity, unit, invocationID st
 }
 
 func (l *Launcher) workersDir() string { return l.state + "/workers" }
+
+// WorkersDir is the directory that holds one record per detached worker; a watcher (the sidecar) may
+// watch it for changes. Its files are the launcher's: read them through Get and List.
+func (l *Launcher) WorkersDir() string { return l.workersDir() }

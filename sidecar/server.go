@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/user"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
@@ -46,7 +45,7 @@ type Config struct {
 	// SlowPoll is the longest time between two lists when WatchDir is watched; zero means DefaultSlowPoll.
 	SlowPoll time.Duration
 	// WatchDir is a directory whose changes (inotify) wake the watcher: the launcher's worker records. Empty
-	// with a Launcher means <Launcher.StateDir()>/workers; empty otherwise means polling every PollInterval.
+	// with a Launcher means Launcher.WorkersDir(); empty otherwise means polling every PollInterval.
 	WatchDir string
 	// EventRing is how many past events are kept for ?since= replay; zero means DefaultEventRing.
 	EventRing int
@@ -101,9 +100,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("%w: no launcher", ErrConfig)
 	}
 	if cfg.WatchDir == "" {
-		// The launcher keeps one record and one exit status per worker here (launcher.workersDir); it has no
-		// exported name for it yet.
-		cfg.WatchDir = filepath.Join(cfg.Launcher.StateDir(), "workers")
+		cfg.WatchDir = cfg.Launcher.WorkersDir()
 	}
 	return newServer(cfg, cfg.Launcher)
 }
