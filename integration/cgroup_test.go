@@ -248,16 +248,7 @@ func (e *env) pureV2(args ...string) result {
 	full := append([]string{"-c", script, "sh", filepath.Join(v2, sub), hlaunchBin, "--root", e.Root, "--state-dir", e.State}, args...)
 	cmd := exec.Command("sh", full...)
 	cmd.Env = e.Launcher
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		e.t.Fatal(err)
-	}
-	return result{Code: code, Stdout: out.String(), Stderr: errb.String()}
+	return runResult(e.t, cmd)
 }
 
 // The same placement, kill and refusal rules on a pure cgroup v2 host.

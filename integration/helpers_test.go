@@ -185,11 +185,17 @@ func (e *env) runCtx(ctx context.Context, stdin []byte, args ...string) result {
 	full := append([]string{"--root", e.Root, "--state-dir", e.State}, args...)
 	cmd := exec.CommandContext(ctx, hlaunchBin, full...)
 	cmd.Env = e.Launcher
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
 	}
+	return runResult(e.t, cmd)
+}
+
+// runResult runs cmd and collects its exit code and output; a failure to start it fails the test.
+func runResult(t testing.TB, cmd *exec.Cmd) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	code := 0
 	var ee *exec.ExitError
@@ -197,7 +203,7 @@ func (e *env) runCtx(ctx context.Context, stdin []byte, args ...string) result {
 	case errors.As(err, &ee):
 		code = ee.ExitCode()
 	case err != nil:
-		e.t.Fatalf("run hlaunch %v: %v", args, err)
+		t.Fatalf("run %v: %v", cmd.Args, err)
 	}
 	return result{Code: code, Stdout: out.String(), Stderr: errb.String()}
 }

@@ -24,16 +24,7 @@ func (e *env) sd(m *systemdtest.Manager, args ...string) result {
 	full := append([]string{"--root", e.Root, "--state-dir", e.State}, args...)
 	cmd := m.Command(ctx, hlaunchBin, full...)
 	cmd.Env = append(e.Launcher, m.Env()...)
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		e.t.Fatal(err)
-	}
-	return result{Code: code, Stdout: out.String(), Stderr: errb.String()}
+	return runResult(e.t, cmd)
 }
 
 // A worker started with --scope systemd is in its named scope from its first instruction; the scope is
@@ -294,14 +285,5 @@ func (w *nobodyWorld) asNobody(args ...string) result {
 	full := append([]string{"--reuid=65534", "--regid=65534", "--clear-groups", "--", w.bin, "--root", w.Root, "--state-dir", w.State}, args...)
 	cmd := exec.Command("setpriv", full...)
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent", "XDG_RUNTIME_DIR=/nonexistent/run"}
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		w.t.Fatal(err)
-	}
-	return result{Code: code, Stdout: out.String(), Stderr: errb.String()}
+	return runResult(w.t, cmd)
 }
