@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/containerd/cgroups/v3/cgroup2"
 	"golang.org/x/sys/unix"
 )
 
@@ -121,16 +120,18 @@ func writeProcs(dir string, pid int) error {
 func (g *Group) Procs() ([]int, error) {
 	set := map[int]struct{}{}
 	if g.v2 != "" {
-		m, err := cgroup2.Load(g.path, cgroup2.WithMountpoint(g.host.Unified))
-		if err != nil {
-			return nil, err
-		}
-		pids, err := m.Procs(true)
-		if err != nil {
+		// Sub-cgroups count: a worker may nest its own cgroups below its one.
+		err := filepath.WalkDir(g.v2, func(p string, d os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() {
+				return readPids(filepath.Join(p, "cgroup.procs"), set)
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("cgroup: procs of %s: %w", g.v2, err)
-		}
-		for _, p := range pids {
-			set[int(p)] = struct{}{}
 		}
 	}
 	for _, d := range g.v1dirs {
