@@ -17,11 +17,13 @@ all: build
 # CGO_ENABLED=0: a static binary. With cgo (os/user, net) the binary is dynamically linked and every
 # hlaunch process - the CLI, the init stub, each worker's shim - pays the dynamic loader: 1 ms of a
 # 3 ms start (docs/benchmarks.md).
+# hlaunch-sidecar is the daemon behind `hlaunch sidecar` (a binary of its own: cmd/hlaunch-sidecar).
 build:
-	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -o $(BIN) ./cmd/hlaunch
+	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -o bin/ ./cmd/hlaunch ./cmd/hlaunch-sidecar
 
 install: build
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/hlaunch
+	install -D -m 0755 bin/hlaunch-sidecar $(DESTDIR)$(PREFIX)/bin/hlaunch-sidecar
 
 # vet + unit + integration + Python client tests + a short run of every fuzz target (scripts/test.sh).
 test:

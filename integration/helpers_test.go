@@ -71,7 +71,7 @@ func setupAndRun(m *testing.M) (int, error) {
 		}
 		defer os.RemoveAll(dir)
 		hlaunchBin = filepath.Join(dir, "hlaunch")
-		cmd := exec.Command("go", "build", "-o", hlaunchBin, "../cmd/hlaunch")
+		cmd := exec.Command("go", "build", "-o", dir+"/", "../cmd/hlaunch", "../cmd/hlaunch-sidecar")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as `make build` does
 		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 		if err := cmd.Run(); err != nil {

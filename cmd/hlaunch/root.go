@@ -51,7 +51,7 @@ See docs/cli.md for every command and docs/exit-codes.md for the exit codes.`,
 		newGCCmd(a),
 		newLedgerCmd(a),
 		newDoctorCmd(a),
-		newSidecarCmd(),
+		newSidecarCmd(a),
 		newVersionCmd(a),
 	)
 	return root

@@ -1,0 +1,187 @@
+// Command hlaunch-sidecar is the gateway's daemon: it serves the HTTP+JSON worker API on a Unix socket
+// (docs/sidecar.md). Users start it as `hlaunch sidecar ...`, which execs this binary in place.
+//
+// It is a binary of its own so that the HTTP server's packages (net/http, crypto/tls) are not linked into
+// hlaunch: every hlaunch process - the CLI, the init stub, each worker's shim - would pay their package
+// init, 0.4 ms of a 1.9 ms start (docs/benchmarks.md). The workers' shims and init stubs are the lean
+// hlaunch binary installed beside this one.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hlaunch/hlaunch/launcher"
+	"github.com/hlaunch/hlaunch/sidecar"
+)
+
+func main() {
+	cmd := newSidecarCmd()
+	err := cmd.Execute()
+	if err == nil {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "hlaunch: %s\n", err)
+	os.Exit(launcher.ExitCode(err))
+}
+
+// invalidf is bad input: exit 125, like every hlaunch command.
+func invalidf(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", launcher.ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// hlaunchBinary is the hlaunch binary installed beside this one: it runs the workers' shims and init
+// stubs. Without it no worker could start, so its absence is an error at start-up, not at the first spawn.
+func hlaunchBinary() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("sidecar: own path: %w", err)
+	}
+	p := filepath.Join(filepath.Dir(exe), "hlaunch")
+	if st, err := os.Stat(p); err != nil || st.IsDir() {
+		return "", errors.Join(fmt.Errorf("%w: sidecar: no hlaunch binary beside %s", launcher.ErrInvalid, exe), err)
+	}
+	return p, nil
+}
+
+// sidecarFlags are the flags of `hlaunch sidecar`. The placement flags become launcher.Config.Defaults: they
+// fill what a spawned spec leaves empty, exactly as `exec` flags would.
+type sidecarFlags struct {
+	root, stateDir      string
+	ledgerDir, policy   string
+	socket, socketGroup string
+	scope, cgroupParent string
+	slice, net          string
+	requireScope        bool
+	userManager         bool
+	maxBody             int64
+	pollInterval        time.Duration
+	slowPoll            time.Duration
+}
+
+// newSidecarCmd is the daemon's whole command line (see docs/sidecar.md).
+func newSidecarCmd() *cobra.Command {
+	f := &sidecarFlags{}
+	cmd := &cobra.Command{
+		Use:           "hlaunch-sidecar --socket PATH",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Short:         "Serve the HTTP+JSON worker API on a Unix socket (spawn, track, re-adopt)",
+		Long: `sidecar serves the worker API (docs/sidecar.md) on a Unix socket created 0600, or 0660 with
+--socket-group. Only the socket owner, root and members of --socket-group are served (SO_PEERCRED).
+Every spawn is detached under a shim, so workers outlive the sidecar; on start it re-adopts every record in
+the state directory. Under systemd it supports Type=notify and socket activation (contrib/systemd/).`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return invalidf("%s: unexpected argument %q", cmd.CommandPath(), args[0])
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return f.run(cmd)
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&f.root, "root", "", "hermes root (default: $HLAUNCH_ROOT, else derived from $HERMES_HOME, else ~/.hermes)")
+	fs.StringVar(&f.stateDir, "state-dir", "", "worker records (default: $HLAUNCH_STATE_DIR, else /run/hlaunch for root, else $XDG_RUNTIME_DIR/hlaunch)")
+	fs.StringVar(&f.ledgerDir, "ledger-dir", "", "execution ledger (default: $HLAUNCH_LEDGER_DIR, else <state-dir>/ledger)")
+	fs.StringVar(&f.policy, "policy", "", "JSON policy file extending the built-in name lists")
+	fs.StringVar(&f.socket, "socket", "", "Unix socket path (default: /run/hlaunch/sidecar.sock for root, else $XDG_RUNTIME_DIR/hlaunch/sidecar.sock)")
+	fs.StringVar(&f.socketGroup, "socket-group", "", "make the socket 0660 for this group (name or gid) and serve its members")
+	fs.StringVar(&f.scope, "scope", "", "default placement for spawns: auto, systemd, cgroup or none (default auto)")
+	fs.StringVar(&f.cgroupParent, "cgroup-parent", "", "default raw-cgroup parent for spawns (default hlaunch)")
+	fs.StringVar(&f.slice, "slice", "", "default systemd slice for spawns")
+	fs.StringVar(&f.net, "net", "", "default network for sandboxed spawns: host or none")
+	fs.BoolVar(&f.userManager, "user", false, "default to the caller's systemd user manager for scopes, even as root")
+	fs.BoolVar(&f.requireScope, "require-scope", false, "refuse (degraded, 503) every spawn that would run without a restart-safe placement")
+	fs.Int64Var(&f.maxBody, "max-body", sidecar.DefaultMaxBody, "largest request body in bytes (larger: 413)")
+	fs.DurationVar(&f.pollInterval, "poll-interval", sidecar.DefaultPollInterval, "shortest time between two checks of the worker records (exits are noticed through inotify)")
+	fs.DurationVar(&f.slowPoll, "slow-poll", sidecar.DefaultSlowPoll, "longest time between two checks of the worker records")
+	return cmd
+}
+
+func defaultSocket() string {
+	if os.Geteuid() == 0 {
+		return "/run/hlaunch/sidecar.sock"
+	}
+	if d := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
+		return filepath.Join(d, "hlaunch", "sidecar.sock")
+	}
+	return ""
+}
+
+func (f *sidecarFlags) run(cmd *cobra.Command) error {
+	if f.socket == "" {
+		f.socket = defaultSocket()
+	}
+	if f.socket == "" && os.Getenv("LISTEN_FDS") == "" {
+		return invalidf("sidecar: --socket is required (no XDG_RUNTIME_DIR to default to)")
+	}
+	switch f.scope {
+	case "", launcher.ScopeAuto, launcher.ScopeSystemd, launcher.ScopeCgroup, launcher.ScopeNone:
+	default:
+		return invalidf("sidecar: --scope %q: want auto, systemd, cgroup or none", f.scope)
+	}
+	if f.pollInterval < time.Millisecond || f.slowPoll < f.pollInterval {
+		return invalidf("sidecar: want 1ms <= --poll-interval (%s) <= --slow-poll (%s)", f.pollInterval, f.slowPoll)
+	}
+	var hide []string
+	if f.socket != "" {
+		abs, err := filepath.Abs(f.socket)
+		if err != nil {
+			return invalidf("sidecar: --socket %q: %v", f.socket, err)
+		}
+		f.socket = abs
+		// A sandboxed worker must not reach the API that could spawn or signal its siblings.
+		hide = append(hide, abs)
+	}
+	self, err := hlaunchBinary()
+	if err != nil {
+		return err
+	}
+	l, err := launcher.New(launcher.Config{
+		Root:       f.root,
+		StateDir:   f.stateDir,
+		LedgerDir:  f.ledgerDir,
+		PolicyFile: f.policy,
+		Stderr:     cmd.ErrOrStderr(),
+		Hide:       hide,
+		Self:       self,
+		Defaults: launcher.Spec{
+			Scope:        f.scope,
+			CgroupParent: f.cgroupParent,
+			Slice:        f.slice,
+			RequireScope: f.requireScope,
+			UserManager:  f.userManager,
+			Net:          f.net,
+		},
+	})
+	if err != nil {
+		return err
+	}
+	srv, err := sidecar.New(sidecar.Config{
+		Socket:       f.socket,
+		SocketGroup:  f.socketGroup,
+		Launcher:     l,
+		MaxBody:      f.maxBody,
+		PollInterval: f.pollInterval,
+		SlowPoll:     f.slowPoll,
+		Log:          cmd.ErrOrStderr(),
+	})
+	if err != nil {
+		return invalidf("sidecar: %v", err)
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := srv.Serve(ctx); err != nil {
+		return fmt.Errorf("sidecar: %w", err)
+	}
+	return nil
+}
