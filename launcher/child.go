@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"syscall"
 
 	"github.com/hlaunch/hlaunch/internal/handshake"
@@ -25,8 +24,8 @@ type childStart struct {
 
 // start starts c placed by p. The fast path is one clone3(CLONE_INTO_CGROUP)+execve of the target; a child
 // that must be held (v1 joins, a scope naming its PID, a sandbox) is started as the init stub and released
-// once placed. It returns the running target's *exec.Cmd.
-func (l *Launcher) start(ctx context.Context, spec Spec, id string, p *placement, c childStart) (*exec.Cmd, error) {
+// once placed. It returns the running target.
+func (l *Launcher) start(ctx context.Context, spec Spec, id string, p *placement, c childStart) (*handshake.Proc, error) {
 	fd, err := p.cloneFD()
 	if err != nil {
 		return nil, fmt.Errorf("open worker cgroup: %w", err)
@@ -39,23 +38,22 @@ func (l *Launcher) start(ctx context.Context, spec Spec, id string, p *placement
 		attr.UseCgroupFD = true
 		attr.CgroupFD = int(fd.Fd())
 	}
-	cmd := &exec.Cmd{Stdin: c.stdio.Stdin, Stdout: c.stdio.Stdout, Stderr: c.stdio.Stderr, SysProcAttr: &attr}
+	files := []*os.File{c.stdio.Stdin, c.stdio.Stdout, c.stdio.Stderr}
 	if !p.needsHold(fd != nil) && c.sb == nil {
 		path, err := handshake.LookPath(c.argv[0], pathOf(c.env))
 		if err != nil {
 			return nil, execError(err)
 		}
-		cmd.Path, cmd.Args, cmd.Env, cmd.Dir = path, c.argv, c.env, c.cwd
-		if err := cmd.Start(); err != nil {
+		proc, err := handshake.Spawn(handshake.Command{Path: path, Args: c.argv, Env: c.env, Dir: c.cwd, Files: files, Sys: &attr})
+		if err != nil {
 			return nil, execError(err)
 		}
-		return cmd, nil
+		return proc, nil
 	}
-	cmd.Path, cmd.Args, cmd.Env = l.cfg.Self, []string{l.cfg.Self, handshake.InitArg}, []string{}
 	if c.sb != nil {
-		c.sb.SysProcAttr(cmd.SysProcAttr)
+		c.sb.SysProcAttr(&attr)
 	}
-	child, err := handshake.Start(cmd)
+	child, err := handshake.Start(handshake.Command{Path: l.cfg.Self, Args: []string{l.cfg.Self, handshake.InitArg}, Files: files, Sys: &attr})
 	if err != nil {
 		return nil, fmt.Errorf("start init stub %s: %w", l.cfg.Self, err)
 	}
@@ -64,10 +62,10 @@ func (l *Launcher) start(ctx context.Context, spec Spec, id string, p *placement
 		return nil, err
 	}
 	if err := child.Release(handshake.Config{Argv: c.argv, Env: c.env, Cwd: c.cwd, Sandbox: c.sb}); err != nil {
-		_ = cmd.Wait()
+		_, _ = child.Proc.Wait()
 		return nil, execError(err)
 	}
-	return cmd, nil
+	return child.Proc, nil
 }
 
 // execError maps a failure to start the target to ErrCommandNotFound (127), ErrCannotRun (126) or, for
@@ -92,11 +90,3 @@ func execError(err error) error {
 }
 
 func pathOf(env []string) string { return envLookup(env)("PATH") }
-
-// waitCode turns a finished child's state into a shell-style exit code: 128+N when signal N killed it.
-func waitCode(ps *os.ProcessState) int {
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
-	}
-	return ps.ExitCode()
-}

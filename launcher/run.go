@@ -3,6 +3,7 @@ package launcher
 import (
 	"context"
 	"fmt"
+	"github.com/hlaunch/hlaunch/internal/handshake"
 	"os"
 	"os/signal"
 	"runtime"
@@ -61,7 +62,7 @@ func (l *Launcher) Run(ctx context.Context, spec Spec, stdio Stdio, signals <-ch
 	if fg {
 		attr.Foreground, attr.Ctty = true, int(stdio.Stdin.Fd())
 	}
-	cmd, err := l.start(ctx, spec, id, p, childStart{argv: spec.Argv, env: env.Strings(), cwd: cwd, stdio: out, sb: sb, attr: attr})
+	proc, err := l.start(ctx, spec, id, p, childStart{argv: spec.Argv, env: env.Strings(), cwd: cwd, stdio: out, sb: sb, attr: attr})
 	if err != nil {
 		return ExitCode(err), err
 	}
@@ -69,20 +70,20 @@ func (l *Launcher) Run(ctx context.Context, spec Spec, stdio Stdio, signals <-ch
 		defer reclaimTTY(stdio.Stdin)
 	}
 	done := make(chan struct{})
-	go forward(cmd.Process, signals, done)
-	stopTimer := l.enforceTimeout(spec, p, cmd.Process)
-	err = cmd.Wait()
+	go forward(proc, signals, done)
+	stopTimer := l.enforceTimeout(spec, p, proc)
+	ws, err := proc.Wait()
 	close(done)
 	stopTimer()
-	if cmd.ProcessState == nil {
+	if err != nil {
 		return ExitInternal, fmt.Errorf("wait: %w", err)
 	}
-	return waitCode(cmd.ProcessState), nil
+	return handshake.ExitCode(ws), nil
 }
 
 // forward relays signals to the leader until done. The leader is our unreaped child, so its PID cannot
-// have been recycled while we forward.
-func forward(proc *os.Process, signals <-chan os.Signal, done <-chan struct{}) {
+// have been recycled while we forward (Proc.Signal refuses once it is reaped).
+func forward(proc *handshake.Proc, signals <-chan os.Signal, done <-chan struct{}) {
 	for {
 		select {
 		case <-done:
@@ -91,14 +92,16 @@ func forward(proc *os.Process, signals <-chan os.Signal, done <-chan struct{}) {
 			if !ok {
 				return
 			}
-			_ = proc.Signal(s)
+			if sig, ok := s.(syscall.Signal); ok {
+				_ = proc.Signal(sig)
+			}
 		}
 	}
 }
 
 // enforceTimeout sends SIGTERM at the deadline and kills the whole tree after the grace. It returns a
 // function that cancels both.
-func (l *Launcher) enforceTimeout(spec Spec, p *placement, proc *os.Process) func() {
+func (l *Launcher) enforceTimeout(spec Spec, p *placement, proc *handshake.Proc) func() {
 	timeout, _ := spec.timeout()
 	if timeout == 0 {
 		return func() {}
@@ -115,7 +118,7 @@ func (l *Launcher) enforceTimeout(spec Spec, p *placement, proc *os.Process) fun
 		if p.group != nil {
 			_ = p.group.Kill(context.Background())
 		} else {
-			_ = proc.Kill()
+			_ = proc.Signal(syscall.SIGKILL)
 		}
 	})
 	return func() { term.Stop(); kill.Stop() }

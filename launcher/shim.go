@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"runtime"
 	"syscall"
@@ -69,7 +68,7 @@ func shimMain() {
 	if err := handshake.ReadMsg(cfg, &sc); err != nil {
 		os.Exit(125) // the launcher went away before placing us: start nothing
 	}
-	cmd, err := shimStart(&sc)
+	proc, err := shimStart(&sc)
 	if err != nil {
 		f := handshake.Failure{Stage: "exec", Message: err.Error()}
 		var hs *handshake.Error
@@ -88,7 +87,7 @@ func shimMain() {
 		src.CgroupRoot = host.Unified
 	}
 	// The worker is our unreaped child: its /proc entry and start time are stable until we Wait.
-	ident := fingerprint.CaptureChild(src, cmd.Process.Pid, sc.Cgroup)
+	ident := fingerprint.CaptureChild(src, proc.Pid, sc.Cgroup)
 	if sc.Unit != "" {
 		ident = ident.WithUnit(sc.Unit, sc.InvocationID)
 	}
@@ -103,8 +102,8 @@ func shimMain() {
 	}
 	if err != nil {
 		// Unrecorded, the worker could be neither found nor stopped: end it and say why.
-		shimSignal(nil, cmd.Process, syscall.SIGKILL)
-		_ = cmd.Wait()
+		shimSignal(nil, proc, syscall.SIGKILL)
+		_, _ = proc.Wait()
 		_ = handshake.WriteMsg(res, shimResult{Failure: &handshake.Failure{Stage: "record", Message: err.Error()}})
 		os.Exit(125)
 	}
@@ -122,12 +121,12 @@ func shimMain() {
 	if sc.Timeout > 0 {
 		time.AfterFunc(sc.Timeout, func() {
 			close(timedOut)
-			shimSignal(group, cmd.Process, syscall.SIGTERM)
-			time.AfterFunc(sc.Grace, func() { shimSignal(group, cmd.Process, syscall.SIGKILL) })
+			shimSignal(group, proc, syscall.SIGTERM)
+			time.AfterFunc(sc.Grace, func() { shimSignal(group, proc, syscall.SIGKILL) })
 		})
 	}
 	cfg.Close()
-	_ = cmd.Wait()
+	ws, werr := proc.Wait()
 	rec := exitRecord{EndedAt: time.Now().UTC().Format(time.RFC3339Nano)}
 	select {
 	case <-timedOut:
@@ -142,7 +141,9 @@ func shimMain() {
 		}
 	default:
 	}
-	fillStatus(&rec, cmd.ProcessState)
+	if werr == nil {
+		fillStatus(&rec, ws)
+	}
 	if group != nil {
 		if st, err := group.Stats(); err == nil {
 			rec.OOMKilled = st.OOMKills > 0
@@ -158,44 +159,40 @@ func shimMain() {
 
 // shimStart starts the worker as the shim's child, in its own session: directly, or through the init stub
 // when it enters a sandbox.
-func shimStart(sc *shimConfig) (*exec.Cmd, error) {
-	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer devnull.Close()
-	out := devnull
+func shimStart(sc *shimConfig) (*handshake.Proc, error) {
+	var out *os.File // nil: /dev/null
 	if sc.Log != "" {
-		if out, err = openLog(sc.Log); err != nil {
+		f, err := openLog(sc.Log)
+		if err != nil {
 			return nil, err
 		}
-		defer out.Close()
+		defer f.Close()
+		out = f
 	}
-	cmd := &exec.Cmd{Stdin: devnull, Stdout: out, Stderr: out, SysProcAttr: &syscall.SysProcAttr{Setsid: true}}
+	files := []*os.File{nil, out, out}
+	attr := &syscall.SysProcAttr{Setsid: true}
 	in := sc.Init
 	if in.Sandbox == nil {
 		path, err := handshake.LookPath(in.Argv[0], pathOf(in.Env))
 		if err != nil {
 			return nil, err
 		}
-		cmd.Path, cmd.Args, cmd.Env, cmd.Dir = path, in.Argv, in.Env, in.Cwd
-		return cmd, cmd.Start()
+		return handshake.Spawn(handshake.Command{Path: path, Args: in.Argv, Env: in.Env, Dir: in.Cwd, Files: files, Sys: attr})
 	}
-	cmd.Path, cmd.Args, cmd.Env = "/proc/self/exe", []string{"/proc/self/exe", handshake.InitArg}, []string{}
-	in.Sandbox.SysProcAttr(cmd.SysProcAttr)
-	child, err := handshake.Start(cmd)
+	in.Sandbox.SysProcAttr(attr)
+	child, err := handshake.Start(handshake.Command{Path: "/proc/self/exe", Args: []string{"/proc/self/exe", handshake.InitArg}, Files: files, Sys: attr})
 	if err != nil {
 		return nil, err
 	}
 	if err := child.Release(in); err != nil {
-		_ = cmd.Wait()
+		_, _ = child.Proc.Wait()
 		return nil, err
 	}
-	return cmd, nil
+	return child.Proc, nil
 }
 
 // shimSignal signals the whole worker (every member but the shim) when its cgroup is known, else the leader.
-func shimSignal(g *cgroup.Group, p *os.Process, sig syscall.Signal) {
+func shimSignal(g *cgroup.Group, p *handshake.Proc, sig syscall.Signal) {
 	if g != nil {
 		_ = g.Signal(context.Background(), sig, os.Getpid())
 		return
@@ -203,15 +200,12 @@ func shimSignal(g *cgroup.Group, p *os.Process, sig syscall.Signal) {
 	_ = p.Signal(sig)
 }
 
-func fillStatus(rec *exitRecord, ps *os.ProcessState) {
-	if ps == nil {
-		return
-	}
-	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+func fillStatus(rec *exitRecord, ws syscall.WaitStatus) {
+	if ws.Signaled() {
 		rec.Signal = signalName(ws.Signal())
 		return
 	}
-	code := ps.ExitCode()
+	code := ws.ExitStatus()
 	rec.ExitCode = &code
 }
 

@@ -3,7 +3,6 @@ package launcher
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"syscall"
 	"time"
 
@@ -78,7 +77,7 @@ func (l *Launcher) Start(ctx context.Context, spec Spec) (*Receipt, error) {
 		return nil, err
 	}
 	child.Done()
-	go child.Cmd.Wait() //nolint:errcheck // reap the shim if it ends while we live; its status is its own record
+	go child.Proc.Wait() //nolint:errcheck // reap the shim if it ends while we live; its status is its own record
 	p.close()
 	return res.Receipt, nil
 }
@@ -97,8 +96,7 @@ func (l *Launcher) startShim(ctx context.Context, spec Spec, id string, p *place
 	if fd != nil {
 		attr.UseCgroupFD, attr.CgroupFD = true, int(fd.Fd())
 	}
-	cmd := &exec.Cmd{Path: l.cfg.Self, Args: []string{l.cfg.Self, ShimArg}, Env: []string{}, SysProcAttr: attr}
-	child, err := handshake.Start(cmd)
+	child, err := handshake.Start(handshake.Command{Path: l.cfg.Self, Args: []string{l.cfg.Self, ShimArg}, Sys: attr})
 	if err != nil {
 		return nil, nil, fmt.Errorf("start shim %s: %w", l.cfg.Self, err)
 	}
@@ -114,7 +112,7 @@ func (l *Launcher) startShim(ctx context.Context, spec Spec, id string, p *place
 		return nil, nil, err
 	}
 	if res.Failure != nil {
-		_ = cmd.Wait()
+		_, _ = child.Proc.Wait()
 		return nil, nil, execError(&handshake.Error{Failure: *res.Failure})
 	}
 	return res, child, nil

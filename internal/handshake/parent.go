@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
+	"syscall"
 )
 
 // InitArg is the argv[1] that makes an hlaunch binary act as the stub.
@@ -13,15 +13,15 @@ const InitArg = "__init"
 
 // Child is a started stub, blocked until Release sends it its Config.
 type Child struct {
-	Cmd  *exec.Cmd
+	Proc *Proc
 	cfgW *os.File
 	resR *os.File
 }
 
-// Start starts cmd as the stub. The caller sets cmd.Path to an hlaunch binary, cmd.Args to
-// {path, InitArg}, and SysProcAttr, stdio and Env (the stub's env should be empty: the target's environ
-// travels in the Config). Start appends the two protocol pipes as fds 3 and 4.
-func Start(cmd *exec.Cmd) (*Child, error) {
+// Start starts cmd as the stub (or a shim). The caller sets Path to an hlaunch binary, Args to
+// {path, InitArg}, Sys, the three stdio Files and Env (the stub's env should be empty: the target's
+// environ travels in the Config). Start adds the two protocol pipes as fds 3 and 4.
+func Start(cmd Command) (*Child, error) {
 	cfgR, cfgW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("handshake pipe: %w", err)
@@ -32,11 +32,10 @@ func Start(cmd *exec.Cmd) (*Child, error) {
 		cfgW.Close()
 		return nil, fmt.Errorf("handshake pipe: %w", err)
 	}
-	if len(cmd.ExtraFiles) != 0 {
-		panic("handshake: cmd.ExtraFiles must be empty")
-	}
-	cmd.ExtraFiles = []*os.File{cfgR, resW}
-	err = cmd.Start()
+	files := make([]*os.File, 3, 5)
+	copy(files, cmd.Files)
+	cmd.Files = append(files, cfgR, resW)
+	proc, err := Spawn(cmd)
 	// The child holds its own copies now; ours must go so EOF means what the protocol says.
 	cfgR.Close()
 	resW.Close()
@@ -45,11 +44,11 @@ func Start(cmd *exec.Cmd) (*Child, error) {
 		resR.Close()
 		return nil, err
 	}
-	return &Child{Cmd: cmd, cfgW: cfgW, resR: resR}, nil
+	return &Child{Proc: proc, cfgW: cfgW, resR: resR}, nil
 }
 
 // PID is the stub's (and, after Release, the target's) process id.
-func (c *Child) PID() int { return c.Cmd.Process.Pid }
+func (c *Child) PID() int { return c.Proc.Pid }
 
 // Release sends cfg, which lets the stub go on to exec the target, and waits for the outcome: nil once the
 // target program is running, an *Error (wrapping ErrFailed and the errno) when the stub reported a failure.
@@ -82,8 +81,8 @@ func (c *Child) Abort() {
 		c.cfgW = nil
 	}
 	c.resR.Close()
-	_ = c.Cmd.Process.Kill()
-	_ = c.Cmd.Wait()
+	_ = c.Proc.Signal(syscall.SIGKILL)
+	_, _ = c.Proc.Wait()
 }
 
 // Exchange sends msg and reads one reply message into reply: the shim's variant of the protocol, where the

@@ -1,0 +1,110 @@
+package handshake
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Command is one child to start with Spawn.
+type Command struct {
+	Path string   // the program, already looked up
+	Args []string // argv, Args[0] included
+	Env  []string // the whole environ; nil is empty
+	Dir  string   // working directory; empty keeps the parent's
+	// Files become the child's descriptors 0, 1, 2, ...; a nil entry is /dev/null. Nothing else is
+	// inherited: every other descriptor is close-on-exec (MaybeRunInternal marks the inherited ones).
+	Files []*os.File
+	Sys   *syscall.SysProcAttr
+}
+
+// Proc is a started child, owned by the parent until Wait reaps it.
+//
+// Spawn uses syscall.ForkExec, not os/exec: os.StartProcess probes pidfd support once per process by
+// forking a throw-away child, and every hlaunch process (the CLI, the shim) starts exactly one child, so
+// the probe was paid on every launch (0.3 ms, docs/benchmarks.md).
+type Proc struct {
+	Pid int
+
+	mu     sync.Mutex
+	reaped bool
+}
+
+// Spawn starts c. Errors from the kernel's execve (ENOENT, EACCES, ENOEXEC) are returned as they are.
+func Spawn(c Command) (*Proc, error) {
+	files := make([]uintptr, len(c.Files))
+	var devnull *os.File
+	for i, f := range c.Files {
+		if f == nil {
+			if devnull == nil {
+				var err error
+				if devnull, err = os.OpenFile(os.DevNull, os.O_RDWR, 0); err != nil {
+					return nil, err
+				}
+				defer devnull.Close()
+			}
+			f = devnull
+		}
+		files[i] = f.Fd()
+	}
+	env := c.Env
+	if env == nil {
+		env = []string{}
+	}
+	pid, err := syscall.ForkExec(c.Path, c.Args, &syscall.ProcAttr{Dir: c.Dir, Env: env, Files: files, Sys: c.Sys})
+	if err != nil {
+		return nil, &os.PathError{Op: "fork/exec", Path: c.Path, Err: err}
+	}
+	return &Proc{Pid: pid}, nil
+}
+
+// Signal sends sig unless the child has been reaped: until Wait has reaped it, its PID cannot name anyone
+// else, so the signal cannot reach a stranger.
+func (p *Proc) Signal(sig syscall.Signal) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.reaped {
+		return os.ErrProcessDone
+	}
+	return syscall.Kill(p.Pid, sig)
+}
+
+// Wait waits for the child to end, reaps it and returns its status.
+func (p *Proc) Wait() (syscall.WaitStatus, error) {
+	// Wait without reaping first, so Signal can never race a reap (the same dance os.Process does).
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, p.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, unix.EINTR) {
+			return 0, os.NewSyscallError("waitid", err)
+		}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var ws syscall.WaitStatus
+	for {
+		_, err := syscall.Wait4(p.Pid, &ws, 0, nil)
+		if err == nil {
+			p.reaped = true
+			return ws, nil
+		}
+		if !errors.Is(err, syscall.EINTR) {
+			return 0, fmt.Errorf("wait4 %d: %w", p.Pid, err)
+		}
+	}
+}
+
+// ExitCode is a shell's view of a wait status: the exit code, or 128+N when signal N ended the child.
+func ExitCode(ws syscall.WaitStatus) int {
+	if ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ws.ExitStatus()
+}
