@@ -254,9 +254,13 @@ func (l *Launcher) cgroupPath(p *placement, pid int) string {
 // is killed (its leftovers die with the leader) and removed; a scope is stopped.
 func (p *placement) release(ctx context.Context) {
 	if p.group != nil {
-		kctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		_ = p.group.Kill(kctx)
-		cancel()
+		// The usual end: the leader was the only member and has been reaped. Only what it left behind
+		// needs the kill (and its wait for "populated 0").
+		if pop, err := p.group.Populated(); err != nil || pop {
+			kctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			_ = p.group.Kill(kctx)
+			cancel()
+		}
 		_ = p.group.Delete()
 	}
 	_ = p.await()
