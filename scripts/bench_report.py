@@ -45,49 +45,46 @@ EXTRA_GOALS = [("hl-cgroup-sb", "runc", 0.25, "at most a quarter of runc run")]
 # What profiling found on the launch path and what was done about it (kept here, next to the numbers).
 NOTES = """## Profile of the launch path (issue 9, step 3)
 
-Tools: `strace -f -T` / `-tt` (syscall durations and gaps), `perf stat` and `perf record -g` of an unstripped
-build, `GODEBUG=inittrace=1`, and A/B hyperfine runs of two binaries in one run. Found and changed:
+Tools: `strace -f -T` / `-tt` / `-r` (syscall durations and gaps), `perf stat` and `perf record -g` of an
+unstripped build, `GODEBUG=inittrace=1`, in-process timing marks, and A/B hyperfine runs of two binaries (or of
+small probe programs: an empty Go `main`, the same importing one package) in one run. Found and changed:
 
 | cost | where | change | effect (medians, one run each) |
 |---|---|---|---|
-| closing an inotify instance waits for an SRCU grace period: 7-14 ms under `strace -T`, on every foreground `--scope cgroup` exit | `cgroup` `Group.WaitEmpty` | check `populated` first; sleep in `poll(POLLPRI)` on `cgroup.events` itself (as `fingerprint` already did) | `exec --scope cgroup` 15.47 -> 5.77 ms (`--scope none` 5.20, bwrap 2.73) |
-| a `StopUnit` job after the child exited, although the empty scope is stopped and collected by the manager | `launcher` `placement.release` | generated unit names only: skip `StopUnit` when the scope's `cgroup.events` says `populated 0` | with the next row: `exec --scope systemd` 20.0 -> 16.0 ms (systemd-run 9.0) |
-| two authenticated D-Bus connections (go-systemd opens one for calls, one for signals) made before the stub started | `launcher` `prepare` | explicit `--scope systemd` dials while the stub is exec'd and boots; the stub stays held until the scope exists | (see above) |
-| CRC-32C table built at package init by every hlaunch process (CLI, stub, shim): 0.19 ms, the largest init, 2% of a launch's CPU samples | `fingerprint` | built on first use | init 0.19 -> 0.003 ms |
+| closing an inotify instance waits for an SRCU grace period: 7-14 ms under `strace -T`, on every foreground `--scope cgroup` exit | `cgroup` `Group.WaitEmpty` | check `populated` first; sleep in `poll(POLLPRI)` on `cgroup.events` itself | `exec --scope cgroup` 15.47 -> 5.77 ms |
+| dynamic linking: `os/user` and `net` with cgo made every hlaunch process (CLI, init stub, shim) start through `ld.so` | `Makefile` | `CGO_ENABLED=0`, a static binary | `hlaunch version` 3.0 -> 2.0 ms |
+| package init of containerd/cgroups' `cgroup2` (protobuf stats types, cilium/ebpf): an empty Go program starts in 1.0 ms, the same importing `cgroup2` in 2.7 ms | `cgroup` | the five v2 limit files, `cgroup.procs` and five counters written and read directly (ADR 0002) | part of the row above |
+| net/http and crypto/tls (the sidecar's HTTP server) linked into every hlaunch process | `cmd/hlaunch-sidecar` | the daemon is its own binary; `hlaunch sidecar` execs it in place | `hlaunch version` 1.9 -> 1.5 ms |
+| os/exec probes pidfd support once per process by vfork'ing a throw-away child; every hlaunch process starts exactly one child | `internal/handshake` `Spawn` | `syscall.ForkExec` + `waitid(WNOWAIT)`/`wait4` (no signal after the reap) | 0.3 ms per process (probe programs) |
+| a `StopUnit` job after the child exited, although the empty scope is collected by the manager | `launcher` `placement.release` | generated unit names only: skip `StopUnit` when the scope's `cgroup.events` says `populated 0` | `exec --scope systemd` 20.0 -> 16.0 ms (with the next row) |
+| two authenticated D-Bus connections made before the stub started | `launcher` `prepare` | explicit `--scope systemd` dials while the stub is exec'd and boots | (see above) |
+| every D-Bus message relayed by dbus-daemon, plus a `Hello` on each of go-systemd's two connections | `internal/systemd` `Connect` | the user manager's private socket (`$XDG_RUNTIME_DIR/systemd/private`) when it is there, as `systemctl --user` does | `StartScope` 3.5 -> 2.1 ms |
+| a foreground cgroup killed (`cgroup.kill` + wait) although its only member was the reaped leader | `launcher` `placement.release` | kill only when `populated 1` | a few hundred µs |
+| CRC-32C table built at package init by every hlaunch process | `fingerprint` | built on first use | init 0.19 -> 0.003 ms |
 
 Measured and left as they are:
 
-- Go start-up: `hlaunch version` costs about 2.2 ms over `/bin/true` (runtime, about 1 ms of package init
-  spread over protobuf and `cgroup2/stats` from containerd/cgroups, cilium/ebpf, net/http and crypto for the
-  sidecar, and `cpuid`, which traps to the hypervisor on this VM). The held path (sandbox, systemd scope, v1
-  joins) pays it twice (the CLI and the `__init` stub). This is why `--scope cgroup` (one Go process, then the
-  target) is about 2x bwrap (a small C program) and the sandbox about 3x: no change inside the launch path can
-  remove a Go runtime start. Options, not taken here: a non-Go stub (no cgo in this project), or entering the
-  namespaces and building the mounts on a locked OS thread of the launcher before a plain clone (no stub), a
-  change to nsenv's design.
-- Go runtime probes: the cgroup-aware GOMAXPROCS reads (`/proc/self/cgroup`, `mountinfo`, `cpu.cfs_*`) cost
-  nothing measurable (`GODEBUG=containermaxprocs=0,updatemaxprocs=0`: no difference within noise); the shim
-  calls `runtime.GOMAXPROCS(1)`, which also stops the periodic re-reads in 1,000 long-lived shims. The os/exec
-  pidfd probe (`pidfd_open` of itself, `waitid`, `pidfd_send_signal`, and a vfork'd dummy child) runs once per
-  process; it cannot be turned off without giving up os/exec and pidfd waits.
-- `/proc/self/mountinfo` is read twice per process, once by the runtime and once by `cgroup.Detect`: a few
-  microseconds each.
-- Durable record writes (temp file, fsync, rename, fsync of the directory): 1.26 ms each on this VM's ext4
-  (`/run` is not a tmpfs here), 0.6 ms without the fsyncs (the rename over an existing file still flushes on
-  ext4). A detached spawn makes two before it answers (the worker record and its ledger record); the worker
-  record's durability is issue 3's contract. The ledger record could be written without fsync before the answer
-  (it is completed, durably, at exit): about 0.6 ms per spawn, left to the launcher owner.
-- The sidecar is CPU-bound on 2 vCPUs: `perf record -a` during the 10- and 50-client phases (state on this
-  ext4) puts 68% of all samples in the shims (`exe`), 15% in the sidecar and 7% in the `/bin/true` targets;
-  the sidecar bench measures about 11-12 ms of CPU per spawn (sidecar + shim + target), so two CPUs top out
-  near 170 spawns/s whatever the concurrency, and latency at 10 and 50 clients is queueing. Inside the shim,
-  `state.Dir.Write` is 22% (mostly `openat(O_CREAT)` of the temp file: ext4 inode allocation in a directory
-  with thousands of records churned by rename, `recently_deleted`/`find_get_block_common` in the kernel; the
-  fsyncs 5%), the two ledger writes 12%, package init 6%, the Go runtime start most of the rest. The
-  per-worker shim is ADR 0005's choice (exit status kept across sidecar restarts); its price is one Go process
-  start (about 3.2 ms of CPU, `perf stat` of `hlaunch version`) per worker. Ways to reach 300/s, not done here:
-  a tmpfs state directory (see the tmpfs table), fewer durable writes per worker (the ledger), a lighter shim
-  binary, or one shim per sidecar rather than per worker (a different ADR).
+- Go start-up: `hlaunch version` still costs about 0.8 ms over an empty Go program and 1.7 ms over `/bin/true`
+  (the runtime, page faults of a 5 MB binary, cobra, go-systemd/godbus). `--scope cgroup` is one Go process
+  and then the target; the held path (sandbox, systemd scope, v1 joins) is two (the CLI and the `__init`
+  stub). That is why `--scope cgroup` stays above bwrap (a small C program) and the sandbox near 2x: what is
+  left cannot be removed inside the launch path. Options, not taken: a non-Go stub, or building the mount
+  namespace on a locked OS thread of the launcher before a plain clone (the fresh `/proc` of the new pid
+  namespace must still be mounted from inside it).
+- Inside the CLI process (timing marks, `--scope cgroup`): cobra to the command about 0.2 ms, flags and
+  `launcher.New` (root, policy, mountinfo) about 0.3 ms, composing the environ 0.1 ms, creating the cgroup
+  0.1-0.2 ms, clone3 + exec 0.4 ms, the target itself, and removing the cgroup. Cold code dominates: the
+  same work in a warm process (`BenchmarkRunCgroup`) is about 1.2 ms including the fork, exec and wait.
+- Durable record writes (temp file, fsync, rename, fsync of the directory): 1.26 ms each on this VM's ext4,
+  0.6 ms without the fsyncs. A detached spawn makes two before it answers (the worker record and its ledger
+  start record); both are the contract of issues 3 and 8, so they stay durable. On a tmpfs state directory
+  (`/run/hlaunch` on systemd hosts) the fsyncs cost nothing.
+- The sidecar is CPU-bound on 2 vCPUs: every spawn starts a shim (a Go process, ADR 0005) and the target,
+  about 5-6 ms of CPU in all, so two CPUs top out near 350 spawns/s on tmpfs whatever the concurrency, and
+  latency at 10 and 50 clients is queueing: ten spawns in flight at ~5.5 ms of CPU each on two CPUs cannot
+  all answer within 10 ms. A p99 under 10 ms at 10 clients needs about 1 ms of CPU per spawn, which a
+  per-worker Go shim cannot reach (one shim per sidecar would be a different ADR, and would lose the exit
+  status across a sidecar crash that ADR 0005 keeps).
 - A foreground run writes no record; `hlaunch stop` of a 200-process tree is dominated by the kill and the wait
   for the cgroup to empty.
 """
