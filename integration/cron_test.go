@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"github.com/hlaunch/hlaunch/fingerprint"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -202,4 +203,69 @@ func TestCronLedgerAcrossReboot(t *testing.T) {
 		t.Fatalf("ledger after a reboot: %+v", got)
 	}
 	e.run("stop", "--grace", "1s", rc.ID)
+}
+
+// --detach --stdio inherit: the worker speaks over the caller's own pipes, after hlaunch has returned.
+func TestDetachedStdioInherit(t *testing.T) {
+	requireRoot(t)
+	e := newEnv(t)
+	inR, inW, err := os.Pipe()
+	must(t, err)
+	outR, outW, err := os.Pipe()
+	must(t, err)
+	defer inW.Close()
+	defer outR.Close()
+	cmd := exec.Command(hlaunchBin, "--root", e.Root, "--state-dir", e.State, "exec", "-p", "b", "--detach", "--stdio", "inherit",
+		"--scope", "cgroup", "--cgroup-parent", e.Parent, "--", "/bin/sh", "-c", "read x; echo got:$x")
+	cmd.Env = e.Launcher
+	cmd.Stdin, cmd.Stdout = inR, outW
+	// stderr is a file, not a pipe copied by a goroutine: the worker keeps it, so Wait would wait for it.
+	errf, err := os.CreateTemp(t.TempDir(), "stderr")
+	must(t, err)
+	defer errf.Close()
+	cmd.Stderr = errf
+	errb := func() string { b, _ := os.ReadFile(errf.Name()); return string(b) }
+	must(t, cmd.Start())
+	inR.Close()
+	outW.Close()
+	// The receipt comes first on the shared stdout, then, once fed, the worker's own line.
+	rd := bufio.NewReader(outR)
+	dec := json.NewDecoder(rd)
+	var rc receipt
+	if err := dec.Decode(&rc); err != nil {
+		t.Fatalf("receipt: %v (stderr %s)", err, errb())
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("hlaunch: %v %s", err, errb())
+	}
+	_, _ = inW.WriteString("hello\n")
+	inW.Close()
+	rest, _ := io.ReadAll(io.MultiReader(dec.Buffered(), rd))
+	if !strings.Contains(string(rest), "got:hello") {
+		t.Fatalf("worker output over the inherited stdout: %q", rest)
+	}
+	if r := e.run("exec", "-p", "b", "--stdio", "inherit", "--", "true"); r.Code != 125 || !strings.Contains(r.Stderr, "--detach") {
+		t.Fatalf("foreground --stdio inherit: %d %q", r.Code, r.Stderr)
+	}
+}
+
+// --log rotates at --log-max when a launch opens it, keeping one old file.
+func TestLogRotation(t *testing.T) {
+	e := newEnv(t)
+	log := filepath.Join(t.TempDir(), "logs", "task-7.log")
+	must(t, os.MkdirAll(filepath.Dir(log), 0o700))
+	must(t, os.WriteFile(log, []byte(strings.Repeat("x", 2048)), 0o600))
+	r := e.run("exec", "-p", "b", "--scope", "none", "--log", log, "--log-max", "1K", "--", "echo", "fresh")
+	if r.Code != 0 {
+		t.Fatalf("exec: %d %s", r.Code, r.Stderr)
+	}
+	cur, _ := os.ReadFile(log)
+	old, _ := os.ReadFile(log + ".1")
+	if string(cur) != "fresh\n" || len(old) != 2048 {
+		t.Fatalf("after rotation: log %q, old %d bytes", cur, len(old))
+	}
+	r = e.run("exec", "-p", "b", "--scope", "none", "--log", log, "--", "echo", "again")
+	if cur, _ := os.ReadFile(log); r.Code != 0 || string(cur) != "fresh\nagain\n" {
+		t.Fatalf("append below the limit: %q", cur)
+	}
 }

@@ -28,6 +28,9 @@ type Config struct {
 	Stderr io.Writer
 	// Self is the hlaunch binary used for the init stub and the shim; empty means /proc/self/exe.
 	Self string
+	// WorkerLogs gives every detached worker without a Log of its own (and without inherited stdio) the log
+	// <state-dir>/logs/<id>.log; the sidecar sets it. Without it such workers write to /dev/null.
+	WorkerLogs bool
 	// Hide lists extra paths a sandboxed worker must not see (a sidecar's socket).
 	Hide []string
 	// Defaults fill the placement fields a Spec leaves empty (Scope, CgroupParent, Slice, RequireScope, Net).

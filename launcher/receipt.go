@@ -22,6 +22,7 @@ type Receipt struct {
 	InvocationID string        `json:"invocation_id,omitempty"` // systemd InvocationID, when scoped
 	Limits       cgroup.Limits `json:"limits"`                  // limits as applied
 	Key          string        `json:"key,omitempty"`
+	Log          string        `json:"log,omitempty"`      // the file that receives stdout and stderr, when one does
 	ShimPID      int           `json:"shim_pid,omitempty"` // the detached worker's shim (its parent)
 
 	BootID             string `json:"boot_id"`

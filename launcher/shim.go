@@ -22,6 +22,8 @@ type shimConfig struct {
 	Workers      string           `json:"workers"` // state directory of worker records
 	Ledger       string           `json:"ledger"`
 	Log          string           `json:"log,omitempty"`
+	LogMax       int64            `json:"log_max,omitempty"`
+	InheritStdio bool             `json:"inherit_stdio,omitempty"` // the worker gets the shim's own 0, 1, 2
 	Timeout      time.Duration    `json:"timeout,omitempty"`
 	Grace        time.Duration    `json:"grace,omitempty"`
 	Cgroup       string           `json:"cgroup,omitempty"` // the worker's cgroup, v2-relative; "" when unplaced
@@ -160,31 +162,34 @@ func shimMain() {
 // shimStart starts the worker as the shim's child, in its own session: directly, or through the init stub
 // when it enters a sandbox.
 func shimStart(sc *shimConfig) (*handshake.Proc, error) {
-	var out *os.File // nil: /dev/null
+	var in, out, errf *os.File // nil: /dev/null
+	if sc.InheritStdio {
+		in, out, errf = os.Stdin, os.Stdout, os.Stderr
+	}
 	if sc.Log != "" {
-		f, err := openLog(sc.Log)
+		f, err := openLog(sc.Log, sc.LogMax)
 		if err != nil {
 			return nil, err
 		}
 		defer f.Close()
-		out = f
+		out, errf = f, f
 	}
-	files := []*os.File{nil, out, out}
+	files := []*os.File{in, out, errf}
 	attr := &syscall.SysProcAttr{Setsid: true}
-	in := sc.Init
-	if in.Sandbox == nil {
-		path, err := handshake.LookPath(in.Argv[0], pathOf(in.Env))
+	cfg := sc.Init
+	if cfg.Sandbox == nil {
+		path, err := handshake.LookPath(cfg.Argv[0], pathOf(cfg.Env))
 		if err != nil {
 			return nil, err
 		}
-		return handshake.Spawn(handshake.Command{Path: path, Args: in.Argv, Env: in.Env, Dir: in.Cwd, Files: files, Sys: attr})
+		return handshake.Spawn(handshake.Command{Path: path, Args: cfg.Argv, Env: cfg.Env, Dir: cfg.Cwd, Files: files, Sys: attr})
 	}
-	in.Sandbox.SysProcAttr(attr)
+	cfg.Sandbox.SysProcAttr(attr)
 	child, err := handshake.Start(handshake.Command{Path: "/proc/self/exe", Args: []string{"/proc/self/exe", handshake.InitArg}, Files: files, Sys: attr})
 	if err != nil {
 		return nil, err
 	}
-	if err := child.Release(in); err != nil {
+	if err := child.Release(cfg); err != nil {
 		_, _ = child.Proc.Wait()
 		return nil, err
 	}

@@ -66,8 +66,17 @@ type Spec struct {
 	// Grace is the time between SIGTERM and the whole-cgroup kill; empty means 5s.
 	Grace string `json:"grace,omitempty"`
 	// Log is a file that receives stdout and stderr (appended, rotated by size); empty means the caller's
-	// stdio in the foreground and /dev/null when detached.
+	// stdio in the foreground, and for a detached worker the launcher's per-worker log (Config.LogDir) or
+	// /dev/null.
 	Log string `json:"log,omitempty"`
+	// LogMax is the size in bytes at which Log is rotated when a launch opens it (one old file kept as
+	// <log>.1); zero means LogRotateSize (2 MiB).
+	LogMax int64 `json:"log_max,omitempty"`
+	// Stdio is "" (the zero value: stdin /dev/null, stdout and stderr to Log or /dev/null when detached) or
+	// "inherit": a detached worker gets the caller's own descriptors - the CLI's stdin, stdout and stderr, or
+	// the three a sidecar client passed with its request (SCM_RIGHTS). Log, when set, still takes stdout
+	// and stderr.
+	Stdio string `json:"stdio,omitempty"`
 	// Detach starts the worker under a shim and returns at once with its receipt.
 	Detach bool `json:"detach,omitempty"`
 }

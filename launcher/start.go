@@ -3,6 +3,8 @@ package launcher
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -20,6 +22,12 @@ const ShimArg = "__shim"
 // one even when the caller dies mid-launch; it records the exit status and enforces the timeout even when
 // the caller is gone.
 func (l *Launcher) Start(ctx context.Context, spec Spec) (*Receipt, error) {
+	return l.StartWith(ctx, spec, Stdio{})
+}
+
+// StartWith is Start for a spec with Stdio "inherit": stdio are the descriptors the worker gets (nil
+// fields are refused for such a spec; they are ignored otherwise). The caller keeps its own copies.
+func (l *Launcher) StartWith(ctx context.Context, spec Spec, stdio Stdio) (*Receipt, error) {
 	spec = spec.withDefaults(l.cfg.Defaults)
 	spec.Detach = true
 	if err := spec.Validate(); err != nil {
@@ -37,8 +45,15 @@ func (l *Launcher) Start(ctx context.Context, spec Spec) (*Receipt, error) {
 	if err != nil {
 		return nil, err
 	}
+	if spec.Stdio == StdioInherit && (stdio.Stdin == nil || stdio.Stdout == nil || stdio.Stderr == nil) {
+		return nil, fmt.Errorf("%w: stdio inherit: the caller passed no stdin, stdout and stderr", ErrInvalid)
+	}
+	id := newID()
+	if spec.Log == "" && spec.Stdio != StdioInherit && l.cfg.WorkerLogs {
+		spec.Log = filepath.Join(l.state, "logs", id+".log")
+	}
 	if spec.Log != "" {
-		f, err := openLog(spec.Log) // fail here, not in the shim, when the log cannot be opened
+		f, err := openLog(spec.Log, spec.LogMax) // fail here, not in the shim, when the log cannot be opened
 		if err != nil {
 			return nil, err
 		}
@@ -55,7 +70,6 @@ func (l *Launcher) Start(ctx context.Context, spec Spec) (*Receipt, error) {
 		}
 		defer unlock()
 	}
-	id := newID()
 	p, err := l.prepare(ctx, spec, id)
 	if err != nil {
 		return nil, err
@@ -66,12 +80,13 @@ func (l *Launcher) Start(ctx context.Context, spec Spec) (*Receipt, error) {
 	timeout, _ := spec.timeout()
 	grace, _ := spec.grace()
 	sc := shimConfig{
-		ID: id, Workers: workers.Path, Ledger: l.ledger, Log: spec.Log,
-		Timeout: timeout, Grace: grace,
+		ID: id, Workers: workers.Path, Ledger: l.ledger, Log: spec.Log, LogMax: spec.LogMax,
+		InheritStdio: spec.Stdio == StdioInherit,
+		Timeout:      timeout, Grace: grace,
 		Init:    handshake.Config{Argv: spec.Argv, Env: env.Strings(), Cwd: cwd, Sandbox: sb},
 		Receipt: l.receipt(spec, prof.Name, prof.Home, id, p),
 	}
-	res, child, err := l.startShim(ctx, spec, id, p, &sc)
+	res, child, err := l.startShim(ctx, spec, id, p, &sc, stdio)
 	if err != nil {
 		p.release(context.WithoutCancel(ctx))
 		return nil, err
@@ -84,7 +99,7 @@ func (l *Launcher) Start(ctx context.Context, spec Spec) (*Receipt, error) {
 
 // startShim starts the shim, places it, hands it the worker's config and waits for its report: the
 // worker's identity, or why it did not start.
-func (l *Launcher) startShim(ctx context.Context, spec Spec, id string, p *placement, sc *shimConfig) (*shimResult, *handshake.Child, error) {
+func (l *Launcher) startShim(ctx context.Context, spec Spec, id string, p *placement, sc *shimConfig, stdio Stdio) (*shimResult, *handshake.Child, error) {
 	fd, err := p.cloneFD()
 	if err != nil {
 		return nil, nil, fmt.Errorf("open worker cgroup: %w", err)
@@ -96,7 +111,12 @@ func (l *Launcher) startShim(ctx context.Context, spec Spec, id string, p *place
 	if fd != nil {
 		attr.UseCgroupFD, attr.CgroupFD = true, int(fd.Fd())
 	}
-	child, err := handshake.Start(handshake.Command{Path: l.cfg.Self, Args: []string{l.cfg.Self, ShimArg}, Sys: attr})
+	// The shim's own stdio is /dev/null, or the worker's descriptors when the worker inherits them.
+	var files []*os.File
+	if sc.InheritStdio {
+		files = []*os.File{stdio.Stdin, stdio.Stdout, stdio.Stderr}
+	}
+	child, err := handshake.Start(handshake.Command{Path: l.cfg.Self, Args: []string{l.cfg.Self, ShimArg}, Files: files, Sys: attr})
 	if err != nil {
 		return nil, nil, fmt.Errorf("start shim %s: %w", l.cfg.Self, err)
 	}
@@ -122,7 +142,7 @@ func (l *Launcher) startShim(ctx context.Context, spec Spec, id string, p *place
 func (l *Launcher) receipt(spec Spec, profile, home, id string, p *placement) *Receipt {
 	return &Receipt{
 		ID: id, Mode: p.mode, Profile: profile, Home: home, Argv: redactArgv(spec.Argv, l.policy),
-		Limits: p.limits, Key: spec.Key, Warning: p.warning,
+		Limits: p.limits, Key: spec.Key, Warning: p.warning, Log: spec.Log,
 	}
 }
 

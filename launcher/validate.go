@@ -73,6 +73,18 @@ func (s *Spec) Validate() error {
 	if _, err := s.grace(); err != nil {
 		return bad("--grace %q: %v", s.Grace, err)
 	}
+	switch s.Stdio {
+	case "":
+	case StdioInherit:
+		if !s.Detach {
+			return bad("--stdio inherit needs --detach (a foreground child always has hlaunch's stdio)")
+		}
+	default:
+		return bad("--stdio %q: want inherit, or nothing", s.Stdio)
+	}
+	if s.LogMax < 0 {
+		return bad("--log-max: negative")
+	}
 	if s.Key != "" && !s.Detach {
 		return bad("--key needs --detach (a key is held by a recorded worker)")
 	}

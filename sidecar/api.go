@@ -89,8 +89,14 @@ func (s *Server) handleSpawn(w http.ResponseWriter, r *http.Request) {
 	// and the worker is tracked and announced even if nobody reads this answer.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), spawnTimeout)
 	defer cancel()
+	stdio, closeStdio, err := passedStdio(r, spec)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	defer closeStdio()
 	ticket := s.beginSpawn()
-	rc, err := s.b.Start(ctx, spec)
+	rc, err := s.b.StartWith(ctx, spec, stdio)
 	s.endSpawn(ticket, rc)
 	if err != nil {
 		writeError(w, err)
@@ -303,4 +309,31 @@ func (s *Server) handleDoctor(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, rep)
+}
+
+// passedStdio returns the stdin, stdout and stderr the client passed with its request (SCM_RIGHTS) for a
+// spec whose stdio is "inherit"; the worker's shim gets its own copies, and ours are closed after the
+// launch. Any other spec ignores passed descriptors (the connection closes them).
+func passedStdio(r *http.Request, spec launcher.Spec) (launcher.Stdio, func(), error) {
+	if spec.Stdio != launcher.StdioInherit {
+		return launcher.Stdio{}, func() {}, nil
+	}
+	var fds []int
+	if a := connAuthFrom(r.Context()); a != nil && a.fds != nil {
+		fds = a.fds.takeFDs()
+	}
+	files := make([]*os.File, len(fds))
+	for i, fd := range fds {
+		files[i] = os.NewFile(uintptr(fd), "passed")
+	}
+	closeAll := func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	if len(files) != 3 {
+		closeAll()
+		return launcher.Stdio{}, nil, fmt.Errorf("%w: stdio inherit: send exactly three descriptors (stdin, stdout, stderr) with the request as SCM_RIGHTS; got %d", launcher.ErrInvalid, len(files))
+	}
+	return launcher.Stdio{Stdin: files[0], Stdout: files[1], Stderr: files[2]}, closeAll, nil
 }

@@ -44,7 +44,8 @@ type connAuth struct {
 	peer    Peer
 	ok      bool
 	reason  string
-	credErr error // SO_PEERCRED failed: the connection is refused
+	credErr error   // SO_PEERCRED failed: the connection is refused
+	fds     *fdConn // descriptors the client passed (SCM_RIGHTS), when the listener keeps them
 }
 
 type connAuthKey struct{}

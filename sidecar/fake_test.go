@@ -28,7 +28,7 @@ type fakeBackend struct {
 
 func newFake() *fakeBackend { return &fakeBackend{recs: map[string]launcher.Record{}} }
 
-func (f *fakeBackend) Start(ctx context.Context, spec launcher.Spec) (*launcher.Receipt, error) {
+func (f *fakeBackend) StartWith(ctx context.Context, spec launcher.Spec, _ launcher.Stdio) (*launcher.Receipt, error) {
 	f.mu.Lock()
 	f.lastSpec = spec
 	if f.startErr != nil {

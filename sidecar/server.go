@@ -58,7 +58,7 @@ type Config struct {
 // backend is what the server needs from a launcher. *launcher.Launcher is the production implementation;
 // the unit tests provide a second one so routing, decoding and auth run without a kernel.
 type backend interface {
-	Start(ctx context.Context, spec launcher.Spec) (*launcher.Receipt, error)
+	StartWith(ctx context.Context, spec launcher.Spec, stdio launcher.Stdio) (*launcher.Receipt, error)
 	List(ctx context.Context) ([]launcher.Record, error)
 	Get(ctx context.Context, ref string) (launcher.Record, error)
 	Signal(ctx context.Context, ref string, sig syscall.Signal, all bool) error
@@ -214,7 +214,7 @@ func (s *Server) serveListener(ctx context.Context, ln net.Listener) error {
 	go func() { defer wg.Done(); s.watch(ctx) }()
 
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() { errc <- hs.Serve(fdListener{ln}) }()
 	close(s.ready)
 	if _, err := daemon.SdNotify(false, daemon.SdNotifyReady); err != nil {
 		s.logf("sidecar: sd_notify READY failed: %v", err)
@@ -247,6 +247,7 @@ func (s *Server) serveListener(ctx context.Context, ln net.Listener) error {
 // connection is served. A refused peer is logged and reported as a refused event once per connection.
 func (s *Server) connContext(ctx context.Context, c net.Conn) context.Context {
 	a := &connAuth{}
+	a.fds, _ = c.(*fdConn)
 	a.peer, a.credErr = peerOf(c)
 	if a.credErr == nil {
 		a.ok, a.reason = s.auth.allow(a.peer)

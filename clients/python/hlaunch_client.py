@@ -23,6 +23,7 @@ stable code (``InvalidSpec`` for ``invalid``, ``KeyHeld`` for ``key_held``, ...)
 ``.status`` and the message.
 """
 
+import array
 import datetime
 import http.client
 import json
@@ -234,6 +235,40 @@ class _UnixHTTPConnection(http.client.HTTPConnection):
         self.sock = sock
 
 
+class _FDPassingConnection(_UnixHTTPConnection):
+    """A Unix HTTP connection that passes descriptors (SCM_RIGHTS) with the first bytes of its request."""
+
+    def __init__(self, path, timeout, fds):
+        super().__init__(path, timeout)
+        self._fds = list(fds)
+
+    def send(self, data):
+        if self._fds and data:
+            if self.sock is None:
+                self.connect()
+            if isinstance(data, str):
+                data = data.encode("iso-8859-1")
+            fds, self._fds = self._fds, None
+            rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))]
+            sent = self.sock.sendmsg([bytes(data)], rights)
+            if sent < len(data):
+                self.sock.sendall(data[sent:])
+            return
+        super().send(data)
+
+
+def _fileno(f, what):
+    """An int descriptor from an int or an object with fileno()."""
+    if isinstance(f, bool):
+        raise InvalidSpec("%s must be a file or a descriptor" % what)
+    if isinstance(f, int):
+        return f
+    try:
+        return f.fileno()
+    except (AttributeError, OSError, ValueError) as e:
+        raise InvalidSpec("%s must be a file or a descriptor" % what) from e
+
+
 def _duration(value, what):
     """Turn seconds (int/float), a timedelta, or a Go duration string into a Go duration string."""
     if value is None:
@@ -305,8 +340,9 @@ class Client:
             conn.close()
             raise SidecarUnavailable("connection to %s failed: %s" % (self.socket_path, e)) from e
 
-    def _request(self, method, path, body=None, timeout=_DEFAULT):
-        conn = self._connect(self.timeout if timeout is _DEFAULT else timeout)
+    def _request(self, method, path, body=None, timeout=_DEFAULT, fds=None):
+        timeout = self.timeout if timeout is _DEFAULT else timeout
+        conn = _FDPassingConnection(self.socket_path, timeout, fds) if fds else self._connect(timeout)
         try:
             resp = self._send(conn, method, path, body)
             raw = resp.read()
@@ -330,7 +366,7 @@ class Client:
 
     # -- API ---------------------------------------------------------------------------------------
 
-    def spawn(self, spec):
+    def spawn(self, spec, stdin=None, stdout=None, stderr=None):
         """Start a worker and return its receipt.
 
         Args:
@@ -338,6 +374,10 @@ class Client:
                 required; ``env``, ``inherit``, ``secrets``, ``pass``, ``scope``, ``require_scope``,
                 ``limits``, ``sandbox``, ``key``, ``timeout``, ``grace``, ``log``, ... as for
                 ``hlaunch exec``. Unknown fields are refused.
+            stdin, stdout, stderr: files (or descriptors) the worker gets as its own 0, 1 and 2, passed
+                to the sidecar with the request (SCM_RIGHTS); any one given sets ``"stdio": "inherit"``,
+                and the others are /dev/null. A worker that speaks JSON over its stdio gets the caller's
+                pipes this way. The caller keeps (and closes) its own copies.
 
         Returns:
             The receipt dict: ``id``, ``token``, ``pid``, ``mode``, ``profile``, ``home``, ``cgroup``, ...
@@ -347,7 +387,16 @@ class Client:
         """
         if not isinstance(spec, dict):
             raise InvalidSpec("spec must be a dict")
-        return self._request("POST", "/v1/workers", spec)
+        if stdin is None and stdout is None and stderr is None:
+            return self._request("POST", "/v1/workers", spec)
+        spec = dict(spec, stdio="inherit")
+        devnull = os.open(os.devnull, os.O_RDWR | os.O_CLOEXEC)
+        try:
+            fds = [devnull if f is None else _fileno(f, name)
+                   for f, name in ((stdin, "stdin"), (stdout, "stdout"), (stderr, "stderr"))]
+            return self._request("POST", "/v1/workers", spec, fds=fds)
+        finally:
+            os.close(devnull)
 
     def list(self, state=None):
         """Return every worker record (a list of dicts), each verified now.

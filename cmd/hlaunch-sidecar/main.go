@@ -154,6 +154,7 @@ func (f *sidecarFlags) run(cmd *cobra.Command) error {
 		Stderr:     cmd.ErrOrStderr(),
 		Hide:       hide,
 		Self:       self,
+		WorkerLogs: true, // every worker without a log of its own gets one (docs/sidecar.md)
 		Defaults: launcher.Spec{
 			Scope:        f.scope,
 			CgroupParent: f.cgroupParent,

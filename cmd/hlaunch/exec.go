@@ -61,7 +61,7 @@ printed as JSON.`,
 
 // start launches detached and prints the receipt.
 func (a *app) start(ctx context.Context, l *launcher.Launcher, spec launcher.Spec) error {
-	r, err := l.Start(ctx, spec)
+	r, err := l.StartWith(ctx, spec, launcher.Stdio{Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr})
 	if err != nil {
 		return err
 	}

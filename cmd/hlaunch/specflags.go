@@ -42,6 +42,7 @@ type specFlags struct {
 	as      string
 
 	key, timeout, grace, log string
+	logMax, stdio            string
 	detach                   bool
 }
 
@@ -75,7 +76,9 @@ func (f *specFlags) addExecFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.key, "key", "", "refuse to start while another worker holding KEY verifies as running")
 	fs.StringVar(&f.timeout, "timeout", "", "wall-clock limit (e.g. 30s, 10m): SIGTERM, then the whole cgroup killed after --grace")
 	fs.StringVar(&f.grace, "grace", "5s", "time between SIGTERM and the whole-cgroup kill")
-	fs.StringVar(&f.log, "log", "", "append stdout and stderr to FILE (rotated by size)")
+	fs.StringVar(&f.log, "log", "", "append stdout and stderr to FILE (rotated by size when a launch opens it)")
+	fs.StringVar(&f.logMax, "log-max", "", "rotate --log at this size, keeping one old file (default 2M)")
+	fs.StringVar(&f.stdio, "stdio", "", "with --detach: \"inherit\" gives the worker hlaunch's own stdin, stdout and stderr (default: /dev/null, or --log)")
 	fs.BoolVar(&f.detach, "detach", false, "start under a shim, print the receipt as JSON and return at once")
 }
 
@@ -187,6 +190,16 @@ func (f *specFlags) apply(fs *pflag.FlagSet, s *launcher.Spec) error {
 	}
 	if set("log") {
 		s.Log = f.log
+	}
+	if set("log-max") {
+		n, err := cgroup.ParseSize(f.logMax)
+		if err != nil || n <= 0 {
+			return invalidf("--log-max %q: want a size such as 2M", f.logMax)
+		}
+		s.LogMax = n
+	}
+	if set("stdio") {
+		s.Stdio = f.stdio
 	}
 	if set("detach") {
 		s.Detach = f.detach

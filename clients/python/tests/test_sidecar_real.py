@@ -151,5 +151,40 @@ class RealSidecarTest(unittest.TestCase):
             self.client.signal("w-000000000000", "NOPE")
 
 
+    def test_worker_speaks_over_passed_pipes(self):
+        """A worker that speaks over its stdio gets the caller's own pipes, passed with the spawn."""
+        in_r, in_w = os.pipe()
+        out_r, out_w = os.pipe()
+        try:
+            receipt = self.client.spawn({"profile": "alpha", "argv": ["/bin/sh", "-c", "read x; echo got:$x"]},
+                                        stdin=in_r, stdout=out_w)
+            os.close(in_r)
+            os.close(out_w)
+            in_r = out_w = None
+            os.write(in_w, b'{"jsonrpc":"2.0","id":1}\n')
+            os.close(in_w)
+            in_w = None
+            with os.fdopen(out_r, "rb") as out:
+                out_r = None
+                self.assertEqual(out.read(), b'got:{"jsonrpc":"2.0","id":1}\n')
+            rec = self.client.wait(receipt["id"], timeout=10)
+            self.assertEqual(rec.get("exit_code"), 0)
+        finally:
+            for fd in (in_r, in_w, out_r, out_w):
+                if fd is not None:
+                    os.close(fd)
+
+    def test_per_worker_log(self):
+        receipt = self.client.spawn({"profile": "alpha", "argv": ["/bin/sh", "-c", "echo to-out; echo to-err >&2"]})
+        self.assertTrue(receipt.get("log", "").endswith("/logs/%s.log" % receipt["id"]), receipt)
+        self.client.wait(receipt["id"], timeout=10)
+        with open(receipt["log"]) as f:
+            self.assertEqual(sorted(f.read().split()), ["to-err", "to-out"])
+
+    def test_no_descriptors_with_inherit_is_refused(self):
+        with self.assertRaises(hc.InvalidSpec):
+            self.client.spawn({"profile": "alpha", "argv": ["true"], "stdio": "inherit"})
+
+
 if __name__ == "__main__":
     unittest.main()
