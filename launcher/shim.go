@@ -207,7 +207,7 @@ func shimSignal(g *cgroup.Group, p *handshake.Proc, sig syscall.Signal) {
 
 func fillStatus(rec *exitRecord, ws syscall.WaitStatus) {
 	if ws.Signaled() {
-		rec.Signal = signalName(ws.Signal())
+		rec.Signal = SignalName(ws.Signal())
 		return
 	}
 	code := ws.ExitStatus()

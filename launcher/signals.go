@@ -9,8 +9,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// signalName is "SIGTERM" for syscall.SIGTERM.
-func signalName(s syscall.Signal) string {
+// SignalName is "SIGTERM" for syscall.SIGTERM ("SIG<n>" for a signal without a name), as records show it.
+func SignalName(s syscall.Signal) string {
 	if n := unix.SignalName(s); n != "" {
 		return n
 	}

@@ -1,21 +1,9 @@
 package main
 
 import (
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
-
-// signalName is the conventional name of sig ("SIGTERM"), or its number when it has none.
-func signalName(sig syscall.Signal) string {
-	if n := unix.SignalName(sig); n != "" {
-		return n
-	}
-	return strconv.Itoa(int(sig))
-}
 
 // parseSince accepts an RFC 3339 time, a date (UTC midnight), or a duration meaning "that long before now".
 func parseSince(s string, now time.Time) (time.Time, error) {

@@ -62,13 +62,13 @@ recycled) or 4 (unverified), with the reason on one line.
 				return err
 			}
 			if a.json {
-				return printJSON(a.stdout, signalResult{Ref: ref, Signal: signalName(sig), All: all, Sent: true})
+				return printJSON(a.stdout, signalResult{Ref: ref, Signal: launcher.SignalName(sig), All: all, Sent: true})
 			}
 			target := "leader"
 			if all {
 				target = "whole cgroup"
 			}
-			_, err = fmt.Fprintf(a.stdout, "%s sent to %s (%s)\n", signalName(sig), ref, target)
+			_, err = fmt.Fprintf(a.stdout, "%s sent to %s (%s)\n", launcher.SignalName(sig), ref, target)
 			return err
 		},
 	}
