@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -187,6 +188,11 @@ func check(kind, arg string) string {
 	case "kill":
 		pid, _ := strconv.Atoi(arg)
 		err = syscall.Kill(pid, 0)
+	case "connect":
+		var c net.Conn
+		if c, err = net.Dial("unix", arg); err == nil {
+			c.Close()
+		}
 	default:
 		return "unknown check"
 	}

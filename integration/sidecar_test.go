@@ -567,3 +567,42 @@ func TestSidecarSystemdUserUnits(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A sandboxed worker spawned through the sidecar cannot reach the sidecar's socket (it could spawn or
+// signal its siblings through it); an unsandboxed one can, so the check is not vacuous.
+func TestSidecarSocketHiddenFromSandbox(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	dir, err := os.MkdirTemp("/var/tmp", "hl-sc-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "s.sock")
+	p := startSidecarProc(t, e, sock)
+	for _, sandbox := range []bool{false, true} {
+		spec, _ := json.Marshal(map[string]any{"profile": "b", "sandbox": sandbox,
+			"argv": []string{selfBin, "child", "report", "connect:" + sock}})
+		st, b := p.do("POST", "/v1/workers", string(spec))
+		if st != 201 {
+			t.Fatalf("spawn (sandbox %v): %d %s", sandbox, st, b)
+		}
+		var rc struct{ ID, Log string }
+		must(t, json.Unmarshal(b, &rc))
+		if st, b := p.do("GET", "/v1/workers/"+rc.ID+"/wait?timeout=10s", ""); st != 200 {
+			t.Fatalf("wait: %d %s", st, b)
+		}
+		out, err := os.ReadFile(rc.Log)
+		must(t, err)
+		var rep childReport
+		if err := json.Unmarshal(out, &rep); err != nil {
+			t.Fatalf("report in %s: %v: %q", rc.Log, err, out)
+		}
+		got := rep.Checks["connect:"+sock]
+		if sandbox && got == "ok" {
+			t.Fatal("a sandboxed worker reached the sidecar's socket")
+		}
+		if !sandbox && got != "ok" {
+			t.Fatalf("an unsandboxed worker cannot reach the socket either (%s): the check proves nothing", got)
+		}
+	}
+}
