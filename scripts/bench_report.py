@@ -58,7 +58,7 @@ small probe programs: an empty Go `main`, the same importing one package) in one
 | os/exec probes pidfd support once per process by vfork'ing a throw-away child; every hlaunch process starts exactly one child | `internal/handshake` `Spawn` | `syscall.ForkExec` + `waitid(WNOWAIT)`/`wait4` (no signal after the reap) | 0.3 ms per process (probe programs) |
 | a `StopUnit` job after the child exited, although the empty scope is collected by the manager | `launcher` `placement.release` | generated unit names only: skip `StopUnit` when the scope's `cgroup.events` says `populated 0` | `exec --scope systemd` 20.0 -> 16.0 ms (with the next row) |
 | two authenticated D-Bus connections made before the stub started | `launcher` `prepare` | explicit `--scope systemd` dials while the stub is exec'd and boots | (see above) |
-| every D-Bus message relayed by dbus-daemon, plus a `Hello` on each of go-systemd's two connections | `internal/systemd` `Connect` | the user manager's private socket (`$XDG_RUNTIME_DIR/systemd/private`) when it is there, as `systemctl --user` does | `StartScope` 3.5 -> 2.1 ms |
+| go-systemd dials its two connections (calls, JobRemoved signal) one after the other | `internal/systemd` `Connect` | both dials in flight at once (`connectPair`); the manager's private socket was measured and rejected: its per-connection authentication (1.1-1.7 ms) costs more than the relay it saves (ADR 0003) | connect about half |
 | a foreground cgroup killed (`cgroup.kill` + wait) although its only member was the reaped leader | `launcher` `placement.release` | kill only when `populated 1` | a few hundred µs |
 | CRC-32C table built at package init by every hlaunch process | `fingerprint` | built on first use | init 0.19 -> 0.003 ms |
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 
 	sdbus "github.com/coreos/go-systemd/v22/dbus"
@@ -49,14 +48,12 @@ func Connect(ctx context.Context, o ConnectOptions) (*Conn, error) {
 		if sys == "" {
 			sys = "unix:path=/run/dbus/system_bus_socket"
 		}
-		sd, err := sdbus.NewConnection(func() (*godbus.Conn, error) { return dial(ctx, sys, true) })
+		sd, err := connectPair(ctx, sys, true)
 		if err == nil {
 			return &Conn{sd: sd, bus: sys}, nil
 		}
 		// No dbus-daemon (minimal hosts, early boot): systemd's own socket speaks the same API to root.
-		sd, err2 := sdbus.NewConnection(func() (*godbus.Conn, error) {
-			return dial(ctx, "unix:path="+systemPrivateSocket, false)
-		})
+		sd, err2 := connectPair(ctx, "unix:path="+systemPrivateSocket, false)
 		if err2 == nil {
 			return &Conn{sd: sd, bus: systemPrivateSocket}, nil
 		}
@@ -66,23 +63,50 @@ func Connect(ctx context.Context, o ConnectOptions) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The manager's own socket beside the bus, as systemctl --user prefers it: no broker hop per message
-	// and no Hello, on each of go-systemd's two connections (docs/benchmarks.md). The bus above is still
-	// what proves, by hermes' rules, that the user's manager is there.
-	if dir, err := UserRuntimeDir(o.UID, o.Getenv); err == nil {
-		priv := filepath.Join(dir, "systemd", "private")
-		if checkBusSocket(priv, o.UID) == nil {
-			sd, err := sdbus.NewConnection(func() (*godbus.Conn, error) { return dial(ctx, "unix:path="+priv, false) })
-			if err == nil {
-				return &Conn{sd: sd, bus: priv}, nil
-			}
-		}
-	}
-	sd, err := sdbus.NewConnection(func() (*godbus.Conn, error) { return dial(ctx, "unix:path="+p, true) })
+	sd, err := connectPair(ctx, "unix:path="+p, true)
 	if err != nil {
 		return nil, fmt.Errorf("%w: user bus %s: %w", ErrNoBus, p, err)
 	}
 	return &Conn{sd: sd, bus: p}, nil
+}
+
+// connectPair makes go-systemd's connection pair (one for calls, one for the JobRemoved signal) with both
+// dials in flight at once: each costs an accept and an authentication round trip in the manager (about
+// 1.3 ms measured), and go-systemd would otherwise make them one after the other.
+func connectPair(ctx context.Context, addr string, hello bool) (*sdbus.Conn, error) {
+	type dialed struct {
+		c   *godbus.Conn
+		err error
+	}
+	ch := make(chan dialed, 2)
+	for range 2 {
+		go func() {
+			c, err := dial(ctx, addr, hello)
+			ch <- dialed{c, err}
+		}()
+	}
+	a, b := <-ch, <-ch
+	if a.err != nil || b.err != nil {
+		for _, d := range []dialed{a, b} {
+			if d.c != nil {
+				d.c.Close()
+			}
+		}
+		return nil, errors.Join(a.err, b.err)
+	}
+	conns := []*godbus.Conn{a.c, b.c}
+	sd, err := sdbus.NewConnection(func() (*godbus.Conn, error) {
+		if len(conns) == 0 {
+			return nil, errors.New("go-systemd asked for a third connection")
+		}
+		c := conns[0]
+		conns = conns[1:]
+		return c, nil
+	})
+	for _, c := range conns { // not taken when NewConnection failed early
+		c.Close()
+	}
+	return sd, err
 }
 
 // dial opens one authenticated connection to addr (and says Hello when it is a bus, not systemd's private
