@@ -35,7 +35,7 @@ func New(cfg Config) (*Launcher, error) {
 	l.policy = nsenv.DefaultPolicy()
 	if cfg.PolicyFile != "" {
 		if l.policy, err = nsenv.LoadPolicyFile(cfg.PolicyFile); err != nil {
-			return nil, fmt.Errorf("%w: --policy: %w", ErrInvalid, err)
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 	}
 	l.state = cfg.StateDir
