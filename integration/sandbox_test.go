@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,8 +52,9 @@ func TestSandboxView(t *testing.T) {
 			if got := c["kill:"+strconv.Itoa(stranger.Process.Pid)]; !strings.Contains(got, "no such process") {
 				t.Errorf("kill(host pid of another process, 0) = %q, want ESRCH", got)
 			}
-			if rep.PID != 1 || len(rep.Procs) > 2 {
-				t.Errorf("pid %d, visible pids %v: want pid 1 and only the sandbox's processes", rep.PID, rep.Procs)
+			// PID 1 is the sandbox's init (the stub, which forwards signals); the target is its only child.
+			if rep.PID == 1 || len(rep.Procs) != 2 || rep.Procs[0] != 1 || rep.Procs[1] != rep.PID || rep.PPID != 1 {
+				t.Errorf("pid %d (ppid %d), visible pids %v: want the target under the sandbox's init, and nothing else", rep.PID, rep.PPID, rep.Procs)
 			}
 			for _, leak := range []string{"A_MARKER", "OPENAI_API_KEY", "HLAUNCH_STATE_DIR", "hermes_model", "a-fc"} {
 				if strings.Contains(rep.PID1Env, leak) {
@@ -111,11 +113,45 @@ func TestSandboxAsNonRoot(t *testing.T) {
 	aHome := w.profile("a", "A_MARKER=a\n")
 	must(t, exec.Command("chown", "-R", "65534:65534", w.Root).Run())
 	r := w.asNobody("exec", "-p", "b", "--sandbox", "--scope", "none", "--", "/bin/sh", "-c",
-		"ls "+filepath.Join(w.Root, "profiles")+"; cat "+filepath.Join(aHome, ".env")+" 2>/dev/null && echo LEAK; echo pid=$$")
+		"ls "+filepath.Join(w.Root, "profiles")+"; cat "+filepath.Join(aHome, ".env")+" 2>/dev/null && echo LEAK; echo procs: /proc/[0-9]*; echo pid=$$")
 	if r.Code != 0 {
 		t.Fatalf("non-root sandbox: exit %d: %s", r.Code, r.Stderr)
 	}
-	if strings.Contains(r.Stdout, "LEAK") || !strings.Contains(r.Stdout, "pid=1") || strings.Contains(r.Stdout, "a\n") {
+	var pid string
+	for _, l := range strings.Split(r.Stdout, "\n") {
+		if v, ok := strings.CutPrefix(l, "pid="); ok {
+			pid = v
+		}
+	}
+	if strings.Contains(r.Stdout, "LEAK") || !strings.Contains(r.Stdout, "procs: /proc/1 /proc/"+pid+"\n") || strings.Contains(r.Stdout, "a\n") {
 		t.Fatalf("non-root sandbox view:\n%s", r.Stdout)
+	}
+}
+
+// A sandboxed worker hears a plain SIGTERM: the sandbox's init forwards it (a target that were PID 1
+// itself would ignore it, and every stop would wait out its grace).
+func TestSandboxForwardsSignals(t *testing.T) {
+	requireRoot(t)
+	e := newEnv(t)
+	rc := e.detach([]string{"--sandbox", "--scope", "cgroup", "--cgroup-parent", e.Parent}, "sleep", "300")
+	if r := e.run("signal", "-s", "TERM", rc.ID); r.Code != 0 {
+		t.Fatalf("signal: %d %s", r.Code, r.Stderr)
+	}
+	r := e.run("wait", "--json", "--timeout", "5s", rc.ID)
+	var rec receipt
+	must(t, json.Unmarshal([]byte(r.Stdout), &rec))
+	if rec.ExitCode == nil || *rec.ExitCode != 128+15 {
+		t.Fatalf("sandboxed sleep after SIGTERM: exit %v signal %q (%s)", rec.ExitCode, rec.Signal, r.Stdout)
+	}
+	// stop ends it with its SIGTERM, not with the kill after the grace.
+	rc = e.detach([]string{"--sandbox", "--scope", "cgroup", "--cgroup-parent", e.Parent}, "sleep", "300")
+	r = e.run("stop", "--json", "--grace", "20s", rc.ID)
+	if r.Code != 0 {
+		t.Fatalf("stop: %d %s", r.Code, r.Stderr)
+	}
+	rec = receipt{}
+	must(t, json.Unmarshal([]byte(r.Stdout), &rec))
+	if rec.Signal == "SIGKILL" || rec.ExitCode == nil || *rec.ExitCode != 128+15 {
+		t.Fatalf("stopped sandboxed sleep: exit %v signal %q: SIGTERM was not heard", rec.ExitCode, rec.Signal)
 	}
 }

@@ -3,8 +3,10 @@ package handshake
 import (
 	"errors"
 	"os"
+	"os/signal"
 	"runtime"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -50,8 +52,51 @@ func Main() {
 	if err != nil {
 		fail("lookup", err, ExitCodeFor(err))
 	}
+	if cfg.Sandbox != nil {
+		// In a new pid namespace the stub stays as its init: PID 1 gets only the signals it has handlers
+		// for, so a target that was PID 1 itself would never hear a plain SIGTERM (a `stop` would always
+		// wait out the grace). The init forwards every signal to the target, reaps, and exits with the
+		// target's status; when it exits the kernel ends the rest of the namespace.
+		proc, err := Spawn(Command{Path: path, Args: cfg.Argv, Env: cfg.Env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}})
+		if err != nil {
+			fail("exec", err, ExitCodeFor(err))
+		}
+		res.Close() // EOF: the target runs
+		os.Exit(initLoop(proc.Pid))
+	}
 	err = unix.Exec(path, cfg.Argv, cfg.Env)
 	fail("exec", &os.PathError{Op: "execve", Path: path, Err: err}, ExitCodeFor(err))
+}
+
+// initLoop is PID 1 of a sandbox: it forwards signals to the target and reaps every process until the
+// target ends, then returns the target's status as an exit code (128+N for signal N: an init cannot
+// re-raise a signal on itself).
+func initLoop(target int) int {
+	sigs := make(chan os.Signal, 64)
+	signal.Notify(sigs)
+	go func() {
+		for s := range sigs {
+			sig, ok := s.(syscall.Signal)
+			// SIGCHLD is the init's own business; SIGURG is the Go runtime's preemption signal.
+			if !ok || sig == syscall.SIGCHLD || sig == syscall.SIGURG {
+				continue
+			}
+			_ = syscall.Kill(target, sig)
+		}
+	}()
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, 0, nil)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil {
+			return 125 // no child left without having seen the target: cannot happen
+		}
+		if pid == target {
+			return ExitCode(ws)
+		}
+	}
 }
 
 func envPath(env []string) string {
