@@ -92,7 +92,11 @@ func connectPair(ctx context.Context, addr string, hello bool) (*sdbus.Conn, err
 				d.c.Close()
 			}
 		}
-		return nil, errors.Join(a.err, b.err)
+		// Both dials went to one address: one reason is enough, and it stays one line.
+		if a.err != nil {
+			return nil, a.err
+		}
+		return nil, b.err
 	}
 	conns := []*godbus.Conn{a.c, b.c}
 	sd, err := sdbus.NewConnection(func() (*godbus.Conn, error) {
