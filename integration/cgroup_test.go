@@ -32,6 +32,8 @@ type receipt struct {
 	Finger    string `json:"fingerprint"`
 	StartTime uint64 `json:"start_time"`
 	BootID    string `json:"boot_id"`
+	CPU       uint64 `json:"cpu_usage_ns"`
+	Pids      uint64 `json:"pids_current"`
 }
 
 // detach starts argv detached and returns its receipt.
@@ -145,6 +147,9 @@ func TestCgroupStopKillsWholeTree(t *testing.T) {
 	leaderSid, _ := getsidOf(rc.PID)
 	if sid, _ := getsidOf(grandchild); sid == leaderSid {
 		t.Fatalf("grandchild %d shares the leader's session %d: the test tree is wrong", grandchild, sid)
+	}
+	if rec, r := e.record(rc.ID); r.Code != 0 || rec.State != "running" || rec.CPU == 0 {
+		t.Fatalf("status of the running tree: exit %d, state %q, cpu %d ns", r.Code, rec.State, rec.CPU)
 	}
 	if r := e.run("stop", "--grace", "1s", rc.ID); r.Code != 0 {
 		t.Fatalf("stop: exit %d: %s", r.Code, r.Stderr)

@@ -77,6 +77,7 @@ func (l *Launcher) record(rc Receipt, ident fingerprint.Identity) (Record, error
 		if g, err := l.host.Load(rc.Cgroup); err == nil {
 			if st, err := g.Stats(); err == nil {
 				rec.MemoryCurrent, rec.MemoryPeak, rec.PidsCurrent = st.MemoryCurrent, st.MemoryPeak, st.PidsCurrent
+				rec.CPUUsageNS, rec.OOMKills = st.CPUUsageNS, st.OOMKills
 				rec.OOMKilled = rec.OOMKilled || st.OOMKills > 0
 			}
 		}

@@ -48,4 +48,6 @@ type Record struct {
 	MemoryCurrent uint64 `json:"memory_current,omitempty"`
 	MemoryPeak    uint64 `json:"memory_peak,omitempty"`
 	PidsCurrent   uint64 `json:"pids_current,omitempty"`
+	CPUUsageNS    uint64 `json:"cpu_usage_ns,omitempty"` // CPU time used by the worker's cgroup, when known
+	OOMKills      uint64 `json:"oom_kills,omitempty"`    // OOM kills in the worker's cgroup, when known
 }
