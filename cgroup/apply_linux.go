@@ -1,6 +1,7 @@
 package cgroup
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -93,6 +94,9 @@ func (g *Group) Stats() (Stats, error) {
 	if g.v2 != "" {
 		if v, err := readUint(filepath.Join(g.v2, "pids.current")); err == nil {
 			s.PidsCurrent = v
+		} else {
+			// No pids controller on this tree (hybrid hosts): count the tasks, as pids.current would.
+			s.PidsCurrent = countTasks(g.v2)
 		}
 		if v, ok, err := readKey(filepath.Join(g.v2, "cpu.stat"), "usage_usec"); err == nil && ok {
 			s.CPUUsageNS = v * 1000
@@ -138,4 +142,20 @@ func (g *Group) Stats() (Stats, error) {
 		}
 	}
 	return s, nil
+}
+
+// countTasks counts the threads in dir and the cgroups below it.
+func countTasks(dir string) uint64 {
+	var n uint64
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		b, err := os.ReadFile(filepath.Join(p, "cgroup.threads"))
+		if err == nil {
+			n += uint64(bytes.Count(b, []byte{'\n'}))
+		}
+		return nil
+	})
+	return n
 }

@@ -148,8 +148,8 @@ func TestCgroupStopKillsWholeTree(t *testing.T) {
 	if sid, _ := getsidOf(grandchild); sid == leaderSid {
 		t.Fatalf("grandchild %d shares the leader's session %d: the test tree is wrong", grandchild, sid)
 	}
-	if rec, r := e.record(rc.ID); r.Code != 0 || rec.State != "running" || rec.CPU == 0 {
-		t.Fatalf("status of the running tree: exit %d, state %q, cpu %d ns", r.Code, rec.State, rec.CPU)
+	if rec, r := e.record(rc.ID); r.Code != 0 || rec.State != "running" || rec.CPU == 0 || rec.Pids < 3 {
+		t.Fatalf("status of the running tree: exit %d, state %q, cpu %d ns, %d tasks", r.Code, rec.State, rec.CPU, rec.Pids)
 	}
 	if r := e.run("stop", "--grace", "1s", rc.ID); r.Code != 0 {
 		t.Fatalf("stop: exit %d: %s", r.Code, r.Stderr)
