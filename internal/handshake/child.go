@@ -69,8 +69,8 @@ func Main() {
 		if err != nil {
 			fail("exec", err, ExitCodeFor(err))
 		}
-		res.Close() // EOF: the target runs
 		<-notified  // every forwarded signal is caught before anyone can learn the worker's identity
+		res.Close() // EOF: the target runs
 		os.Exit(initLoop(proc.Pid, sigs))
 	}
 	err = unix.Exec(path, cfg.Argv, cfg.Env)
