@@ -61,6 +61,7 @@ small probe programs: an empty Go `main`, the same importing one package) in one
 | go-systemd dials its two connections (calls, JobRemoved signal) one after the other | `internal/systemd` `Connect` | both dials in flight at once (`connectPair`); the manager's private socket was measured and rejected: its per-connection authentication (1.1-1.7 ms) costs more than the relay it saves (ADR 0003) | connect about half |
 | a foreground cgroup killed (`cgroup.kill` + wait) although its only member was the reaped leader | `launcher` `placement.release` | kill only when `populated 1` | a few hundred µs |
 | CRC-32C table built at package init by every hlaunch process | `fingerprint` | built on first use | init 0.19 -> 0.003 ms |
+| (a cost added on purpose) a sandboxed target that was PID 1 ignored SIGTERM, so every `stop` waited out its grace | `internal/handshake` | the stub stays as the namespace's init and forwards signals (ADR 0004); it enables its ten forwarded signals while the parent is still placing it | sandbox +0.2-0.3 ms; enabling all 65 signals after the fork cost +3 ms and was rejected |
 
 Measured and left as they are:
 
