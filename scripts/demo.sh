@@ -20,10 +20,18 @@ cleanup() {
 	local rc=$?
 	set +e
 	if [ -n "$worker" ]; then "$HL" --root "$root" --state-dir "$state" stop "$worker" --grace 1s >/dev/null 2>&1; fi
-	"$HL" --root "$root" --state-dir "$state" gc >/dev/null 2>&1
+	# Interrupted before the worker's id was known (a closed pipe mid-receipt): the parent is the demo's
+	# own, so whatever still runs under it is the demo's worker. End it through its cgroup.
+	for d in /sys/fs/cgroup/"$parent"/*/ /sys/fs/cgroup/*/"$parent"/*/; do
+		[ -e "$d/cgroup.kill" ] && echo 1 >"$d/cgroup.kill" 2>/dev/null
+	done
+	sleep 0.2
+	"$HL" --root "$root" --state-dir "$state" gc --cgroup-parent "$parent" >/dev/null 2>&1
 	# The parent cgroup we named, in every hierarchy that has it; rmdir only ever removes an empty one.
 	for d in /sys/fs/cgroup/"$parent" /sys/fs/cgroup/*/"$parent"; do
-		[ -d "$d" ] && rmdir "$d" 2>/dev/null
+		[ -d "$d" ] || continue
+		for w in "$d"/*/; do [ -d "$w" ] && rmdir "$w" 2>/dev/null; done
+		rmdir "$d" 2>/dev/null
 	done
 	rm -rf "$demo"
 	exit "$rc"
