@@ -165,10 +165,26 @@ func waitJob(ctx context.Context, ch <-chan string, verb, unit string) error {
 	}
 }
 
-// scopeInfo reads InvocationID and ControlGroup of a started scope.
+// scopeInfo reads InvocationID and ControlGroup of a started scope. The two calls are in flight at once:
+// godbus multiplexes them on the connection, so they cost one round trip to the manager, not two.
 func (c *Conn) scopeInfo(ctx context.Context, unit string) (ScopeInfo, error) {
 	info := ScopeInfo{Unit: unit}
+	var cgErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p, err := c.sd.GetUnitTypePropertyContext(ctx, unit, "Scope", "ControlGroup")
+		if err != nil {
+			cgErr = fmt.Errorf("%s: read ControlGroup: %w", unit, err)
+			return
+		}
+		var ok bool
+		if info.ControlGroup, ok = p.Value.Value().(string); !ok {
+			cgErr = fmt.Errorf("%s: ControlGroup is %v, not a string", unit, p.Value)
+		}
+	}()
 	p, err := c.sd.GetUnitPropertyContext(ctx, unit, "InvocationID")
+	<-done
 	if err != nil {
 		return info, fmt.Errorf("%s: read InvocationID: %w", unit, err)
 	}
@@ -177,14 +193,7 @@ func (c *Conn) scopeInfo(ctx context.Context, unit string) (ScopeInfo, error) {
 		return info, fmt.Errorf("%s: InvocationID is %v, not 16 bytes", unit, p.Value)
 	}
 	info.InvocationID = hex.EncodeToString(id)
-	p, err = c.sd.GetUnitTypePropertyContext(ctx, unit, "Scope", "ControlGroup")
-	if err != nil {
-		return info, fmt.Errorf("%s: read ControlGroup: %w", unit, err)
-	}
-	if info.ControlGroup, ok = p.Value.Value().(string); !ok {
-		return info, fmt.Errorf("%s: ControlGroup is %v, not a string", unit, p.Value)
-	}
-	return info, nil
+	return info, cgErr
 }
 
 // StopUnit stops unit (job mode "replace") and waits for the job. A unit systemd does not know is
