@@ -219,9 +219,12 @@ def goals(med, sidecar, disk, out):
     if sidecar and "systemd-run" in med:
         c = sidecar.get("systemd", {})
         if c.get("p50_ms"):
-            r = c["p50_ms"] / 1000.0 / med["systemd-run"]
-            out.append("| sidecar --scope systemd spawn at most half of systemd-run | %.2f (p50 %.2f ms) | %s |" % (
-                r, c["p50_ms"], "yes" if r <= 0.5 else "**no**"))
+            # systemd-run ran behind the nsenter prefix; the sidecar's clients did not: take the prefix out.
+            pre = med["nsenter"] - med["true"] if "nsenter" in med and "true" in med else 0
+            sr = med["systemd-run"] - pre
+            r = c["p50_ms"] / 1000.0 / sr
+            out.append("| sidecar --scope systemd spawn at most half of systemd-run | %.2f x systemd-run (sidecar p50 %.2f ms, p99 %.2f ms, %d spawns, one client; systemd-run %s ms without the nsenter prefix) | %s |" % (
+                r, c["p50_ms"], c.get("p99_ms", 0), c.get("spawns", 0), ms(sr), "yes" if r <= 0.5 else "**no**"))
         else:
             out.append("| sidecar --scope systemd spawn at most half of systemd-run | not measured: %s | - |" % (
                 c.get("skipped", "the sidecar load run places spawns with --scope cgroup and starts no systemd manager; a --scope systemd phase inside the systemdtest harness is not built yet")))

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/hlaunch/hlaunch/internal/systemd/systemdtest"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -39,6 +40,15 @@ type sidecarFigures struct {
 	ReadoptRecords int            `json:"readopt_records"`
 	Notes          []string       `json:"notes"`
 	StateFS        string         `json:"state_fs"`
+	// Systemd is the spawn latency of a `--scope systemd` sidecar against a real user manager (the
+	// systemdtest harness), one client; issue 9 compares it with systemd-run --user --scope.
+	Systemd *systemdPoint `json:"systemd,omitempty"`
+}
+
+type systemdPoint struct {
+	Spawns int     `json:"spawns"`
+	P50MS  float64 `json:"p50_ms"`
+	P99MS  float64 `json:"p99_ms"`
 }
 
 type latencyPoint struct {
@@ -170,6 +180,11 @@ func BenchmarkSidecarLoad(b *testing.B) {
 		"GET /v1/workers listing all 1,000 as running (it includes the sidecar's start-up and that one list).")
 	sc.stop(b)
 	fig.StateFS = fsType(stateBase)
+	// Phase 3, once (with the tmpfs state): a --scope systemd sidecar inside a private user manager.
+	if os.Getenv("HLAUNCH_BENCH_STATE_BASE") != "" {
+		fig.Systemd = systemdPhase(b, bin, root, filepath.Join(stateBase, "state3"))
+		b.Logf("systemd: %+v", *fig.Systemd)
+	}
 	raw, err := json.MarshalIndent(fig, "", " ")
 	if err != nil {
 		b.Fatal(err)
@@ -202,13 +217,49 @@ func startSidecar(b *testing.B, bin, root, state, sock, parent string) *sidecarP
 	}
 	sc := &sidecarProc{cmd: cmd, client: &http.Client{Transport: tr, Timeout: 3 * time.Minute}}
 	b.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
+	sc.waitHealthy(b)
+	return sc
+}
+
+// systemdPhase measures one client's spawns through a `--scope systemd --user` sidecar that runs in a
+// private systemd user manager's world (systemdtest, the TESTING.md recipe), 100 spawns of /bin/true.
+func systemdPhase(b *testing.B, bin, root, state string) *systemdPoint {
+	m := systemdtest.Start(b)
+	sockDir, err := os.MkdirTemp("/tmp", "hlsc-") // a socket path must stay short
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(sockDir)
+	sock := filepath.Join(sockDir, "s.sock")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cmd := m.Command(ctx, bin, "--root", root, "--state-dir", state, "sidecar", "--socket", sock,
+		"--scope", "systemd", "--user", "--require-scope")
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", sock)
+	}}
+	sc := &sidecarProc{cmd: cmd, client: &http.Client{Transport: tr, Timeout: time.Minute}}
+	sc.waitHealthy(b)
+	lat, _ := spawnMany(b, sc, []byte(`{"profile":"b","argv":["/bin/true"]}`), 1, 100)
+	sc.stop(b)
+	return &systemdPoint{Spawns: len(lat), P50MS: pctMS(lat, 0.50), P99MS: pctMS(lat, 0.99)}
+}
+
+// waitHealthy waits until the sidecar answers /v1/health.
+func (sc *sidecarProc) waitHealthy(b *testing.B) {
+	b.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		resp, err := sc.client.Get("http://sidecar/v1/health")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return sc
+				return
 			}
 		}
 		if time.Now().After(deadline) {
