@@ -32,16 +32,9 @@ recycled) or 4 (unverified), with the reason on one line.
 
 --pid N --fingerprint "<epoch>|<start>" signals a hermes gateway row's process under the same rules.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			legacy := cmd.Flags().Changed("pid") || cmd.Flags().Changed("fingerprint")
-			switch {
-			case legacy && len(args) > 0:
-				return invalidf("signal: give either a worker id/token or --pid with --fingerprint, not both")
-			case legacy && !cmd.Flags().Changed("pid"):
-				return invalidf("signal: --fingerprint needs --pid")
-			case legacy && all:
-				return invalidf("signal: --all needs a worker id or token (a hermes row has no cgroup)")
-			case !legacy && len(args) != 1:
-				return invalidf("signal: want one worker id or token")
+			legacy, err := legacyArgs(cmd, args, all)
+			if err != nil {
+				return err
 			}
 			sig, err := launcher.ParseSignal(sigName)
 			if err != nil {

@@ -20,15 +20,9 @@ Exit code: 0 running, 1 exited, 3 foreign boot or machine or recycled PID, 4 unv
 --pid N --fingerprint "<boot_id>:<pid1 start>|<start>" applies the same rules to a row of the hermes
 gateway's process table: another boot is foreign, "unverified" and an empty (NULL) fingerprint are refused.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			legacy := cmd.Flags().Changed("pid") || cmd.Flags().Changed("fingerprint")
-			if legacy && len(args) > 0 {
-				return invalidf("status: give either a worker id/token or --pid with --fingerprint, not both")
-			}
-			if legacy && !cmd.Flags().Changed("pid") {
-				return invalidf("status: --fingerprint needs --pid")
-			}
-			if !legacy && len(args) != 1 {
-				return invalidf("status: want one worker id or token")
+			legacy, err := legacyArgs(cmd, args, false)
+			if err != nil {
+				return err
 			}
 			l, err := a.newLauncher()
 			if err != nil {
@@ -63,4 +57,22 @@ func (a *app) printRecord(rec launcher.Record) error {
 		return printJSON(a.stdout, rec)
 	}
 	return writeRecord(a.stdout, rec)
+}
+
+// legacyArgs checks a command that takes either one worker id or token, or --pid with --fingerprint (a
+// hermes gateway row), and reports which one it got. all is --all, which only a worker has.
+func legacyArgs(cmd *cobra.Command, args []string, all bool) (bool, error) {
+	verb := cmd.Name()
+	legacy := cmd.Flags().Changed("pid") || cmd.Flags().Changed("fingerprint")
+	switch {
+	case legacy && len(args) > 0:
+		return false, invalidf("%s: give either a worker id/token or --pid with --fingerprint, not both", verb)
+	case legacy && !cmd.Flags().Changed("pid"):
+		return false, invalidf("%s: --fingerprint needs --pid", verb)
+	case legacy && all:
+		return false, invalidf("%s: --all needs a worker id or token (a hermes row has no cgroup)", verb)
+	case !legacy && len(args) != 1:
+		return false, invalidf("%s: want one worker id or token", verb)
+	}
+	return legacy, nil
 }

@@ -20,14 +20,9 @@ not verify gets zero signals: exit 3 (foreign or recycled) or 4 (unverified).
 --pid N --fingerprint "<epoch>|<start>" stops a hermes gateway row's process under the same rules (the
 leader only: a hermes row has no cgroup).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			legacy := cmd.Flags().Changed("pid") || cmd.Flags().Changed("fingerprint")
-			switch {
-			case legacy && len(args) > 0:
-				return invalidf("stop: give either a worker id/token or --pid with --fingerprint, not both")
-			case legacy && !cmd.Flags().Changed("pid"):
-				return invalidf("stop: --fingerprint needs --pid")
-			case !legacy && len(args) != 1:
-				return invalidf("stop: want one worker id or token")
+			legacy, err := legacyArgs(cmd, args, false)
+			if err != nil {
+				return err
 			}
 			d, err := parseGrace("--grace", grace)
 			if err != nil {
