@@ -3,7 +3,6 @@ package integration
 import (
 	"bufio"
 	"encoding/json"
-	"github.com/hlaunch/hlaunch/fingerprint"
 	"io"
 	"os"
 	"os/exec"
@@ -12,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hlaunch/hlaunch/fingerprint"
 )
 
 // ledgerRecord is the part of a ledger record the tests read.

@@ -1,8 +1,6 @@
 package integration
 
 import (
-	"math"
-
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -10,7 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"golang.org/x/sys/unix"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // hlaunchBin is the binary under test: $HLAUNCH_BIN, or one built by TestMain.

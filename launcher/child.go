@@ -7,9 +7,10 @@ import (
 	"os"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/hlaunch/hlaunch/internal/handshake"
 	"github.com/hlaunch/hlaunch/nsenv"
-	"golang.org/x/sys/unix"
 )
 
 // childStart is one child to start: the target itself, or the shim that will start it.

@@ -10,8 +10,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/hlaunch/hlaunch/internal/systemd"
 	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/internal/systemd"
 )
 
 // Report is the `hlaunch doctor` answer.

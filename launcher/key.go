@@ -8,8 +8,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/hlaunch/hlaunch/fingerprint"
 	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/fingerprint"
 )
 
 // holdKey takes the key's lock (so two launches with one key cannot race past the check) and refuses when

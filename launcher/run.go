@@ -3,7 +3,6 @@ package launcher
 import (
 	"context"
 	"fmt"
-	"github.com/hlaunch/hlaunch/internal/handshake"
 	"os"
 	"os/signal"
 	"runtime"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/internal/handshake"
 )
 
 // Run starts spec in the foreground with stdio as the child's own descriptors, forwards every signal

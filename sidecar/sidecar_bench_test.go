@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/hlaunch/hlaunch/internal/systemd/systemdtest"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -22,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hlaunch/hlaunch/internal/systemd/systemdtest"
 )
 
 // benchOutEnv names the JSON file BenchmarkSidecarLoad writes its figures to (scripts/bench.sh reads it).
