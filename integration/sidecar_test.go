@@ -606,3 +606,39 @@ func TestSidecarSocketHiddenFromSandbox(t *testing.T) {
 		}
 	}
 }
+
+// A worker killed by the kernel's OOM killer for passing its memory limit is announced as "oom" on the
+// event stream, with the record saying so.
+func TestSidecarOOMEvent(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	p := startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s.sock"))
+	spec, _ := json.Marshal(map[string]any{"profile": "b", "limits": map[string]any{"memory": 64 << 20},
+		"argv": []string{selfBin, "child", "memhog", "256"}})
+	st, b := p.do("POST", "/v1/workers", string(spec))
+	if st != 201 {
+		t.Fatalf("spawn: %d %s", st, b)
+	}
+	var rc struct{ ID string }
+	must(t, json.Unmarshal(b, &rc))
+	// started, then oom (and exited) for this worker; other events may come between.
+	deadline := time.Now().Add(30 * time.Second)
+	var seen []string
+	for since := uint64(0); time.Now().Before(deadline); {
+		for _, ev := range p.events(fmt.Sprintf("?since=%d", since), 1, time.Until(deadline)) {
+			since = ev.Seq
+			if ev.ID != rc.ID {
+				continue
+			}
+			seen = append(seen, ev.Type)
+			if ev.Type == "oom" {
+				if !ev.OOMKilled {
+					t.Errorf("oom event without oom_killed: %+v", ev)
+				}
+				return
+			}
+		}
+	}
+	t.Fatalf("no oom event for %s; its events: %v", rc.ID, seen)
+}
