@@ -5,16 +5,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
-	"math"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -260,95 +256,6 @@ func scLoadSchema(t *testing.T, name string) map[string]any {
 	var s map[string]any
 	must(t, json.Unmarshal(b, &s))
 	return s
-}
-
-// scValidate checks raw JSON against schema s (root for $ref) and returns the violations. It implements the
-// subset of JSON Schema that docs/schema uses (the sidecar package's test checks the same subset).
-func scValidate(root, s map[string]any, raw []byte) []string {
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return []string{err.Error()}
-	}
-	return scValidateValue(root, s, v, "$")
-}
-
-func scValidateValue(root, s map[string]any, v any, path string) []string {
-	if ref, ok := s["$ref"].(string); ok {
-		s = root
-		for _, part := range strings.Split(strings.TrimPrefix(ref, "#/"), "/") {
-			s = s[part].(map[string]any)
-		}
-	}
-	var errs []string
-	bad := func(format string, args ...any) { errs = append(errs, path+": "+fmt.Sprintf(format, args...)) }
-	if t, ok := s["type"].(string); ok {
-		okType := false
-		switch x := v.(type) {
-		case string:
-			okType = t == "string"
-		case bool:
-			okType = t == "boolean"
-		case float64:
-			okType = t == "number" || (t == "integer" && x == math.Trunc(x))
-		case map[string]any:
-			okType = t == "object"
-		case []any:
-			okType = t == "array"
-		}
-		if !okType {
-			bad("%v is not of type %s", v, t)
-			return errs
-		}
-	}
-	if enum, ok := s["enum"].([]any); ok && !slices.Contains(enum, v) {
-		bad("%v not in %v", v, enum)
-	}
-	switch x := v.(type) {
-	case string:
-		if p, ok := s["pattern"].(string); ok && !regexp.MustCompile(p).MatchString(x) {
-			bad("%q does not match %s", x, p)
-		}
-	case float64:
-		if n, ok := s["minimum"].(float64); ok && x < n {
-			bad("%v below %v", x, n)
-		}
-		if n, ok := s["maximum"].(float64); ok && x > n {
-			bad("%v above %v", x, n)
-		}
-	case []any:
-		if n, ok := s["minItems"].(float64); ok && float64(len(x)) < n {
-			bad("fewer than %v items", n)
-		}
-		if items, ok := s["items"].(map[string]any); ok {
-			for i, e := range x {
-				errs = append(errs, scValidateValue(root, items, e, fmt.Sprintf("%s[%d]", path, i))...)
-			}
-		}
-	case map[string]any:
-		props, _ := s["properties"].(map[string]any)
-		if req, ok := s["required"].([]any); ok {
-			for _, r := range req {
-				if _, ok := x[r.(string)]; !ok {
-					bad("missing required %q", r)
-				}
-			}
-		}
-		for k, e := range x {
-			if ps, ok := props[k].(map[string]any); ok {
-				errs = append(errs, scValidateValue(root, ps, e, path+"."+k)...)
-				continue
-			}
-			switch ap := s["additionalProperties"].(type) {
-			case bool:
-				if !ap {
-					bad("unknown property %q", k)
-				}
-			case map[string]any:
-				errs = append(errs, scValidateValue(root, ap, e, path+"."+k)...)
-			}
-		}
-	}
-	return errs
 }
 
 // scCgroupsWithProcs returns every cgroup under parent in the v2 hierarchy that has processes, relative to

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/hlaunch/hlaunch/internal/schematest"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -31,7 +32,7 @@ func TestSidecarConcurrentSpawns(t *testing.T) {
 
 	const n = 100
 	spec := scSpec("b", selfBin, "child", "sleep", "120s")
-	if errs := scValidate(specSchema, specSchema, []byte(spec)); len(errs) > 0 {
+	if errs := schematest.ValidateJSON(specSchema, specSchema, []byte(spec)); len(errs) > 0 {
 		t.Fatalf("the test's own spec does not validate: %v", errs)
 	}
 	ids := make([]string, n)
@@ -45,7 +46,7 @@ func TestSidecarConcurrentSpawns(t *testing.T) {
 				t.Errorf("spawn %d: %d %s", i, st, b)
 				return
 			}
-			if errs := scValidate(receiptSchema, receiptSchema, b); len(errs) > 0 {
+			if errs := schematest.ValidateJSON(receiptSchema, receiptSchema, b); len(errs) > 0 {
 				t.Errorf("receipt does not validate: %v\n%s", errs, b)
 			}
 			var rc receipt
@@ -68,7 +69,7 @@ func TestSidecarConcurrentSpawns(t *testing.T) {
 	must(t, json.Unmarshal(raw, &raws))
 	running := map[string]bool{}
 	for _, r := range raws {
-		if errs := scValidate(receiptSchema, record, r); len(errs) > 0 {
+		if errs := schematest.ValidateJSON(receiptSchema, record, r); len(errs) > 0 {
 			t.Errorf("record does not validate: %v\n%s", errs, r)
 		}
 		var rc receipt
