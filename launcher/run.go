@@ -29,11 +29,11 @@ func (l *Launcher) Run(ctx context.Context, spec Spec, stdio Stdio, signals <-ch
 	if err != nil {
 		return ExitCode(err), err
 	}
-	sb, err := l.sandbox(spec, prof)
+	cwd, err := l.cwd(spec)
 	if err != nil {
 		return ExitCode(err), err
 	}
-	cwd, err := l.cwd(spec)
+	sb, err := l.sandbox(spec, prof, cwd)
 	if err != nil {
 		return ExitCode(err), err
 	}

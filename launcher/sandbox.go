@@ -9,7 +9,7 @@ import (
 
 // sandbox builds the sandbox of spec, or returns nil when none is asked for. The state and ledger
 // directories and the Hide paths of the Config (a sidecar's socket) are made invisible inside.
-func (l *Launcher) sandbox(spec Spec, prof *nsenv.Profile) (*nsenv.Sandbox, error) {
+func (l *Launcher) sandbox(spec Spec, prof *nsenv.Profile, cwd string) (*nsenv.Sandbox, error) {
 	if !spec.Sandbox {
 		return nil, nil
 	}
@@ -17,10 +17,6 @@ func (l *Launcher) sandbox(spec Spec, prof *nsenv.Profile) (*nsenv.Sandbox, erro
 		if err := nsenv.UserNamespaceSupport(); err != nil {
 			return nil, fmt.Errorf("--sandbox without root needs a user namespace: %w", err)
 		}
-	}
-	cwd, err := l.cwd(spec)
-	if err != nil {
-		return nil, err
 	}
 	sb := &nsenv.Sandbox{
 		Root: l.root,

@@ -37,11 +37,11 @@ func (l *Launcher) StartWith(ctx context.Context, spec Spec, stdio Stdio) (*Rece
 	if err != nil {
 		return nil, err
 	}
-	sb, err := l.sandbox(spec, prof)
+	cwd, err := l.cwd(spec)
 	if err != nil {
 		return nil, err
 	}
-	cwd, err := l.cwd(spec)
+	sb, err := l.sandbox(spec, prof, cwd)
 	if err != nil {
 		return nil, err
 	}
