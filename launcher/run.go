@@ -14,10 +14,21 @@ import (
 	"github.com/hlaunch/hlaunch/internal/handshake"
 )
 
+// Signals are what a foreground launch forwards to its child.
+type Signals struct {
+	// C delivers the signals to forward; nil forwards nothing.
+	C <-chan os.Signal
+	// Ready, when not nil, is closed once C is subscribed. Run waits for it before it creates anything on
+	// the host, so a signal that ends hlaunch earlier leaves nothing behind to clean up. Subscribing costs
+	// a round trip to the Go runtime's signal thread per signal (about 0.3 ms for seven), which a caller
+	// can overlap with Run's own reading of the profile this way.
+	Ready <-chan struct{}
+}
+
 // Run starts spec in the foreground with stdio as the child's own descriptors, forwards every signal
-// received on signals to it, waits, removes its cgroup, and returns its exit code (128+N for signal N).
+// received on sigs.C to it, waits, removes its cgroup, and returns its exit code (128+N for signal N).
 // A launch that fails before the target runs returns ExitCode(err) and err.
-func (l *Launcher) Run(ctx context.Context, spec Spec, stdio Stdio, signals <-chan os.Signal) (int, error) {
+func (l *Launcher) Run(ctx context.Context, spec Spec, stdio Stdio, sigs Signals) (int, error) {
 	spec = spec.withDefaults(l.cfg.Defaults)
 	if spec.Detach {
 		return ExitInternal, fmt.Errorf("%w: Run is for foreground launches; use Start with --detach", ErrInvalid)
@@ -38,6 +49,9 @@ func (l *Launcher) Run(ctx context.Context, spec Spec, stdio Stdio, signals <-ch
 		return ExitCode(err), err
 	}
 	id := newID()
+	if sigs.Ready != nil {
+		<-sigs.Ready
+	}
 	p, err := l.prepare(ctx, spec, id)
 	if err != nil {
 		return ExitCode(err), err
@@ -71,7 +85,7 @@ func (l *Launcher) Run(ctx context.Context, spec Spec, stdio Stdio, signals <-ch
 		defer reclaimTTY(stdio.Stdin)
 	}
 	done := make(chan struct{})
-	go forward(proc, signals, done)
+	go forward(proc, sigs.C, done)
 	stopTimer := l.enforceTimeout(spec, p, proc)
 	ws, err := proc.Wait()
 	close(done)

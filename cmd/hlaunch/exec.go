@@ -42,14 +42,20 @@ printed as JSON.`,
 			if err := spec.Validate(); err != nil {
 				return err
 			}
+			if spec.Detach {
+				l, err := a.newLauncher()
+				if err != nil {
+					return err
+				}
+				return a.start(cmd.Context(), l, spec)
+			}
+			// Subscribed first, so that the runtime's signal thread works while the launcher is built.
+			sigs := subscribe()
 			l, err := a.newLauncher()
 			if err != nil {
 				return err
 			}
-			if spec.Detach {
-				return a.start(cmd.Context(), l, spec)
-			}
-			return a.runForeground(l, spec)
+			return a.runForeground(l, spec, sigs)
 		},
 	}
 	fs := cmd.Flags()
@@ -69,16 +75,11 @@ func (a *app) start(ctx context.Context, l *launcher.Launcher, spec launcher.Spe
 }
 
 // runForeground runs the child with hlaunch's own stdio and exits with its code.
-func (a *app) runForeground(l *launcher.Launcher, spec launcher.Spec) error {
-	// A buffered channel: a burst of signals (a terminal resize storm, INT then TERM) must not be
-	// dropped while the launcher is busy forwarding the previous one.
-	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, forwardedSignals()...)
-	defer signal.Stop(sigs)
-
+func (a *app) runForeground(l *launcher.Launcher, spec launcher.Spec, sigs launcher.Signals) error {
 	// Background, not the command's context: an interrupt is the child's to handle, not a reason for
 	// hlaunch to abandon it.
-	code, err := l.Run(context.Background(), spec, launcher.Stdio{Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr}, sigs)
+	stdio := launcher.Stdio{Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr}
+	code, err := l.Run(context.Background(), spec, stdio, sigs)
 	if err != nil {
 		return err
 	}
@@ -86,4 +87,18 @@ func (a *app) runForeground(l *launcher.Launcher, spec launcher.Spec) error {
 		return exitStatus(code)
 	}
 	return nil
+}
+
+// subscribe starts catching the forwarded signals in the background; Run waits for Ready before it
+// creates anything. A buffered channel: a burst of signals (a terminal resize storm, INT then TERM) must
+// not be dropped while the launcher is busy forwarding the previous one. The subscription is never undone:
+// hlaunch exits as soon as Run returns, and undoing it costs as much as making it.
+func subscribe() launcher.Signals {
+	c := make(chan os.Signal, 16)
+	ready := make(chan struct{})
+	go func() {
+		signal.Notify(c, forwardedSignals()...)
+		close(ready)
+	}()
+	return launcher.Signals{C: c, Ready: ready}
 }
