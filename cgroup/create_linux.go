@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hlaunch/hlaunch/internal/sysfile"
 	"os"
 	"path/filepath"
 	"sort"
@@ -16,7 +17,7 @@ import (
 // Detect reads /proc/self/mountinfo once and returns this mount namespace's cgroup layout. Callers keep
 // the result for the life of the process; Create never re-reads mountinfo.
 func Detect() (*Host, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	f, err := sysfile.Open("/proc/self/mountinfo", 0)
 	if err != nil {
 		return nil, err
 	}

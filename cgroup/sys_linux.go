@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"github.com/hlaunch/hlaunch/internal/sysfile"
 	"os"
 	"strconv"
 	"strings"
@@ -56,7 +57,7 @@ func writeFile(path, data string) error {
 
 // readUint reads a file holding one unsigned number ("max" reads as 0).
 func readUint(path string) (uint64, error) {
-	b, err := os.ReadFile(path)
+	b, err := sysfile.ReadFile(path)
 	if err != nil {
 		return 0, err
 	}
@@ -69,7 +70,7 @@ func readUint(path string) (uint64, error) {
 
 // readKey returns the value of key in a "key value" per line file (cgroup.events, memory.oom_control).
 func readKey(path, key string) (uint64, bool, error) {
-	b, err := os.ReadFile(path)
+	b, err := sysfile.ReadFile(path)
 	if err != nil {
 		return 0, false, err
 	}
@@ -90,7 +91,7 @@ func parseKey(b []byte, key string) (uint64, bool, error) {
 
 // readPids returns the PIDs listed in a cgroup.procs file.
 func readPids(path string, into map[int]struct{}) error {
-	b, err := os.ReadFile(path)
+	b, err := sysfile.ReadFile(path)
 	if err != nil {
 		return err
 	}

@@ -1,15 +1,24 @@
 package launcher
 
 import (
-	"crypto/rand"
 	"encoding/hex"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // newID returns a worker id, "w-" and 12 hex digits, random so that ids never repeat across restarts.
 func newID() string {
 	var b [6]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux (getrandom)
+	// getrandom(2) itself, not crypto/rand: on its first use crypto/rand arms a one-minute timer (a warning
+	// if entropy blocks), and the first timer starts the runtime's network poller, which costs the CLI's
+	// launch path a thread and an epoll instance. Six bytes never block once the kernel's pool is ready,
+	// and never come back short (reads of up to 256 bytes are whole).
+	for {
+		if _, err := unix.Getrandom(b[:], 0); err != unix.EINTR {
+			break
+		}
+	}
 	return "w-" + hex.EncodeToString(b[:])
 }
 

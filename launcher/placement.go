@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hlaunch/hlaunch/internal/sysfile"
 	"os"
 	"path/filepath"
 	"strings"
@@ -291,7 +292,7 @@ func scopeEmpty(events string) bool {
 	if events == "" {
 		return false
 	}
-	b, err := os.ReadFile(events)
+	b, err := sysfile.ReadFile(events)
 	if err != nil {
 		return false
 	}

@@ -3,6 +3,7 @@ package nsenv
 import (
 	"errors"
 	"fmt"
+	"github.com/hlaunch/hlaunch/internal/sysfile"
 	"io"
 	"io/fs"
 	"os"
@@ -25,7 +26,7 @@ func ReadDotenv(p *Profile) ([]DotenvEntry, error) {
 	}
 	// O_NOFOLLOW: the checked path must be the opened file; a link swapped in after the check fails here.
 	// O_NONBLOCK: a FIFO planted as .env must not hang the launch; it is refused below as not regular.
-	f, err := os.OpenFile(target, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := sysfile.Open(target, syscall.O_NOFOLLOW|syscall.O_NONBLOCK)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil

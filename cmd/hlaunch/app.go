@@ -24,19 +24,26 @@ type app struct {
 	policy    string // --policy
 	json      bool   // --json
 
+	// relay holds the forwarded signals from the top of run when the command line names exec; exec claims
+	// it in the foreground, every other path releases it (see relay).
+	relay *relay
+
 	stdin          *os.File
 	stdout, stderr *os.File
 }
 
 // run executes one hlaunch command line and returns the process exit code.
 func run(args []string, stdin, stdout, stderr *os.File) int {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, relay: startRelay(args)}
 	root := newRootCmd(a)
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	return a.finish(root.ExecuteContext(context.Background()))
+	err := root.ExecuteContext(context.Background())
+	// A command line cobra refused, or an exec that failed before its launch, never reached a release.
+	a.relay.release()
+	return a.finish(err)
 }
 
 // finish turns a command's error into the exit code, printing the one error line (or JSON object).

@@ -2,23 +2,11 @@ package main
 
 import (
 	"context"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hlaunch/hlaunch/launcher"
 )
-
-// forwardedSignals are passed on to a foreground child: hlaunch is used as an argv prefix, so a caller
-// that signals hlaunch means to signal the child (WINCH keeps a terminal program's size right).
-func forwardedSignals() []os.Signal {
-	return []os.Signal{
-		syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
-		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH,
-	}
-}
 
 func newExecCmd(a *app) *cobra.Command {
 	var f specFlags
@@ -43,19 +31,21 @@ printed as JSON.`,
 				return err
 			}
 			if spec.Detach {
+				a.relay.release()
 				l, err := a.newLauncher()
 				if err != nil {
 					return err
 				}
 				return a.start(cmd.Context(), l, spec)
 			}
-			// Subscribed first, so that the runtime's signal thread works while the launcher is built.
-			sigs := subscribe()
+			if a.relay == nil {
+				a.relay = startRelay([]string{"exec"})
+			}
 			l, err := a.newLauncher()
 			if err != nil {
 				return err
 			}
-			return a.runForeground(l, spec, sigs)
+			return a.runForeground(l, spec, a.relay.signals())
 		},
 	}
 	fs := cmd.Flags()
@@ -87,18 +77,4 @@ func (a *app) runForeground(l *launcher.Launcher, spec launcher.Spec, sigs launc
 		return exitStatus(code)
 	}
 	return nil
-}
-
-// subscribe starts catching the forwarded signals in the background; Run waits for Ready before it
-// creates anything. A buffered channel: a burst of signals (a terminal resize storm, INT then TERM) must
-// not be dropped while the launcher is busy forwarding the previous one. The subscription is never undone:
-// hlaunch exits as soon as Run returns, and undoing it costs as much as making it.
-func subscribe() launcher.Signals {
-	c := make(chan os.Signal, 16)
-	ready := make(chan struct{})
-	go func() {
-		signal.Notify(c, forwardedSignals()...)
-		close(ready)
-	}()
-	return launcher.Signals{C: c, Ready: ready}
 }

@@ -16,6 +16,12 @@ its first instruction; and the caller gets an identity token that every later si
 See docs/cli.md for every command and docs/exit-codes.md for the exit codes.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		// Only a foreground exec keeps the early signal subscription (see relay); exec decides in its RunE.
+		PersistentPreRun: func(cmd *cobra.Command, args []string) {
+			if cmd.Name() != "exec" {
+				a.relay.release()
+			}
+		},
 		// An unknown subcommand must be an error with exit 125, not cobra's help text and exit 0.
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
