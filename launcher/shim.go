@@ -57,10 +57,14 @@ func shimMain() {
 	runtime.GOMAXPROCS(1) // it waits on one child; keep its footprint in the worker's cgroup small
 	// A stop sends SIGTERM to every member of the cgroup: the shim must live on to record the exit. The
 	// signals are caught and dropped, not ignored: an ignored disposition survives execve, and the worker
-	// would inherit a deaf SIGTERM.
-	drop := make(chan os.Signal, 8)
-	signal.Notify(drop, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
+	// would inherit a deaf SIGTERM. Catching costs a hand-off to the runtime's signal thread per signal
+	// (about 0.1 ms each), so it runs while the config is read and the worker started, and is complete
+	// before the record is written: nobody can name the worker, let alone stop it, before that.
+	caught := make(chan struct{})
 	go func() {
+		drop := make(chan os.Signal, 8)
+		signal.Notify(drop, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
+		close(caught)
 		for range drop {
 		}
 	}()
@@ -98,6 +102,7 @@ func shimMain() {
 	rc := sc.Receipt
 	rc.setIdentity(ident, sc.Unit, sc.InvocationID)
 	rc.ShimPID = os.Getpid()
+	<-caught
 	workers, err := state.Open(sc.Workers)
 	if err == nil {
 		err = workers.Write(sc.ID, rc, true)
