@@ -16,6 +16,10 @@ func TestMain(m *testing.M) {
 	if launcher.MaybeRunInternal() {
 		return
 	}
+	if os.Getenv(relayChildEnv) != "" {
+		relayChild()
+		os.Exit(3) // release must not return after re-raising SIGTERM
+	}
 	os.Exit(m.Run())
 }
 

@@ -25,7 +25,8 @@ func forwardedSignals() []os.Signal {
 //
 // A command line that turns out not to be a foreground exec (exec --detach, an argument that happens to be
 // "exec") gives the subscription back with release before its command runs, and any signal caught
-// meanwhile is delivered again with its default action.
+// meanwhile is raised again, so that it does what it would have done without the relay (INT, TERM and
+// HUP end hlaunch; USR1 is ignored, as in any Go program that does not ask for it).
 type relay struct {
 	c        chan os.Signal
 	ready    chan struct{}
@@ -69,7 +70,7 @@ func (r *relay) signals() launcher.Signals {
 	return launcher.Signals{C: r.c, Ready: r.ready}
 }
 
-// release undoes the subscription and re-raises, with the default action, any signal caught before it.
+// release undoes the subscription and raises again any signal caught before it.
 // It is a no-op on a nil, claimed or already released relay.
 func (r *relay) release() {
 	if r == nil || r.claimed || r.released {

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestNamesExec(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"exec", "-p", "b", "--", "true"}, true},
+		{[]string{"--root", "/r", "--state-dir", "/s", "exec", "-p", "b", "--", "true"}, true},
+		{[]string{"exec"}, true},
+		{[]string{"ps"}, false},
+		{[]string{"status", "--json", "w-0123456789ab"}, false},
+		{[]string{"--", "exec"}, false}, // after "--" it is an argument, not the command
+		{nil, false},
+	} {
+		if got := namesExec(c.args); got != c.want {
+			t.Errorf("namesExec(%q) = %v, want %v", c.args, got, c.want)
+		}
+	}
+}
+
+// relayChildEnv (read by TestMain) makes the test binary act as a process that subscribes the relay, catches a signal, and
+// then releases the relay: the caught signal must end it with its default action.
+const relayChildEnv = "HLAUNCH_TEST_RELAY_CHILD"
+
+func relayChild() {
+	r := startRelay([]string{"exec"})
+	<-r.ready
+	// Caught, not fatal: the relay holds it.
+	_ = syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	time.Sleep(100 * time.Millisecond)
+	os.Stdout.WriteString("alive\n")
+	r.release()
+	// The re-raised signal is delivered on return from the kill(2) inside release, at the latest here.
+	time.Sleep(5 * time.Second)
+}
+
+// A command line that named exec but was not a foreground exec gives the signals back: one caught before
+// release is delivered again with its default action (for SIGTERM, the end of the process).
+func TestRelayReleaseRedeliversCaughtSignals(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), relayChildEnv+"=1")
+	out, err := cmd.Output()
+	if string(out) != "alive\n" {
+		t.Fatalf("the child did not survive the caught signal: stdout %q, err %v", out, err)
+	}
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("child exited cleanly; want death by SIGTERM (err %v)", err)
+	}
+	ws := ee.Sys().(syscall.WaitStatus)
+	if !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
+		t.Fatalf("child ended with %v; want killed by SIGTERM", ws)
+	}
+}
+
+func TestRelayNilAndClaimedReleaseAreNoOps(t *testing.T) {
+	var r *relay
+	r.release() // must not panic
+	if startRelay([]string{"ps"}) != nil {
+		t.Fatal("a relay was started for ps")
+	}
+	r = startRelay([]string{"exec"})
+	s := r.signals()
+	<-s.Ready
+	r.release() // claimed: stays subscribed
+	_ = syscall.Kill(os.Getpid(), syscall.SIGWINCH)
+	select {
+	case got := <-s.C:
+		if got != syscall.SIGWINCH {
+			t.Fatalf("got %v, want SIGWINCH", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a claimed relay stopped delivering after release")
+	}
+}
