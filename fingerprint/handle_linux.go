@@ -79,11 +79,25 @@ func (h *Handle) SignalAll(ctx context.Context, sig syscall.Signal) error {
 			}
 		}
 	}
-	return h.sweep(ctx, sig)
+	return h.sweep(ctx, sig, false)
 }
 
-// sweep is the freeze, signal, thaw path.
-func (h *Handle) sweep(ctx context.Context, sig syscall.Signal) (err error) {
+// SignalAllButLeader is SignalAll for a worker whose leader is a forwarding init (a sandbox's PID 1, which
+// passes the signals it receives on to the target): every other process of the worker gets sig directly,
+// once, and the leader does not, so the target does not get it a second time through the init. SIGKILL is
+// SignalAll: the init must end too. Without a pinned leader (it had exited) it is SignalAll.
+func (h *Handle) SignalAllButLeader(ctx context.Context, sig syscall.Signal) error {
+	if sig == unix.SIGKILL || h.closed || h.dir < 0 || h.pidfd < 0 || pidfdSignal(h.pidfd, 0) != nil {
+		return h.SignalAll(ctx, sig)
+	}
+	if gone, err := h.cgroupRemoved(); err != nil || gone {
+		return err
+	}
+	return h.sweep(ctx, sig, true)
+}
+
+// sweep is the freeze, signal, thaw path; skipLeader leaves the pinned leader out.
+func (h *Handle) sweep(ctx context.Context, sig syscall.Signal, skipLeader bool) (err error) {
 	self := os.Getpid()
 	pids, err := walkProcs(h.dir)
 	if err != nil {
@@ -109,6 +123,10 @@ func (h *Handle) sweep(ctx context.Context, sig syscall.Signal) (err error) {
 		}
 	}
 	done := map[int]bool{self: true}
+	if skipLeader {
+		// Checked alive through its pidfd just before: an init that ends takes its namespace with it.
+		done[h.id.PID] = true
+	}
 	rounds := 1
 	if !frozen {
 		rounds = 16

@@ -80,7 +80,7 @@ func TestKernelSignalAllKillsSetsidTree(t *testing.T) {
 			defer h.Close()
 			ctx := ctxT(t, 10*time.Second)
 			if c.sweep {
-				err = h.sweep(ctx, c.sig)
+				err = h.sweep(ctx, c.sig, false)
 			} else {
 				err = h.SignalAll(ctx, c.sig)
 			}
@@ -139,6 +139,38 @@ func TestKernelLeaderDeadTreeLives(t *testing.T) {
 		t.Fatal(err)
 	}
 	requireVerdict(t, src, id, Exited)
+}
+
+// A sandbox's init forwards what it receives to the target; the whole-worker signal must reach every
+// other member directly and leave the init out, or the target gets it twice.
+func TestKernelSignalAllButLeader(t *testing.T) {
+	tr := newTree(t)
+	w := tr.mkdir("w")
+	p, pids := doubleForkTree(tr, w)
+	src := tr.src()
+	id := mustCapture(t, src, p.pid, w)
+	h, _, err := Authorize(src, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	ctx := ctxT(t, 10*time.Second)
+	if err := h.SignalAllButLeader(ctx, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	requireGone(t, pids, p.pid) // every member but the leader ended by the SIGTERM
+	p.requireAlive(t)           // the leader (a sleep: SIGTERM would end it) heard nothing
+	if b, err := os.ReadFile(tr.path(w) + "/cgroup.freeze"); err != nil || strings.TrimSpace(string(b)) != "0" {
+		t.Fatalf("cgroup left frozen: %q, %v", b, err)
+	}
+	// SIGKILL is never held back from the leader.
+	if err := h.SignalAllButLeader(ctx, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.WaitEmpty(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p.requireKilledBy(t, syscall.SIGKILL)
 }
 
 func TestKernelHermesRows(t *testing.T) {

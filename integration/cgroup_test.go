@@ -34,6 +34,7 @@ type receipt struct {
 	BootID    string `json:"boot_id"`
 	CPU       uint64 `json:"cpu_usage_ns"`
 	Pids      uint64 `json:"pids_current"`
+	Sandbox   bool   `json:"sandbox"`
 }
 
 // detach starts argv detached and returns its receipt.

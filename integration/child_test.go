@@ -40,6 +40,7 @@ type childReport struct {
 //	sleep DUR            sleep, then exit 0
 //	echo                 copy stdin to stdout
 //	trap                 print "ready", then exit 42 on SIGTERM
+//	countsig             count SIGUSR1s; on SIGTERM exit with 10 + the count
 //	spawn-tree DUR       double-fork a setsid grandchild that sleeps DUR, print its pid, sleep DUR
 //	forkbomb             fork until fork fails, report how many, exit 0
 //	memhog MiB           allocate and touch MiB of memory, then sleep
@@ -76,6 +77,17 @@ func childMain(args []string) int {
 		fmt.Println("ready")
 		<-sig
 		return 42
+	case "countsig":
+		sig := make(chan os.Signal, 16)
+		signalNotify(sig, syscall.SIGUSR1, syscall.SIGTERM)
+		n := 0
+		for s := range sig {
+			if s == syscall.SIGTERM {
+				return 10 + n
+			}
+			n++
+		}
+		return 2
 	case "spawn-tree":
 		// A grandchild in its own session that outlives its parent: a process-group kill misses it.
 		cmd := exec.Command("setsid", "sh", "-c", "sleep "+args[1]+" & echo $!")

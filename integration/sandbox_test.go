@@ -2,12 +2,15 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // From inside a sandboxed child: only its own profile, its own processes, its own /tmp; the rest of the
@@ -154,4 +157,63 @@ func TestSandboxForwardsSignals(t *testing.T) {
 	if rec.Signal == "SIGKILL" || rec.ExitCode == nil || *rec.ExitCode != 128+15 {
 		t.Fatalf("stopped sandboxed sleep: exit %v signal %q: SIGTERM was not heard", rec.ExitCode, rec.Signal)
 	}
+}
+
+// A whole-worker signal reaches a sandboxed target once: the sweep signals it directly and leaves out the
+// init (the leader), which would forward a second copy. The target counts its SIGUSR1s and, at stop's
+// single SIGTERM, exits with 10 + the count.
+func TestSandboxWholeWorkerSignalArrivesOnce(t *testing.T) {
+	requireRoot(t)
+	e := newEnv(t)
+	rc := e.detach([]string{"--sandbox", "--scope", "cgroup", "--cgroup-parent", e.Parent}, selfBin, "child", "countsig")
+	if !rc.Sandbox {
+		t.Fatalf("receipt of a sandboxed worker does not say sandbox: %+v", rc)
+	}
+	waitCaught(t, rc.PID, syscall.SIGUSR1)
+	for i := 0; i < 3; i++ {
+		if r := e.run("signal", "--all", "-s", "USR1", rc.ID); r.Code != 0 {
+			t.Fatalf("signal --all: %d %s", r.Code, r.Stderr)
+		}
+		// Let a forwarded copy, if any, arrive before the next one (two pending USR1s would merge).
+		time.Sleep(200 * time.Millisecond)
+	}
+	r := e.run("stop", "--json", "--grace", "20s", rc.ID)
+	if r.Code != 0 {
+		t.Fatalf("stop: %d %s", r.Code, r.Stderr)
+	}
+	var rec receipt
+	must(t, json.Unmarshal([]byte(r.Stdout), &rec))
+	if rec.ExitCode == nil || *rec.ExitCode != 13 {
+		t.Fatalf("target counted %s SIGUSR1s for 3 signals (signal %q, %s); want 3 (exit 13)",
+			countOf(rec.ExitCode), rec.Signal, r.Stdout)
+	}
+}
+
+// countOf turns countsig's exit code back into its count, for messages.
+func countOf(code *int) string {
+	if code == nil {
+		return "nothing"
+	}
+	return strconv.Itoa(*code - 10)
+}
+
+// waitCaught waits until the sandbox init's child (the target) catches sig, read from its SigCgt mask.
+func waitCaught(t *testing.T, initPID int, sig syscall.Signal) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", initPID, initPID))
+		if f := strings.Fields(string(b)); len(f) == 1 {
+			st, _ := os.ReadFile("/proc/" + f[0] + "/status")
+			for _, line := range strings.Split(string(st), "\n") {
+				if v, ok := strings.CutPrefix(line, "SigCgt:"); ok {
+					if m, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64); err == nil && m&(1<<(uint(sig)-1)) != 0 {
+						return
+					}
+				}
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("the target under init %d never caught %v", initPID, sig)
 }

@@ -172,13 +172,13 @@ func (l *Launcher) authorize(ref string) (*fingerprint.Handle, Receipt, error) {
 // Signal sends sig to the worker's leader, or with all to every process in its cgroup, only when its
 // identity verifies as running.
 func (l *Launcher) Signal(ctx context.Context, ref string, sig syscall.Signal, all bool) error {
-	h, _, err := l.authorize(ref)
+	h, rc, err := l.authorize(ref)
 	if err != nil {
 		return err
 	}
 	defer h.Close()
 	if all {
-		return h.SignalAll(ctx, sig)
+		return signalAll(ctx, h, rc.Sandbox, sig)
 	}
 	return h.SignalLeader(sig)
 }
@@ -191,7 +191,7 @@ func (l *Launcher) Stop(ctx context.Context, ref string, grace time.Duration) (R
 		return Record{}, err
 	}
 	defer h.Close()
-	killed, err := stopHandle(ctx, h, grace)
+	killed, err := stopHandle(ctx, h, rc.Sandbox, grace)
 	if err != nil {
 		return Record{}, err
 	}
@@ -213,12 +213,12 @@ func (l *Launcher) Stop(ctx context.Context, ref string, grace time.Duration) (R
 	return rec, nil
 }
 
-// stopHandle is the stop sequence on a verified worker: SIGTERM to every member, up to grace for the
-// cgroup (or, without one, the leader) to empty, then SIGKILL to all. It reports whether the kill was
-// needed, and fails unless the worker is verified gone.
-func stopHandle(ctx context.Context, h *fingerprint.Handle, grace time.Duration) (killed bool, err error) {
+// stopHandle is the stop sequence on a verified worker: SIGTERM to every member (but a sandbox's
+// forwarding init), up to grace for the cgroup (or, without one, the leader) to empty, then SIGKILL to all.
+// It reports whether the kill was needed, and fails unless the worker is verified gone.
+func stopHandle(ctx context.Context, h *fingerprint.Handle, sandbox bool, grace time.Duration) (killed bool, err error) {
 	// A cgroup that vanishes under us (systemd collects an empty scope) is a worker that is over.
-	if err := h.SignalAll(ctx, syscall.SIGTERM); errors.Is(err, fingerprint.ErrNotRunning) {
+	if err := signalAll(ctx, h, sandbox, syscall.SIGTERM); errors.Is(err, fingerprint.ErrNotRunning) {
 		return false, nil
 	} else if err != nil {
 		return false, fmt.Errorf("stop: SIGTERM: %w", err)
@@ -242,6 +242,16 @@ func stopHandle(ctx context.Context, h *fingerprint.Handle, grace time.Duration)
 	return true, nil
 }
 
+// signalAll sends sig to every process of a verified worker. A sandboxed worker's leader is its init,
+// which forwards what it gets to the target; it is left out (for any signal but SIGKILL) so that the target,
+// reached directly, does not hear the signal a second time.
+func signalAll(ctx context.Context, h *fingerprint.Handle, sandbox bool, sig syscall.Signal) error {
+	if sandbox {
+		return h.SignalAllButLeader(ctx, sig)
+	}
+	return h.SignalAll(ctx, sig)
+}
+
 // LegacyStop stops a hermes row's process (SIGTERM, grace, SIGKILL) only when its fingerprint verifies;
 // it succeeds only once the process is verified gone.
 func (l *Launcher) LegacyStop(ctx context.Context, pid int, fp string, grace time.Duration) (Record, error) {
@@ -250,7 +260,7 @@ func (l *Launcher) LegacyStop(ctx context.Context, pid int, fp string, grace tim
 		return Record{}, err
 	}
 	defer h.Close()
-	killed, err := stopHandle(ctx, h, grace)
+	killed, err := stopHandle(ctx, h, false, grace)
 	if err != nil {
 		return Record{}, err
 	}

@@ -24,6 +24,9 @@ type Receipt struct {
 	Key          string        `json:"key,omitempty"`
 	Log          string        `json:"log,omitempty"`      // the file that receives stdout and stderr, when one does
 	ShimPID      int           `json:"shim_pid,omitempty"` // the detached worker's shim (its parent)
+	// Sandbox says the leader is the sandbox's init, which forwards signals to the target: a whole-worker
+	// signal leaves it out so that the target hears the signal once.
+	Sandbox bool `json:"sandbox,omitempty"`
 
 	BootID             string `json:"boot_id"`
 	MachineID          string `json:"machine_id"`

@@ -115,7 +115,8 @@ func forward(proc *handshake.Proc, signals <-chan os.Signal, done <-chan struct{
 }
 
 // enforceTimeout sends SIGTERM at the deadline and kills the whole tree after the grace. It returns a
-// function that cancels both.
+// function that cancels both. A sandbox's init (the leader) gets no SIGTERM of its own: it would forward a
+// second copy to the target.
 func (l *Launcher) enforceTimeout(spec Spec, p *placement, proc *handshake.Proc) func() {
 	timeout, _ := spec.timeout()
 	if timeout == 0 {
@@ -124,7 +125,11 @@ func (l *Launcher) enforceTimeout(spec Spec, p *placement, proc *handshake.Proc)
 	grace, _ := spec.grace()
 	term := time.AfterFunc(timeout, func() {
 		if p.group != nil {
-			_ = p.group.Signal(context.Background(), syscall.SIGTERM)
+			var skip []int
+			if spec.Sandbox {
+				skip = append(skip, proc.Pid) // our unreaped child
+			}
+			_ = p.group.Signal(context.Background(), syscall.SIGTERM, skip...)
 		} else {
 			_ = proc.Signal(syscall.SIGTERM)
 		}

@@ -109,7 +109,7 @@ func shimMain() {
 	}
 	if err != nil {
 		// Unrecorded, the worker could be neither found nor stopped: end it and say why.
-		shimSignal(nil, proc, syscall.SIGKILL)
+		shimSignal(nil, proc, false, syscall.SIGKILL)
 		_, _ = proc.Wait()
 		_ = handshake.WriteMsg(res, shimResult{Failure: &handshake.Failure{Stage: "record", Message: err.Error()}})
 		os.Exit(125)
@@ -128,8 +128,8 @@ func shimMain() {
 	if sc.Timeout > 0 {
 		time.AfterFunc(sc.Timeout, func() {
 			close(timedOut)
-			shimSignal(group, proc, syscall.SIGTERM)
-			time.AfterFunc(sc.Grace, func() { shimSignal(group, proc, syscall.SIGKILL) })
+			shimSignal(group, proc, rc.Sandbox, syscall.SIGTERM)
+			time.AfterFunc(sc.Grace, func() { shimSignal(group, proc, false, syscall.SIGKILL) })
 		})
 	}
 	cfg.Close()
@@ -202,9 +202,15 @@ func shimStart(sc *shimConfig) (*handshake.Proc, error) {
 }
 
 // shimSignal signals the whole worker (every member but the shim) when its cgroup is known, else the leader.
-func shimSignal(g *cgroup.Group, p *handshake.Proc, sig syscall.Signal) {
+// With sandboxInit the leader is a sandbox's init, which forwards to the target: it is left out too, so that
+// the target hears sig once.
+func shimSignal(g *cgroup.Group, p *handshake.Proc, sandboxInit bool, sig syscall.Signal) {
 	if g != nil {
-		_ = g.Signal(context.Background(), sig, os.Getpid())
+		skip := []int{os.Getpid()}
+		if sandboxInit {
+			skip = append(skip, p.Pid) // our unreaped child: the number is still its own
+		}
+		_ = g.Signal(context.Background(), sig, skip...)
 		return
 	}
 	_ = p.Signal(sig)

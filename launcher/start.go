@@ -142,7 +142,7 @@ func (l *Launcher) startShim(ctx context.Context, spec Spec, id string, p *place
 func (l *Launcher) receipt(spec Spec, profile, home, id string, p *placement) *Receipt {
 	return &Receipt{
 		ID: id, Mode: p.mode, Profile: profile, Home: home, Argv: redactArgv(spec.Argv, l.policy),
-		Limits: p.limits, Key: spec.Key, Warning: p.warning, Log: spec.Log,
+		Limits: p.limits, Key: spec.Key, Warning: p.warning, Log: spec.Log, Sandbox: spec.Sandbox,
 	}
 }
 
