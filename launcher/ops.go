@@ -107,19 +107,12 @@ func (l *Launcher) Status(ctx context.Context, ref string) (Record, error) { ret
 
 // List returns every worker record in the state directory, each verified now, oldest first.
 func (l *Launcher) List(ctx context.Context) ([]Record, error) {
-	d := &state.Dir{Path: l.workersDir()}
-	ids, err := d.Names("w-")
+	ids, err := l.IDs(ctx)
 	if err != nil {
-		if errors.Is(err, syscall.ENOENT) {
-			return nil, nil
-		}
 		return nil, err
 	}
 	var out []Record
 	for _, id := range ids {
-		if !isID(id) {
-			continue
-		}
 		rec, err := l.Get(ctx, id)
 		if err != nil {
 			return nil, err
@@ -127,6 +120,26 @@ func (l *Launcher) List(ctx context.Context) ([]Record, error) {
 		out = append(out, rec)
 	}
 	return out, nil
+}
+
+// IDs returns the ids of the workers that have a record, in name order. It only lists the state
+// directory: no record is read and nothing is verified, so it costs one directory read however many
+// records there are.
+func (l *Launcher) IDs(ctx context.Context) ([]string, error) {
+	names, err := (&state.Dir{Path: l.workersDir()}).Names("w-")
+	if err != nil {
+		if errors.Is(err, syscall.ENOENT) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	ids := names[:0]
+	for _, n := range names {
+		if isID(n) {
+			ids = append(ids, n)
+		}
+	}
+	return ids, nil
 }
 
 // refusal turns a verdict that does not authorize a signal into the matching error.

@@ -476,3 +476,64 @@ func TestAdoptionWaitsForSpawnsInFlight(t *testing.T) {
 		t.Fatalf("events %v, want started for the spawn and adopted for the other", got)
 	}
 }
+
+// TestPollSkipsFinalRecords: a record reported in a state nothing can change (exited with its status, a
+// foreign boot) is not read again by later polls; running workers are read at every poll; a final record
+// that is removed is forgotten.
+func TestPollSkipsFinalRecords(t *testing.T) {
+	f := newFake()
+	code := 0
+	f.add(launcher.Record{Receipt: launcher.Receipt{ID: "w-00000000000a"}, State: "running"})
+	f.add(launcher.Record{Receipt: launcher.Receipt{ID: "w-00000000000b"}, State: "exited", ExitCode: &code})
+	f.add(launcher.Record{Receipt: launcher.Receipt{ID: "w-00000000000c"}, State: "foreign-boot"})
+	f.add(launcher.Record{Receipt: launcher.Receipt{ID: "w-00000000000d", ShimPID: 4242}, State: "exited"}) // status not in yet
+	ts := startTest(t, f, Config{PollInterval: time.Millisecond}, func(s *Server) {
+		s.alive = func(pid int) bool { return pid == 4242 }
+	})
+	es := ts.events(t, "")
+	f.getsSince()
+	time.Sleep(100 * time.Millisecond)
+	g := f.getsSince()
+	if g["w-00000000000a"] < 3 || g["w-00000000000d"] < 3 {
+		t.Fatalf("running and unsettled records were not re-read at every poll: %v", g)
+	}
+	if g["w-00000000000b"] != 0 || g["w-00000000000c"] != 0 {
+		t.Fatalf("final records were read again: %v", g)
+	}
+	// The running one exits: reported once, then no longer read.
+	f.mu.Lock()
+	r := f.recs["w-00000000000a"]
+	r.State, r.ExitCode = "exited", &code
+	f.recs["w-00000000000a"] = r
+	f.mu.Unlock()
+	for {
+		e := es.next(t)
+		if e.ID == "w-00000000000a" && e.Type == EventExited && !e.Initial {
+			break
+		}
+		if e.ID == "w-00000000000a" && !e.Initial {
+			t.Fatalf("event %+v, want exited w-00000000000a", e)
+		}
+	}
+	time.Sleep(20 * time.Millisecond)
+	f.getsSince()
+	time.Sleep(100 * time.Millisecond)
+	if g := f.getsSince(); g["w-00000000000a"] != 0 {
+		t.Fatalf("an exited record reported with its status is still read: %v", g)
+	}
+	f.remove("w-00000000000b")
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		ts.mu.Lock()
+		_, held := ts.final["w-00000000000b"]
+		_, viewed := ts.view["w-00000000000b"]
+		ts.mu.Unlock()
+		if !held && !viewed {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a removed final record is still remembered")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -24,6 +24,7 @@ type fakeBackend struct {
 	// holds Start after it wrote its record until the gate is closed.
 	listDelay time.Duration
 	startGate chan struct{}
+	gets      map[string]int // Get calls per id
 }
 
 func newFake() *fakeBackend { return &fakeBackend{recs: map[string]launcher.Record{}} }
@@ -68,9 +69,26 @@ func (f *fakeBackend) List(ctx context.Context) ([]launcher.Record, error) {
 	return out, nil
 }
 
+func (f *fakeBackend) IDs(ctx context.Context) ([]string, error) {
+	f.mu.Lock()
+	if f.listErr != nil {
+		f.mu.Unlock()
+		return nil, f.listErr
+	}
+	ids := append([]string(nil), f.order...)
+	delay := f.listDelay
+	f.mu.Unlock()
+	time.Sleep(delay)
+	return ids, nil
+}
+
 func (f *fakeBackend) Get(ctx context.Context, ref string) (launcher.Record, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.gets == nil {
+		f.gets = map[string]int{}
+	}
+	f.gets[ref]++
 	r, ok := f.recs[ref]
 	if !ok {
 		return launcher.Record{}, fmt.Errorf("%w: %s", launcher.ErrNotFound, ref)
@@ -130,6 +148,28 @@ func (f *fakeBackend) exit(id string, code int, sig string, oom bool) {
 }
 
 // add puts a record in the fake state directory, as a previous sidecar or the CLI would have.
+// getsSince returns the Get calls per id since the last call, and resets the count.
+func (f *fakeBackend) getsSince() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	g := f.gets
+	f.gets = map[string]int{}
+	return g
+}
+
+// remove deletes a record, as hlaunch gc does.
+func (f *fakeBackend) remove(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.recs, id)
+	for i, o := range f.order {
+		if o == id {
+			f.order = append(f.order[:i], f.order[i+1:]...)
+			break
+		}
+	}
+}
+
 func (f *fakeBackend) add(r launcher.Record) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

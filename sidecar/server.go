@@ -60,6 +60,7 @@ type Config struct {
 type backend interface {
 	StartWith(ctx context.Context, spec launcher.Spec, stdio launcher.Stdio) (*launcher.Receipt, error)
 	List(ctx context.Context) ([]launcher.Record, error)
+	IDs(ctx context.Context) ([]string, error)
 	Get(ctx context.Context, ref string) (launcher.Record, error)
 	Signal(ctx context.Context, ref string, sig syscall.Signal, all bool) error
 	Stop(ctx context.Context, ref string, grace time.Duration) (launcher.Record, error)
@@ -80,6 +81,7 @@ type Server struct {
 	view     map[string]viewEntry // worker id -> what was last reported
 	pending  map[string]time.Time // exited workers whose status has not landed yet -> first seen
 	unknown  map[string]uint64    // records not in the view, held back -> nextTicket when first seen
+	final    map[string]struct{}  // reported in a state no later poll can change (see isFinal): not re-read
 	inflight map[uint64]struct{}  // tickets of spawns that have not answered
 	// nextTicket numbers spawns; gen counts the workers spawns put in the view (see poll).
 	nextTicket, gen uint64
@@ -135,6 +137,7 @@ func newServer(cfg Config, b backend) (*Server, error) {
 		view:     map[string]viewEntry{},
 		pending:  map[string]time.Time{},
 		unknown:  map[string]uint64{},
+		final:    map[string]struct{}{},
 		inflight: map[uint64]struct{}{},
 		alive:    pidAlive,
 		ready:    make(chan struct{}),
