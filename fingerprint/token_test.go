@@ -2,6 +2,8 @@ package fingerprint
 
 import (
 	"errors"
+	"hash/crc32"
+	"math/rand/v2"
 	"reflect"
 	"strings"
 	"testing"
@@ -154,5 +156,24 @@ func BenchmarkParseToken(b *testing.B) {
 		if _, err := ParseToken(tok); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// crc32c must be CRC-32C exactly: tokens written by earlier versions (hash/crc32) must still parse.
+func TestCRC32CMatchesHashCRC32(t *testing.T) {
+	table := crc32.MakeTable(crc32.Castagnoli)
+	r := rand.New(rand.NewPCG(1, 2))
+	for n := 0; n < 600; n++ {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(r.Uint32())
+		}
+		if got, want := crc32c(b), crc32.Checksum(b, table); got != want {
+			t.Fatalf("len %d: crc32c = %#x, hash/crc32 = %#x", n, got, want)
+		}
+	}
+	// The check value of the CRC-32C catalogue entry.
+	if got := crc32c([]byte("123456789")); got != 0xe3069283 {
+		t.Fatalf("crc32c(123456789) = %#x, want 0xe3069283", got)
 	}
 }
