@@ -60,7 +60,11 @@ small probe programs: an empty Go `main`, the same importing one package) in one
 | two authenticated D-Bus connections made before the stub started | `launcher` `prepare` | explicit `--scope systemd` dials while the stub is exec'd and boots | (see above) |
 | go-systemd dials its two connections (calls, JobRemoved signal) one after the other | `internal/systemd` `Connect` | both dials in flight at once (`connectPair`); the manager's private socket was measured and rejected: its per-connection authentication (1.1-1.7 ms) costs more than the relay it saves (ADR 0003) | connect about half |
 | a foreground cgroup killed (`cgroup.kill` + wait) although its only member was the reaped leader | `launcher` `placement.release` | kill only when `populated 1` | a few hundred µs |
-| CRC-32C table built at package init by every hlaunch process | `fingerprint` | built on first use | init 0.19 -> 0.003 ms |
+| CRC-32C: hash/crc32 builds its SSE4.2 tables (1,024 CRCs over up to 1,344 zero bytes) in every process that encodes or parses a token: first at package init, then (moved) on first use, which every shim still paid | `fingerprint` | first built on first use; now a bitwise CRC-32C, no tables (a token's payload is ~100 bytes: ~1 µs) | init 0.19 -> 0.003 ms; then 5% of a shim's CPU samples -> 0 |
+| subscribing the seven forwarded signals takes a hand-off to the runtime's signal thread per signal (0.25-1 ms in timing marks), and `signal.Stop` as much again just before exit | `cmd/hlaunch` relay | subscribed in the background from the top of `main` when the command line names `exec`, overlapping cobra and the profile; `Run` waits for it (`Signals.Ready`) before it creates anything; never undone. Other commands give it back and re-raise what was caught | `exec --scope cgroup` 3.17 -> 2.95 ms (bwrap 2.53 ms in the same run) |
+| the runtime's network poller started by the first `os.Open` (an epoll instance, an eventfd, a thread parked in `epoll_wait`), and by `crypto/rand`, which arms a one-minute timer on first use | `internal/sysfile`, `launcher` `newID` | mountinfo, cgroup files and the `.env` read through blocking descriptors the poller never sees; the id from `getrandom(2)` | 2.95 -> 2.87 ms (same run) |
+| the shim subscribed its four signals before reading its config | `launcher` shim | subscribed in the background; awaited before the record is written (the first moment anyone can name the worker) | sidecar spawn p50 3.38 -> 3.29 ms, CPU per spawn 4.75 -> 4.55 ms |
+| the sidecar's watcher re-read and re-verified every record at every look (each inotify wake, at most every 150 ms, and every 2 s): half of the sidecar's CPU under load in `perf`, and O(history) for a gateway with thousands of exited cron jobs | `sidecar` watch | records reported in a final state (exited with status, foreign boot or machine, recycled PID) are not read again; `Launcher.IDs` lists the names only | idle sidecar with 3,001 exited records: 960 -> 70 ms of CPU per 10 s; CPU per spawn 4.5 -> 4.1-4.4 ms |
 | (a cost added on purpose) a sandboxed target that was PID 1 ignored SIGTERM, so every `stop` waited out its grace | `internal/handshake` | the stub stays as the namespace's init and forwards signals (ADR 0004); it enables its ten forwarded signals while the parent is still placing it | sandbox +0.2-0.3 ms; enabling all 65 signals after the fork cost +3 ms and was rejected |
 
 Measured and left as they are:
@@ -72,16 +76,37 @@ Measured and left as they are:
   left cannot be removed inside the launch path. Options, not taken: a non-Go stub, or building the mount
   namespace on a locked OS thread of the launcher before a plain clone (the fresh `/proc` of the new pid
   namespace must still be mounted from inside it).
-- Inside the CLI process (timing marks, `--scope cgroup`): cobra to the command about 0.2 ms, flags and
-  `launcher.New` (root, policy, mountinfo) about 0.3 ms, composing the environ 0.1 ms, creating the cgroup
-  0.1-0.2 ms, clone3 + exec 0.4 ms, the target itself, and removing the cgroup. Cold code dominates: the
-  same work in a warm process (`BenchmarkRunCgroup`) is about 1.2 ms including the fork, exec and wait.
+- Inside the CLI process (timing marks, `--scope cgroup`, after the rows above): cobra to the command about
+  0.15-0.2 ms, `launcher.New` (root, policy, mountinfo) 0.1-0.15 ms, composing the environ 0.1 ms, the wait
+  for the signal subscription 0-0.4 ms, creating the cgroup 0.07 ms, clone3 + exec 0.2-0.3 ms, the target
+  (about 0.7 ms), removing the cgroup and exiting 0.1 ms: main to exit 1.6-2.0 ms, plus 0.6-0.7 ms of Go
+  runtime start and package init before `main`. The process is CPU-bound (user+system 3.3-3.7 ms against
+  bwrap's 1.2 ms), so its ratio to bwrap grows with the machine's load: 1.1x on a quiet machine, 1.25x with
+  another engineer's test suite running. `perf`: `internal/cpu.Initialize` alone (CPUID, which traps to the
+  hypervisor here) is 4.6% of the CLI's samples; the runtime's start, scheduler and first allocations
+  outweigh all of hlaunch's own code.
+- The sandbox, timing marks in the CLI and the stub (CLOCK_MONOTONIC), a typical run: the CLI reaches the
+  stub's clone3 at 0.6 ms; clone3 with four new namespaces 0.4 ms; the stub's Go start 0.85 ms; reading its
+  config 0.2-0.4 ms; entering the view (mount API) 0.2 ms; forking the target 0.2 ms; the target about
+  1 ms; after the stub exits the CLI's wait returns 0.3-0.5 ms later (the kernel tearing the pid and mount
+  namespaces down, which bwrap pays as well). The stub's Go start is what bwrap does not pay. Removing it
+  needs a non-Go init with the mounts made by the launcher itself (on a locked thread, after `setns` into
+  the stub's mount namespace); a user namespace (the non-root sandbox) cannot be entered that way from a
+  multi-threaded process, so that path would keep a second implementation.
+- `--scope systemd`, timing marks: the two D-Bus connections of a cold process take 1.5-2 ms (dialled while
+  the stub starts), `StartTransientUnit`, its job and the InvocationID/ControlGroup reads 2-2.5 ms,
+  releasing the stub 0.6 ms. A prototype that skipped the stub and exec'd the target in place once the
+  scope held hlaunch's own PID (as systemd-run does) measured 9.0 ms against systemd-run's 6.8-7.2 ms in the
+  same run (its `env` prefix costs about 0.7 ms): the gap is the D-Bus client in a cold Go process, not the
+  stub, so that change (which would also give foreground scopes another exit-status and leftover-process
+  contract than foreground cgroups) was not made.
 - Durable record writes (temp file, fsync, rename, fsync of the directory): 1.26 ms each on this VM's ext4,
   0.6 ms without the fsyncs. A detached spawn makes two before it answers (the worker record and its ledger
   start record); both are the contract of issues 3 and 8, so they stay durable. On a tmpfs state directory
   (`/run/hlaunch` on systemd hosts) the fsyncs cost nothing.
 - The sidecar is CPU-bound on 2 vCPUs: every spawn starts a shim (a Go process, ADR 0005) and the target,
-  about 5-6 ms of CPU in all, so two CPUs top out near 350 spawns/s on tmpfs whatever the concurrency, and
+  about 4-5 ms of CPU in all (`perf -a` of the load run: shims 43% of all samples, the sidecar 21% before the
+  watcher row above, targets 7%), so two CPUs top out near 350 spawns/s on tmpfs whatever the concurrency, and
   latency at 10 and 50 clients is queueing: ten spawns in flight at ~5.5 ms of CPU each on two CPUs cannot
   all answer within 10 ms. A p99 under 10 ms at 10 clients needs about 1 ms of CPU per spawn, which a
   per-worker Go shim cannot reach (one shim per sidecar would be a different ADR, and would lose the exit
