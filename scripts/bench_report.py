@@ -106,11 +106,12 @@ Measured and left as they are:
   (`/run/hlaunch` on systemd hosts) the fsyncs cost nothing.
 - The sidecar is CPU-bound on 2 vCPUs: every spawn starts a shim (a Go process, ADR 0005) and the target,
   about 4-5 ms of CPU in all (`perf -a` of the load run: shims 43% of all samples, the sidecar 21% before the
-  watcher row above, targets 7%), so two CPUs top out near 350 spawns/s on tmpfs whatever the concurrency, and
-  latency at 10 and 50 clients is queueing: ten spawns in flight at ~5.5 ms of CPU each on two CPUs cannot
-  all answer within 10 ms. A p99 under 10 ms at 10 clients needs about 1 ms of CPU per spawn, which a
-  per-worker Go shim cannot reach (one shim per sidecar would be a different ADR, and would lose the exit
-  status across a sidecar crash that ADR 0005 keeps).
+  watcher row above, targets 7%), so two CPUs top out near 450-480 spawns/s on tmpfs whatever the
+  concurrency, and latency at 10 and 50 clients is queueing: ten spawns in flight at 4-5 ms of CPU each on
+  two CPUs cannot all answer within 10 ms. A p99 under 10 ms at 10 clients needs the machine to finish a
+  spawn about every millisecond (about 2 ms of CPU per spawn on two CPUs, with nothing else running), less
+  than a Go shim's start plus the target's exec: one shim per sidecar, or a non-Go shim, would be a
+  different ADR (the first loses the exit status across a sidecar crash that ADR 0005 keeps).
 - A foreground run writes no record; `hlaunch stop` of a 200-process tree is dominated by the kill and the wait
   for the cgroup to empty.
 """
