@@ -118,6 +118,11 @@ func walkProcsDepth(dir, depth int) ([]int, error) {
 		return nil, fmt.Errorf("cgroup nesting deeper than %d", maxCgroupDepth)
 	}
 	pids, err := readProcs(dir)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENODEV) {
+		// Removed after it was opened (systemd collects an empty scope at any moment): rmdir succeeds only
+		// on an empty cgroup, so it holds no process.
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}

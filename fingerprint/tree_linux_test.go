@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // doubleForkTree starts a leader whose grandchildren escape its process group and session (setsid, then
@@ -231,5 +233,26 @@ func TestKernelHermesRows(t *testing.T) {
 	}
 	if v, err := VerifyHermes(src, p.pid, fp); err != nil || v.State != Exited {
 		t.Fatalf("VerifyHermes after exit = %v, %v", v, err)
+	}
+}
+
+// A cgroup removed after it was opened (systemd collects an empty scope at any moment) reads as empty: a
+// stop that verifies a worker just as its scope goes must not fail on the vanished cgroup.procs.
+func TestKernelRemovedCgroupReadsEmpty(t *testing.T) {
+	tr := newTree(t)
+	w := tr.mkdir("w")
+	dir, err := unix.Open(tr.path(w), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(dir)
+	if err := os.Remove(tr.path(w)); err != nil {
+		t.Fatal(err)
+	}
+	if pids, err := walkProcs(dir); err != nil || len(pids) != 0 {
+		t.Fatalf("walkProcs of a removed cgroup = %v, %v; want none, nil", pids, err)
+	}
+	if pop, err := populated(dir); err != nil || pop {
+		t.Fatalf("populated of a removed cgroup = %v, %v; want false, nil", pop, err)
 	}
 }
