@@ -287,3 +287,51 @@ func (w *nobodyWorld) asNobody(args ...string) result {
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent", "XDG_RUNTIME_DIR=/nonexistent/run"}
 	return runResult(w.t, cmd)
 }
+
+// A scope never runs its worker under weaker limits than asked. A user manager on a hybrid host (this
+// machine) accepts MemoryMax= and TasksMax= but cannot apply them (memory and pids are v1 controllers it
+// does not manage): the launch is refused, naming the flags, and the target never runs. Where the manager
+// does apply them (a unified host with delegation), the worker runs under them.
+func TestSystemdScopeLimitsNeverSilentlyDropped(t *testing.T) {
+	requireRoot(t)
+	m := systemdtest.Start(t)
+	e := newEnv(t)
+	marker := filepath.Join(t.TempDir(), "ran")
+	script := `touch ` + marker + `; u=$(grep ^0:: /proc/self/cgroup | cut -d: -f3); cat /sys/fs/cgroup/unified$u/memory.max /sys/fs/cgroup$u/memory.max 2>/dev/null`
+	for _, detach := range []bool{false, true} {
+		args := []string{"exec", "-p", "b", "--scope", "systemd", "--user", "--memory", "64M", "--pids", "32"}
+		if detach {
+			args = append(args, "--detach")
+		}
+		r := e.sd(m, append(args, "--", "sh", "-c", script)...)
+		if r.Code == 0 {
+			if detach {
+				t.Fatalf("detached launch with limits the manager cannot apply here succeeded: %s", r.Stdout)
+			}
+			if strings.TrimSpace(r.Stdout) != "67108864" {
+				t.Fatalf("the scope ran its worker without --memory: memory.max %q", r.Stdout)
+			}
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(r.Stderr), "\n")
+		if r.Code != 125 || len(lines) != 1 || !strings.Contains(r.Stderr, "--memory") || !strings.Contains(r.Stderr, "--pids") ||
+			!strings.Contains(r.Stderr, "did not apply") {
+			t.Fatalf("detach=%v: exit %d, stderr %q: want 125 and one line naming --memory and --pids", detach, r.Code, r.Stderr)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			t.Fatalf("detach=%v: the target ran although its limits were not applied", detach)
+		}
+	}
+	// Nothing is left in the manager: the refused scopes are collected.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		list, _ := m.Systemctl(context.Background(), "list-units", "--type=scope", "--all", "--no-legend")
+		if !strings.Contains(list, "hlaunch-b-") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("refused scopes still listed:\n%s", list)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

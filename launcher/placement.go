@@ -42,7 +42,8 @@ type placement struct {
 	// scoped, unit name generated (unique per launch): the scope's cgroup.events on the unified tree, so
 	// release can see the scope is already empty and leave it to the manager instead of a StopUnit job.
 	events  string
-	unified string // scoped: the cgroup2 mount, "" when unknown
+	unified string       // scoped: the cgroup2 mount, "" when unknown
+	host    *cgroup.Host // scoped: this host's layout, to read the scope's limits back; nil when unknown
 }
 
 // prepare decides the placement for spec and creates what must exist before the child starts.
@@ -112,7 +113,7 @@ func (l *Launcher) prepareSystemd(ctx context.Context, spec Spec) (*placement, e
 	if err != nil {
 		return nil, err
 	}
-	p := &placement{mode: ModeScoped, conn: conn, limits: spec.Limits}
+	p := &placement{mode: ModeScoped, conn: conn, limits: spec.Limits, host: l.host}
 	if l.host != nil {
 		p.unified = l.host.Unified
 	}
@@ -137,7 +138,7 @@ func (l *Launcher) prepareSystemdAsync(ctx context.Context, spec Spec) (*placeme
 			return nil, fmt.Errorf("%w: --unit: %w", ErrInvalid, err)
 		}
 	}
-	p := &placement{mode: ModeScoped, limits: spec.Limits, dialed: make(chan dialResult, 1)}
+	p := &placement{mode: ModeScoped, limits: spec.Limits, dialed: make(chan dialResult, 1), host: l.host}
 	if l.host != nil {
 		p.unified = l.host.Unified
 	}
@@ -223,9 +224,29 @@ func (p *placement) place(ctx context.Context, spec Spec, id string, pid int, cl
 			return err
 		}
 		p.unit, p.invID = info.Unit, info.InvocationID
+		if err := p.enforced(pid); err != nil {
+			return err
+		}
 		if spec.Unit == "" && p.unified != "" && info.ControlGroup != "" {
 			p.events = filepath.Join(p.unified, info.ControlGroup, "cgroup.events")
 		}
+	}
+	return nil
+}
+
+// enforced checks that the manager applied the scope's limits: a systemd user manager on a hybrid host
+// accepts MemoryMax= and TasksMax= and applies neither (those controllers are on v1 hierarchies it cannot
+// manage), and a worker must never run under weaker limits than it asked for. The held child is aborted
+// by the caller, so nothing runs; the scope, emptied, is collected by the manager.
+func (p *placement) enforced(pid int) error {
+	if p.limits.IsZero() {
+		return nil
+	}
+	if p.host == nil {
+		return fmt.Errorf("%w: cannot check the limits of scope %s: no cgroup filesystem here", ErrInvalid, p.unit)
+	}
+	if err := p.host.Enforced(pid, p.limits); err != nil {
+		return fmt.Errorf("%w: %w: the systemd manager did not apply them to scope %s; --scope cgroup applies them itself", ErrInvalid, err, p.unit)
 	}
 	return nil
 }

@@ -1,0 +1,55 @@
+package cgroup
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+// Enforced reads limits back from wherever each controller governs a real process: a worker created
+// with limits passes; a worker created without them (as a systemd user manager leaves a scope whose
+// controllers are on v1 hierarchies it cannot manage) fails, naming each flag.
+func TestEnforced(t *testing.T) {
+	h := testHost(t)
+	requireRoot(t)
+	parent := testParent(t, h)
+	lim := Limits{Memory: 64 << 20, Pids: 50, CPUs: 0.5, CPUWeight: 200}
+	if h.Mode == Hybrid {
+		lim.MemoryHigh = 48 << 20 // v1: memory.soft_limit_in_bytes
+	}
+	with, err := h.Create(parent, "w-with", lim)
+	if err != nil {
+		t.Fatalf("this host cannot apply %+v itself: %v", lim, err)
+	}
+	without, err := h.Create(parent, "w-without", Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := selfCmd("held-cgroup"), selfCmd("held-cgroup")
+	releaseA := startIn(t, with, a)
+	releaseB := startIn(t, without, b)
+	defer func() { releaseA(); releaseB(); a.Wait(); b.Wait(); _ = with.Delete(); _ = without.Delete() }()
+
+	if err := h.Enforced(a.Process.Pid, lim); err != nil {
+		t.Fatalf("Enforced with the limits applied: %v", err)
+	}
+	if err := h.Enforced(b.Process.Pid, Limits{}); err != nil {
+		t.Fatalf("Enforced with nothing asked: %v", err)
+	}
+	err = h.Enforced(b.Process.Pid, lim)
+	if !errors.Is(err, ErrUnsupportedLimit) {
+		t.Fatalf("Enforced without the limits = %v, want ErrUnsupportedLimit", err)
+	}
+	for _, flag := range []string{"--memory", "--pids", "--cpus", "--cpu-weight"} {
+		if !strings.Contains(err.Error(), flag) {
+			t.Errorf("error %q does not name %s", err, flag)
+		}
+	}
+}
+
+func TestParseProcCgroup(t *testing.T) {
+	v2, v1 := parseProcCgroup("9:name=systemd:/app.slice/x.scope\n4:memory:/\n3:cpu,cpuacct:/a/b\n0::/app.slice/x.scope\n")
+	if v2 != "/app.slice/x.scope" || v1["memory"] != "/" || v1["cpu"] != "/a/b" || v1["cpuacct"] != "/a/b" || v1["name=systemd"] != "/app.slice/x.scope" {
+		t.Fatalf("parseProcCgroup: v2 %q v1 %v", v2, v1)
+	}
+}
