@@ -11,6 +11,7 @@ import (
 	"github.com/hlaunch/hlaunch/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/handshake"
 	"github.com/hlaunch/hlaunch/internal/state"
+	"github.com/hlaunch/hlaunch/nsenv"
 )
 
 // ShimArg is the argv[1] that makes an hlaunch binary act as a worker's shim.
@@ -28,6 +29,47 @@ func (l *Launcher) Start(ctx context.Context, spec Spec) (*Receipt, error) {
 // StartWith is Start for a spec with Stdio "inherit": stdio are the descriptors the worker gets (nil
 // fields are refused for such a spec; they are ignored otherwise). The caller keeps its own copies.
 func (l *Launcher) StartWith(ctx context.Context, spec Spec, stdio Stdio) (*Receipt, error) {
+	id := newID()
+	d, err := l.detached(ctx, spec, stdio, id)
+	if err != nil {
+		return nil, err
+	}
+	defer d.unlock()
+	p, err := l.prepare(ctx, d.spec, id)
+	if err != nil {
+		return nil, err
+	}
+	if p.warning != "" {
+		fmt.Fprintln(l.cfg.Stderr, p.warning)
+	}
+	// The shim's own stdio is /dev/null, or the worker's descriptors when the worker inherits them.
+	var files []*os.File
+	if d.spec.Stdio == StdioInherit {
+		files = []*os.File{stdio.Stdin, stdio.Stdout, stdio.Stderr}
+	}
+	h, err := l.holdShim(ctx, d.spec, id, p, files)
+	if err != nil {
+		p.release(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	return l.runShim(ctx, d, h)
+}
+
+// detachedLaunch is a detached launch's spec, checked and resolved, before any placement: nothing on the
+// host exists for it yet except its key lock.
+type detachedLaunch struct {
+	spec    Spec
+	id      string
+	env     []string
+	prof    *nsenv.Profile
+	cwd     string
+	sb      *nsenv.Sandbox
+	workers *state.Dir
+	unlock  func() // releases the key lock (a no-op without --key)
+}
+
+// detached checks spec for a detached launch as worker id and takes its key lock.
+func (l *Launcher) detached(ctx context.Context, spec Spec, stdio Stdio, id string) (*detachedLaunch, error) {
 	spec = spec.withDefaults(l.cfg.Defaults)
 	spec.Detach = true
 	if err := spec.Validate(); err != nil {
@@ -48,7 +90,6 @@ func (l *Launcher) StartWith(ctx context.Context, spec Spec, stdio Stdio) (*Rece
 	if spec.Stdio == StdioInherit && (stdio.Stdin == nil || stdio.Stdout == nil || stdio.Stderr == nil) {
 		return nil, fmt.Errorf("%w: stdio inherit: the caller passed no stdin, stdout and stderr", ErrInvalid)
 	}
-	id := newID()
 	if spec.Log == "" && spec.Stdio != StdioInherit && l.cfg.WorkerLogs {
 		spec.Log = filepath.Join(l.state, "logs", id+".log")
 	}
@@ -63,46 +104,27 @@ func (l *Launcher) StartWith(ctx context.Context, spec Spec, stdio Stdio) (*Rece
 	if err != nil {
 		return nil, err
 	}
+	d := &detachedLaunch{spec: spec, id: id, env: env.Strings(), prof: prof, cwd: cwd, sb: sb, workers: workers, unlock: func() {}}
 	if spec.Key != "" {
-		unlock, err := l.holdKey(ctx, spec.Key)
-		if err != nil {
+		if d.unlock, err = l.holdKey(ctx, spec.Key); err != nil {
 			return nil, err
 		}
-		defer unlock()
 	}
-	p, err := l.prepare(ctx, spec, id)
-	if err != nil {
-		return nil, err
-	}
-	if p.warning != "" {
-		fmt.Fprintln(l.cfg.Stderr, p.warning)
-	}
-	timeout, _ := spec.timeout()
-	grace, _ := spec.grace()
-	sc := shimConfig{
-		ID: id, Workers: workers.Path, Ledger: l.ledger, Log: spec.Log, LogMax: spec.LogMax,
-		InheritStdio: spec.Stdio == StdioInherit,
-		Timeout:      timeout, Grace: grace,
-		Init:    handshake.Config{Argv: spec.Argv, Env: env.Strings(), Cwd: cwd, Sandbox: sb},
-		Receipt: l.receipt(spec, prof.Name, prof.Home, id, p),
-	}
-	res, child, err := l.startShim(ctx, spec, id, p, &sc, stdio)
-	if err != nil {
-		p.release(context.WithoutCancel(ctx))
-		return nil, err
-	}
-	child.Done()
-	go child.Proc.Wait() //nolint:errcheck // reap the shim if it ends while we live; its status is its own record
-	p.close()
-	return res.Receipt, nil
+	return d, nil
 }
 
-// startShim starts the shim, places it, hands it the worker's config and waits for its report: the
-// worker's identity, or why it did not start.
-func (l *Launcher) startShim(ctx context.Context, spec Spec, id string, p *placement, sc *shimConfig, stdio Stdio) (*shimResult, *handshake.Child, error) {
+// heldShim is a worker's shim, started and placed, waiting on its handshake for the worker's config.
+type heldShim struct {
+	p      *placement
+	child  *handshake.Child
+	cgroup string // the shim's (and so the worker's) cgroup, relative to the v2 root
+}
+
+// holdShim starts the shim for worker id with files as its stdio (nil: /dev/null) and places it in p.
+func (l *Launcher) holdShim(ctx context.Context, spec Spec, id string, p *placement, files []*os.File) (*heldShim, error) {
 	fd, err := p.cloneFD()
 	if err != nil {
-		return nil, nil, fmt.Errorf("open worker cgroup: %w", err)
+		return nil, fmt.Errorf("open worker cgroup: %w", err)
 	}
 	if fd != nil {
 		defer fd.Close()
@@ -111,31 +133,46 @@ func (l *Launcher) startShim(ctx context.Context, spec Spec, id string, p *place
 	if fd != nil {
 		attr.UseCgroupFD, attr.CgroupFD = true, int(fd.Fd())
 	}
-	// The shim's own stdio is /dev/null, or the worker's descriptors when the worker inherits them.
-	var files []*os.File
-	if sc.InheritStdio {
-		files = []*os.File{stdio.Stdin, stdio.Stdout, stdio.Stderr}
-	}
 	child, err := handshake.Start(handshake.Command{Path: l.cfg.Self, Args: []string{l.cfg.Self, ShimArg}, Files: files, Sys: attr})
 	if err != nil {
-		return nil, nil, fmt.Errorf("start shim %s: %w", l.cfg.Self, err)
+		return nil, fmt.Errorf("start shim %s: %w", l.cfg.Self, err)
 	}
 	if err := p.place(ctx, spec, id, child.PID(), fd != nil); err != nil {
 		child.Abort()
-		return nil, nil, err
+		return nil, err
 	}
-	sc.Cgroup = l.cgroupPath(p, child.PID())
-	sc.Unit, sc.InvocationID = p.unit, p.invID
+	return &heldShim{p: p, child: child, cgroup: l.cgroupPath(p, child.PID())}, nil
+}
+
+// runShim hands a held shim its worker's config and waits for its report: the worker's receipt, or why it
+// did not start (the placement is then released).
+func (l *Launcher) runShim(ctx context.Context, d *detachedLaunch, h *heldShim) (*Receipt, error) {
+	timeout, _ := d.spec.timeout()
+	grace, _ := d.spec.grace()
+	sc := &shimConfig{
+		ID: d.id, Workers: d.workers.Path, Ledger: l.ledger, Log: d.spec.Log, LogMax: d.spec.LogMax,
+		InheritStdio: d.spec.Stdio == StdioInherit,
+		Timeout:      timeout, Grace: grace,
+		Init:    handshake.Config{Argv: d.spec.Argv, Env: d.env, Cwd: d.cwd, Sandbox: d.sb},
+		Receipt: l.receipt(d.spec, d.prof.Name, d.prof.Home, d.id, h.p),
+		Cgroup:  h.cgroup, Unit: h.p.unit, InvocationID: h.p.invID,
+	}
 	res := &shimResult{}
-	if err := child.Exchange(sc, res); err != nil {
-		child.Abort()
-		return nil, nil, err
+	err := h.child.Exchange(sc, res)
+	if err != nil {
+		h.child.Abort()
+	} else if res.Failure != nil {
+		_, _ = h.child.Proc.Wait()
+		err = execError(&handshake.Error{Failure: *res.Failure})
 	}
-	if res.Failure != nil {
-		_, _ = child.Proc.Wait()
-		return nil, nil, execError(&handshake.Error{Failure: *res.Failure})
+	if err != nil {
+		h.p.release(context.WithoutCancel(ctx))
+		return nil, err
 	}
-	return res, child, nil
+	h.child.Done()
+	go h.child.Proc.Wait() //nolint:errcheck // reap the shim if it ends while we live; its status is its own record
+	h.p.close()
+	return res.Receipt, nil
 }
 
 // receipt describes a worker about to start; setIdentity completes it once the worker runs.
