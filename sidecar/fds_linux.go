@@ -49,7 +49,9 @@ func (c *fdConn) Read(b []byte) (int, error) {
 	if oobn > 0 {
 		c.keep(oob[:oobn])
 	}
-	return n, err
+	// ReadMsgUnix passes recvmsg's -1 through on an error (a reset peer), and net/http's bufio panics on a
+	// negative count (seen in the integration tests: "http: panic serving ... negative count from Read").
+	return max(n, 0), err
 }
 
 func (c *fdConn) keep(oob []byte) {
