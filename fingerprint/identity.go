@@ -46,6 +46,17 @@ func (s Sources) statPath(pid int) string {
 	return filepath.Join(s.procRoot(), strconv.Itoa(pid), "stat")
 }
 
+// Pinned returns s with the boot id and the machine id read once, now: its BootID and MachineID return
+// those values (or the errors reading them gave). Neither changes while a process lives; a short-lived
+// process (the shim) reads them ahead, while it waits for its work.
+func (s Sources) Pinned() Sources {
+	boot, bootErr := s.bootID()
+	machine, machineErr := s.machineID()
+	s.BootID = func() (string, error) { return boot, bootErr }
+	s.MachineID = func() (string, error) { return machine, machineErr }
+	return s
+}
+
 // bootID returns the trimmed boot id; an empty one is an error, never a match.
 func (s Sources) bootID() (string, error) {
 	var v string

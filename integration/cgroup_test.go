@@ -35,6 +35,7 @@ type receipt struct {
 	CPU       uint64 `json:"cpu_usage_ns"`
 	Pids      uint64 `json:"pids_current"`
 	Sandbox   bool   `json:"sandbox"`
+	ShimPID   int    `json:"shim_pid"`
 }
 
 // detach starts argv detached and returns its receipt.

@@ -200,8 +200,19 @@ func (p *placement) place(ctx context.Context, spec Spec, id string, pid int, cl
 			return err
 		}
 		name := spec.Unit
-		if name == "" {
+		switch {
+		case name != "":
+		case spec.Profile == "": // a warm slot's scope, made before its profile is known
+			name = "hlaunch-" + strings.TrimPrefix(id, "w-")
+		default:
 			name = "hlaunch-" + spec.Profile + "-" + strings.TrimPrefix(id, "w-")
+		}
+		desc := "hlaunch worker " + id
+		if spec.Profile != "" {
+			desc += " for profile " + spec.Profile
+		}
+		if len(spec.Argv) > 0 {
+			desc += ": " + spec.Argv[0]
 		}
 		unit, err := systemd.ScopeName(name)
 		if err != nil {
@@ -212,7 +223,7 @@ func (p *placement) place(ctx context.Context, spec Spec, id string, pid int, cl
 		info, err := p.conn.StartScope(cctx, systemd.ScopeSpec{
 			Unit:               unit,
 			Slice:              spec.Slice,
-			Description:        fmt.Sprintf("hlaunch worker %s for profile %s: %s", id, spec.Profile, spec.Argv[0]),
+			Description:        desc,
 			PIDs:               []uint32{uint32(pid)},
 			MemoryMax:          spec.Limits.Memory,
 			MemoryHigh:         spec.Limits.MemoryHigh,

@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -39,6 +40,25 @@ type shimResult struct {
 	Failure *handshake.Failure `json:"failure,omitempty"`
 }
 
+// shimPrep is what a shim finds out before its config arrives.
+type shimPrep struct {
+	host *cgroup.Host // nil without a usable cgroupfs
+	src  fingerprint.Sources
+}
+
+func prepareShim() shimPrep {
+	host, _ := cgroup.Detect()
+	src := fingerprint.Sources{}
+	if host != nil {
+		src.CgroupRoot = host.Unified
+	}
+	_ = json.Unmarshal([]byte(`{"init":{},"receipt":{}}`), &shimConfig{})
+	_, _ = json.Marshal(shimResult{Receipt: &Receipt{}})
+	_, _ = json.Marshal(exitRecord{})
+	_, _ = json.Marshal(Record{})
+	return shimPrep{host: host, src: src.Pinned()}
+}
+
 // exitRecord is what the shim learns when the worker's leader ends; stored as <id>.exit beside the receipt.
 type exitRecord struct {
 	ExitCode   *int   `json:"exit_code,omitempty"`
@@ -68,6 +88,11 @@ func shimMain() {
 		for range drop {
 		}
 	}()
+	// While the launcher places us and sends the config (a warm slot waits here until a spawn takes it), do
+	// what does not depend on the config: the cgroup layout, the boot and machine ids, and the JSON codecs'
+	// caches for the messages and records (a cold process spends a few hundred µs building them).
+	prepped := make(chan shimPrep, 1)
+	go func() { prepped <- prepareShim() }()
 	res := os.NewFile(handshake.ResultFD, "shim-result")
 	cfg := os.NewFile(handshake.ConfigFD, "shim-config")
 	var sc shimConfig
@@ -87,11 +112,8 @@ func shimMain() {
 		_ = handshake.WriteMsg(res, shimResult{Failure: &f})
 		os.Exit(125)
 	}
-	host, _ := cgroup.Detect()
-	src := fingerprint.Sources{}
-	if host != nil {
-		src.CgroupRoot = host.Unified
-	}
+	pp := <-prepped
+	host, src := pp.host, pp.src
 	// The worker is our unreaped child: its /proc entry and start time are stable until we Wait.
 	ident := fingerprint.CaptureChild(src, proc.Pid, sc.Cgroup)
 	if sc.Unit != "" {

@@ -96,7 +96,7 @@ func (s *Server) handleSpawn(w http.ResponseWriter, r *http.Request) {
 	}
 	defer closeStdio()
 	ticket := s.beginSpawn()
-	rc, err := s.b.StartWith(ctx, spec, stdio)
+	rc, err := s.startWorker(ctx, spec, stdio)
 	s.endSpawn(ticket, rc)
 	if err != nil {
 		writeError(w, err)
@@ -104,6 +104,16 @@ func (s *Server) handleSpawn(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Location", "/v1/workers/"+rc.ID)
 	writeJSON(w, http.StatusCreated, rc)
+}
+
+// startWorker starts spec in a warm slot when one is ready and fits, else the ordinary way.
+func (s *Server) startWorker(ctx context.Context, spec launcher.Spec, stdio launcher.Stdio) (*launcher.Receipt, error) {
+	if s.pool != nil && spec.Stdio != launcher.StdioInherit {
+		if rc, ok, err := s.pool.start(ctx, spec); ok {
+			return rc, err
+		}
+	}
+	return s.b.StartWith(ctx, spec, stdio)
 }
 
 // handleList: GET /v1/workers[?state=running]; every record, verified now.

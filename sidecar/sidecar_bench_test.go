@@ -44,13 +44,29 @@ type sidecarFigures struct {
 	// Systemd is the spawn latency of a `--scope systemd` sidecar against a real user manager (the
 	// systemdtest harness), one client; issue 9 compares it with systemd-run --user --scope.
 	Systemd *systemdPoint `json:"systemd,omitempty"`
+	// WarmLatency and SystemdWarm are the same measurements with `--warm 4` (warm slots: shims started and
+	// scopes made before the spawns that take them).
+	WarmLatency []latencyPoint `json:"warm_latency,omitempty"`
+	SystemdWarm *systemdPoint  `json:"systemd_warm,omitempty"`
+	// Paced and WarmPaced: one client, 100 spawns, benchGap between an answer and the next request.
+	Paced     *systemdPoint `json:"paced,omitempty"`
+	WarmPaced *systemdPoint `json:"warm_paced,omitempty"`
 }
+
+// benchWarm is the --warm of the warm-slot phases.
+const benchWarm = 4
 
 type systemdPoint struct {
 	Spawns int     `json:"spawns"`
 	P50MS  float64 `json:"p50_ms"`
 	P99MS  float64 `json:"p99_ms"`
+	// Paced: the same count with benchGap between an answer and the next request.
+	PacedP50MS float64 `json:"paced_p50_ms"`
+	PacedP99MS float64 `json:"paced_p99_ms"`
 }
+
+// benchGap is the pause between spawns of the paced phases.
+const benchGap = 20 * time.Millisecond
 
 type latencyPoint struct {
 	Clients    int     `json:"clients"`
@@ -113,29 +129,23 @@ func BenchmarkSidecarLoad(b *testing.B) {
 		"time of the sidecar and its reaped descendants (shims, targets) over the phase; busy is the share of " +
 		"the machine's CPUs in use meanwhile (this engineer's run and everyone else's)."}
 
-	// Phase 1: latency and throughput, a fresh state directory.
-	sc := startSidecar(b, bin, root, filepath.Join(stateBase, "state1"), filepath.Join(dir, "s1.sock"), parent)
+	// Phase 1: latency and throughput, a fresh state directory; then again with warm slots (1 and 10
+	// clients), a fresh state directory too.
+	sc := startSidecar(b, bin, root, filepath.Join(stateBase, "state1"), filepath.Join(dir, "s1.sock"), parent, 0)
 	fig.IdleRSSKiB = rssKiB(sc.cmd.Process.Pid, "VmRSS")
-	spec := []byte(`{"profile":"b","argv":["/bin/true"]}`)
-	for _, c := range []struct{ clients, spawns int }{{1, 200}, {10, 600}, {50, 1000}} {
-		cpu0 := treeCPU(sc.cmd.Process.Pid)
-		busy0, all0 := machineCPU()
-		lat, wall := spawnMany(b, sc, spec, c.clients, c.spawns)
-		time.Sleep(300 * time.Millisecond) // let the last shims be reaped, so their CPU is counted
-		busy1, all1 := machineCPU()
-		cpu := treeCPU(sc.cmd.Process.Pid) - cpu0
-		fig.Latency = append(fig.Latency, latencyPoint{Clients: c.clients, Spawns: len(lat),
-			P50MS: pctMS(lat, 0.50), P99MS: pctMS(lat, 0.99), MaxMS: pctMS(lat, 1),
-			SpawnsPerS: float64(len(lat)) / wall.Seconds(), CPUmsPerSpawn: cpu / float64(len(lat)),
-			BusyPct: 100 * (busy1 - busy0) / max(all1-all0, 1)})
-		b.Logf("%d clients: %+v", c.clients, fig.Latency[len(fig.Latency)-1])
-	}
+	fig.Latency = latencyPhase(b, sc, []struct{ clients, spawns int }{{1, 200}, {10, 600}, {50, 1000}})
+	fig.Paced = pacedPoint(b, sc)
+	sc.stop(b)
+	sc = startSidecar(b, bin, root, filepath.Join(stateBase, "state1w"), filepath.Join(dir, "s1w.sock"), parent, benchWarm)
+	time.Sleep(200 * time.Millisecond) // the pool's first fill
+	fig.WarmLatency = latencyPhase(b, sc, []struct{ clients, spawns int }{{1, 200}, {10, 600}})
+	fig.WarmPaced = pacedPoint(b, sc)
 	sc.stop(b)
 
 	// Phase 2: 1,000 running workers tracked, then SIGKILL and re-adoption.
 	const tracked = 1000
 	state2, sock2 := filepath.Join(stateBase, "state2"), filepath.Join(dir, "s2.sock")
-	sc = startSidecar(b, bin, root, state2, sock2, parent)
+	sc = startSidecar(b, bin, root, state2, sock2, parent, 0)
 	var mu sync.Mutex
 	var shims []int
 	sleepSpec := []byte(`{"profile":"b","argv":["sleep","3600"]}`)
@@ -163,7 +173,7 @@ func BenchmarkSidecarLoad(b *testing.B) {
 	_ = sc.cmd.Process.Signal(syscall.SIGKILL)
 	_ = sc.cmd.Wait()
 	t0 := time.Now()
-	sc = startSidecar(b, bin, root, state2, sock2, parent)
+	sc = startSidecar(b, bin, root, state2, sock2, parent, 0)
 	for {
 		running := sc.countRunning(b)
 		if running >= tracked {
@@ -183,8 +193,10 @@ func BenchmarkSidecarLoad(b *testing.B) {
 	fig.StateFS = fsType(stateBase)
 	// Phase 3, once (with the tmpfs state): a --scope systemd sidecar inside a private user manager.
 	if os.Getenv("HLAUNCH_BENCH_STATE_BASE") != "" {
-		fig.Systemd = systemdPhase(b, bin, root, filepath.Join(stateBase, "state3"))
+		fig.Systemd = systemdPhase(b, bin, root, filepath.Join(stateBase, "state3"), 0)
 		b.Logf("systemd: %+v", *fig.Systemd)
+		fig.SystemdWarm = systemdPhase(b, bin, root, filepath.Join(stateBase, "state3w"), benchWarm)
+		b.Logf("systemd, --warm %d: %+v", benchWarm, *fig.SystemdWarm)
 	}
 	raw, err := json.MarshalIndent(fig, "", " ")
 	if err != nil {
@@ -195,15 +207,43 @@ func BenchmarkSidecarLoad(b *testing.B) {
 	}
 }
 
+// pacedPoint is one client's 100 spawns of /bin/true, benchGap apart.
+func pacedPoint(b *testing.B, sc *sidecarProc) *systemdPoint {
+	lat := spawnPaced(b, sc, []byte(`{"profile":"b","argv":["/bin/true"]}`), 100, benchGap)
+	p := &systemdPoint{Spawns: len(lat), PacedP50MS: pctMS(lat, 0.50), PacedP99MS: pctMS(lat, 0.99)}
+	b.Logf("paced: %+v", *p)
+	return p
+}
+
+// latencyPhase spawns /bin/true at each concurrency in turn and measures latency, rate and CPU.
+func latencyPhase(b *testing.B, sc *sidecarProc, phases []struct{ clients, spawns int }) []latencyPoint {
+	var out []latencyPoint
+	spec := []byte(`{"profile":"b","argv":["/bin/true"]}`)
+	for _, c := range phases {
+		cpu0 := treeCPU(sc.cmd.Process.Pid)
+		busy0, all0 := machineCPU()
+		lat, wall := spawnMany(b, sc, spec, c.clients, c.spawns)
+		time.Sleep(300 * time.Millisecond) // let the last shims be reaped, so their CPU is counted
+		busy1, all1 := machineCPU()
+		cpu := treeCPU(sc.cmd.Process.Pid) - cpu0
+		out = append(out, latencyPoint{Clients: c.clients, Spawns: len(lat),
+			P50MS: pctMS(lat, 0.50), P99MS: pctMS(lat, 0.99), MaxMS: pctMS(lat, 1),
+			SpawnsPerS: float64(len(lat)) / wall.Seconds(), CPUmsPerSpawn: cpu / float64(len(lat)),
+			BusyPct: 100 * (busy1 - busy0) / max(all1-all0, 1)})
+		b.Logf("%d clients: %+v", c.clients, out[len(out)-1])
+	}
+	return out
+}
+
 type sidecarProc struct {
 	cmd    *exec.Cmd
 	client *http.Client
 }
 
-func startSidecar(b *testing.B, bin, root, state, sock, parent string) *sidecarProc {
+func startSidecar(b *testing.B, bin, root, state, sock, parent string, warm int) *sidecarProc {
 	b.Helper()
 	cmd := exec.Command(bin, "--root", root, "--state-dir", state, "sidecar", "--socket", sock,
-		"--scope", "cgroup", "--cgroup-parent", parent)
+		"--scope", "cgroup", "--cgroup-parent", parent, "--warm", strconv.Itoa(warm))
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -224,7 +264,7 @@ func startSidecar(b *testing.B, bin, root, state, sock, parent string) *sidecarP
 
 // systemdPhase measures one client's spawns through a `--scope systemd --user` sidecar that runs in a
 // private systemd user manager's world (systemdtest, the TESTING.md recipe), 100 spawns of /bin/true.
-func systemdPhase(b *testing.B, bin, root, state string) *systemdPoint {
+func systemdPhase(b *testing.B, bin, root, state string, warm int) *systemdPoint {
 	m := systemdtest.Start(b)
 	sockDir, err := os.MkdirTemp("/tmp", "hlsc-") // a socket path must stay short
 	if err != nil {
@@ -235,7 +275,7 @@ func systemdPhase(b *testing.B, bin, root, state string) *systemdPoint {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cmd := m.Command(ctx, bin, "--root", root, "--state-dir", state, "sidecar", "--socket", sock,
-		"--scope", "systemd", "--user", "--require-scope")
+		"--scope", "systemd", "--user", "--require-scope", "--warm", strconv.Itoa(warm))
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
@@ -246,9 +286,15 @@ func systemdPhase(b *testing.B, bin, root, state string) *systemdPoint {
 	}}
 	sc := &sidecarProc{cmd: cmd, client: &http.Client{Transport: tr, Timeout: time.Minute}}
 	sc.waitHealthy(b)
-	lat, _ := spawnMany(b, sc, []byte(`{"profile":"b","argv":["/bin/true"]}`), 1, 100)
+	if warm > 0 {
+		time.Sleep(200 * time.Millisecond) // the pool's first fill
+	}
+	spec := []byte(`{"profile":"b","argv":["/bin/true"]}`)
+	lat, _ := spawnMany(b, sc, spec, 1, 100)
+	paced := spawnPaced(b, sc, spec, 100, benchGap)
 	sc.stop(b)
-	return &systemdPoint{Spawns: len(lat), P50MS: pctMS(lat, 0.50), P99MS: pctMS(lat, 0.99)}
+	return &systemdPoint{Spawns: len(lat), P50MS: pctMS(lat, 0.50), P99MS: pctMS(lat, 0.99),
+		PacedP50MS: pctMS(paced, 0.50), PacedP99MS: pctMS(paced, 0.99)}
 }
 
 // waitHealthy waits until the sidecar answers /v1/health.
@@ -306,6 +352,19 @@ func (sc *sidecarProc) countRunning(b *testing.B) int {
 		}
 	}
 	return n
+}
+
+// spawnPaced runs total spawns from one client with gap between an answer and the next request (the cadence
+// of a gateway's tool calls rather than a flood), and returns each spawn's latency.
+func spawnPaced(b *testing.B, sc *sidecarProc, spec []byte, total int, gap time.Duration) []time.Duration {
+	b.Helper()
+	var lat []time.Duration
+	for i := 0; i < total; i++ {
+		time.Sleep(gap)
+		l, _ := spawnMany(b, sc, spec, 1, 1)
+		lat = append(lat, l...)
+	}
+	return lat
 }
 
 func spawnMany(b *testing.B, sc *sidecarProc, spec []byte, clients, total int) ([]time.Duration, time.Duration) {

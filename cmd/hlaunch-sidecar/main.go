@@ -64,6 +64,7 @@ type sidecarFlags struct {
 	maxBody             int64
 	pollInterval        time.Duration
 	slowPoll            time.Duration
+	warm                int
 }
 
 // newSidecarCmd is the daemon's whole command line (see docs/sidecar.md).
@@ -104,8 +105,12 @@ the state directory. Under systemd it supports Type=notify and socket activation
 	fs.Int64Var(&f.maxBody, "max-body", sidecar.DefaultMaxBody, "largest request body in bytes (larger: 413)")
 	fs.DurationVar(&f.pollInterval, "poll-interval", sidecar.DefaultPollInterval, "shortest time between two checks of the worker records (exits are noticed through inotify)")
 	fs.DurationVar(&f.slowPoll, "slow-poll", sidecar.DefaultSlowPoll, "longest time between two checks of the worker records")
+	fs.IntVar(&f.warm, "warm", 0, "warm slots kept ready for spawns of the default placement: shims already started (and scopes already made), 0..64")
 	return cmd
 }
+
+// maxWarm bounds --warm: each slot is an idle shim (about 1.2 MB PSS) and, for scopes, a unit.
+const maxWarm = 64
 
 func defaultSocket() string {
 	if os.Geteuid() == 0 {
@@ -128,6 +133,9 @@ func (f *sidecarFlags) run(cmd *cobra.Command) error {
 	case "", launcher.ScopeAuto, launcher.ScopeSystemd, launcher.ScopeCgroup, launcher.ScopeNone:
 	default:
 		return invalidf("sidecar: --scope %q: want auto, systemd, cgroup or none", f.scope)
+	}
+	if f.warm < 0 || f.warm > maxWarm {
+		return invalidf("sidecar: --warm %d: want 0..%d", f.warm, maxWarm)
 	}
 	if f.pollInterval < time.Millisecond || f.slowPoll < f.pollInterval {
 		return invalidf("sidecar: want 1ms <= --poll-interval (%s) <= --slow-poll (%s)", f.pollInterval, f.slowPoll)
@@ -174,6 +182,7 @@ func (f *sidecarFlags) run(cmd *cobra.Command) error {
 		MaxBody:      f.maxBody,
 		PollInterval: f.pollInterval,
 		SlowPoll:     f.slowPoll,
+		Warm:         f.warm,
 		Log:          cmd.ErrOrStderr(),
 	})
 	if err != nil {
