@@ -37,6 +37,28 @@ func idleShims(pid int) []int {
 	return out
 }
 
+// waitWarm waits until the sidecar reports n warm slots ready.
+func waitWarm(t *testing.T, p *scProc, n int) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var h struct {
+			Warm *int `json:"warm"`
+		}
+		p.mustDo("GET", "/v1/health", "", 200, &h)
+		if h.Warm == nil {
+			t.Fatal("/v1/health of a --warm sidecar has no warm count")
+		}
+		if *h.Warm == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d warm slots ready, want %d", *h.Warm, n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // waitShims waits until pid has n shim children, and returns them.
 func waitShims(t *testing.T, pid, n int) []int {
 	t.Helper()
@@ -103,10 +125,12 @@ func TestSidecarWarmSlots(t *testing.T) {
 	e := newEnv(t)
 	p := startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s.sock"), "--warm", "2")
 	pid := p.cmd.Process.Pid
+	waitWarm(t, p, 2)
 	warm := waitShims(t, pid, 2)
 
 	var rc receipt
 	p.mustDo("POST", "/v1/workers", scSpec("b", selfBin, "child", "report"), 201, &rc)
+	firstID := rc.ID
 	if !slices.Contains(warm, rc.ShimPID) {
 		t.Fatalf("worker's shim %d is not one of the warm slots %v", rc.ShimPID, warm)
 	}
@@ -119,6 +143,7 @@ func TestSidecarWarmSlots(t *testing.T) {
 	}
 
 	// A spec with limits does not fit a slot made without them: it takes the ordinary path, limits applied.
+	waitWarm(t, p, 2)
 	refilled := waitShims(t, pid, 2)
 	spec := `{"profile":"b","argv":["sleep","30"],"limits":{"pids":16}}`
 	p.mustDo("POST", "/v1/workers", spec, 201, &rc)
@@ -129,18 +154,29 @@ func TestSidecarWarmSlots(t *testing.T) {
 		t.Fatalf("pids.max of the worker's cgroup = %q, want 16", got)
 	}
 	p.mustDo("POST", "/v1/workers/"+rc.ID+"/stop", `{"grace":"1s"}`, 200, nil)
-	p.mustDo("POST", "/v1/workers", scSpec("b", "true"), 201, &rc)
-	if !slices.Contains(refilled, rc.ShimPID) {
-		t.Fatalf("the next spawn's shim %d is not one of the refilled slots %v", rc.ShimPID, refilled)
+	var third receipt
+	p.mustDo("POST", "/v1/workers", scSpec("b", "true"), 201, &third)
+	if !slices.Contains(refilled, third.ShimPID) {
+		t.Fatalf("the next spawn's shim %d is not one of the refilled slots %v", third.ShimPID, refilled)
 	}
+	spawned := map[string]bool{firstID: true, third.ID: true}
 
-	// SIGTERM: the unused slots end with the sidecar.
+	// SIGTERM: the unused slots end with the sidecar, and their cgroups go with them (the used ones stay
+	// with their records until hlaunch gc; the stopped one was removed by stop).
+	waitWarm(t, p, 2)
 	unused := waitShims(t, pid, 2)
 	p.stop()
 	waitGone(t, "an unused slot after SIGTERM", unused)
+	dirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup/unified", e.Parent, "w-*"))
+	for _, d := range dirs {
+		if !spawned[filepath.Base(d)] {
+			t.Fatalf("cgroup %s left after SIGTERM: not a spawned worker's (%v)", d, spawned)
+		}
+	}
 
 	// SIGKILL: the unused slots read EOF on their handshake and end by themselves.
 	p = startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s.sock"), "--warm", "2")
+	waitWarm(t, p, 2)
 	unused = waitShims(t, p.cmd.Process.Pid, 2)
 	p.kill9()
 	waitGone(t, "an unused slot after SIGKILL", unused)
@@ -202,6 +238,7 @@ func TestSidecarWarmScopes(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 
+	waitWarm(t, p, 2)
 	var rc receipt
 	p.mustDo("POST", "/v1/workers", scSpec("b", selfBin, "child", "report"), 201, &rc)
 	if rc.Mode != "scoped" || !slices.Contains(scopes, rc.Unit) {

@@ -122,8 +122,8 @@ func (l *Launcher) StartWarm(ctx context.Context, w *Warm, spec Spec) (*Receipt,
 	return l.runShim(ctx, d, w.held)
 }
 
-// Close ends an unused slot: its shim exits without starting anything (a scope, emptied, is collected by
-// its manager). It is a no-op on a used slot.
+// Close ends an unused slot: its shim exits without starting anything, and its cgroup is removed (a scope,
+// emptied, is collected by its manager). It is a no-op on a used slot.
 func (w *Warm) Close() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -132,4 +132,5 @@ func (w *Warm) Close() {
 	}
 	w.used = true
 	w.child.Abort()
+	w.held.p.release(context.Background())
 }

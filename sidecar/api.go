@@ -283,6 +283,7 @@ type Health struct {
 	LastPoll  string `json:"last_poll,omitempty"`
 	PollError string `json:"poll_error,omitempty"`
 	LastEvent uint64 `json:"last_event"` // seq of the newest event
+	Warm      *int   `json:"warm,omitempty"` // with --warm: warm slots ready now
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
@@ -298,6 +299,10 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 	h.Uptime = s.now().Sub(s.start).Round(time.Millisecond).String()
+	if s.pool != nil {
+		n := len(s.pool.slots)
+		h.Warm = &n
+	}
 	writeJSON(w, http.StatusOK, h)
 }
 

@@ -53,7 +53,12 @@ func (p *warmPool) run(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
-			return // slots still being made are closed by put once drain has run
+			// Slots still being made are waited for, so that drain closes them too (the sidecar's exit must
+			// not leave a slot's cgroup behind).
+			for ; inflight > 0; inflight-- {
+				<-results
+			}
+			return
 		case <-p.need:
 		case err := <-results:
 			inflight--
@@ -61,6 +66,9 @@ func (p *warmPool) run(ctx context.Context) {
 			case err == nil:
 				lastErr = ""
 			case ctx.Err() != nil:
+				for ; inflight > 0; inflight-- {
+					<-results
+				}
 				return
 			default:
 				if err.Error() != lastErr {
@@ -73,6 +81,9 @@ func (p *warmPool) run(ctx context.Context) {
 				}
 				select {
 				case <-ctx.Done():
+					for ; inflight > 0; inflight-- {
+						<-results
+					}
 					return
 				case <-time.After(time.Second):
 				}
