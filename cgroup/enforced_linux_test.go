@@ -28,7 +28,14 @@ func TestEnforced(t *testing.T) {
 	a, b := selfCmd("held-cgroup"), selfCmd("held-cgroup")
 	releaseA := startIn(t, with, a)
 	releaseB := startIn(t, without, b)
-	defer func() { releaseA(); releaseB(); a.Wait(); b.Wait(); _ = with.Delete(); _ = without.Delete() }()
+	defer func() {
+		releaseA()
+		releaseB()
+		a.Wait()
+		b.Wait()
+		_ = with.Delete()
+		_ = without.Delete()
+	}()
 
 	if err := h.Enforced(a.Process.Pid, lim); err != nil {
 		t.Fatalf("Enforced with the limits applied: %v", err)

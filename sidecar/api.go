@@ -282,7 +282,7 @@ type Health struct {
 	Running   int    `json:"running"`
 	LastPoll  string `json:"last_poll,omitempty"`
 	PollError string `json:"poll_error,omitempty"`
-	LastEvent uint64 `json:"last_event"` // seq of the newest event
+	LastEvent uint64 `json:"last_event"`     // seq of the newest event
 	Warm      *int   `json:"warm,omitempty"` // with --warm: warm slots ready now
 }
 
