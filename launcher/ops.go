@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/hlaunch/hlaunch/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/state"
+	"github.com/hlaunch/hlaunch/internal/sysfile"
 )
 
 // load finds a worker by id (its record) or by token (the token alone is enough to verify and signal).
@@ -315,7 +317,7 @@ func (l *Launcher) Wait(ctx context.Context, ref string) (Record, error) {
 		}
 		ended := rec.State != string(fingerprint.Running)
 		// The shim writes the exit status just after the leader ends; give it a moment to land.
-		if ended && (rec.ExitCode != nil || rec.Signal != "" || rec.ID == "" || rec.ShimPID == 0 || !alive(rec.ShimPID)) {
+		if ended && (rec.ExitCode != nil || rec.Signal != "" || rec.ID == "" || !ShimAlive(rec.Receipt)) {
 			return rec, nil
 		}
 		select {
@@ -326,9 +328,27 @@ func (l *Launcher) Wait(ctx context.Context, ref string) (Record, error) {
 	}
 }
 
-// alive reports whether pid exists. Used only to stop waiting for a shim's record, never to signal.
-func alive(pid int) bool {
-	return syscall.Kill(pid, 0) == nil || errors.Is(syscall.Kill(pid, 0), syscall.EPERM)
+// ShimAlive reports whether the worker's shim still runs: its PID names a live process (not a zombie)
+// and, when the receipt has the shim's start time, that process started then, so a recycled PID is never
+// taken for the shim. It only decides whether an exit record may still come (Wait, the sidecar's watcher);
+// nothing is ever signalled on its word.
+func ShimAlive(rc Receipt) bool {
+	if rc.ShimPID <= 0 {
+		return false
+	}
+	b, err := sysfile.ReadFile(fmt.Sprintf("/proc/%d/stat", rc.ShimPID))
+	if err != nil {
+		return false
+	}
+	// The state is the first field after the last ')' (comm may hold anything).
+	if i := bytes.LastIndexByte(b, ')'); i < 0 || i+2 >= len(b) || b[i+2] == 'Z' || b[i+2] == 'X' {
+		return false
+	}
+	if rc.ShimStart == 0 {
+		return true // a receipt written before shims recorded their start time
+	}
+	start, err := fingerprint.ReadStartTime(bytes.NewReader(b))
+	return err == nil && start == rc.ShimStart
 }
 
 // LegacyStatus applies the identity rules to a hermes row: a PID and its "<epoch>|<start>" fingerprint.

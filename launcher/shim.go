@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +16,7 @@ import (
 	"github.com/hlaunch/hlaunch/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/handshake"
 	"github.com/hlaunch/hlaunch/internal/state"
+	"github.com/hlaunch/hlaunch/internal/sysfile"
 )
 
 // shimConfig is what the launcher hands a worker's shim once the shim is placed.
@@ -124,6 +126,9 @@ func shimMain() {
 	rc := sc.Receipt
 	rc.setIdentity(ident, sc.Unit, sc.InvocationID)
 	rc.ShimPID = os.Getpid()
+	if b, err := sysfile.ReadFile("/proc/self/stat"); err == nil {
+		rc.ShimStart, _ = fingerprint.ReadStartTime(bytes.NewReader(b))
+	}
 	<-caught
 	workers, err := state.Open(sc.Workers)
 	if err == nil {

@@ -1,7 +1,6 @@
 package sidecar
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -131,9 +130,4 @@ func sameInode(a, b os.FileInfo) bool {
 	return ok1 && ok2 && sa.Dev == sb.Dev && sa.Ino == sb.Ino
 }
 
-// pidAlive reports whether pid exists (EPERM: it exists but is not ours). Used only to decide whether to
-// keep waiting for a shim's exit record, never to signal.
-func pidAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
-}
+

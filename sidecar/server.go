@@ -90,7 +90,7 @@ type Server struct {
 	inflight map[uint64]struct{}  // tickets of spawns that have not answered
 	// nextTicket numbers spawns; gen counts the workers spawns put in the view (see poll).
 	nextTicket, gen uint64
-	alive           func(pid int) bool
+	alive           func(launcher.Record) bool // whether a worker's shim still runs (launcher.ShimAlive)
 	lastPoll        time.Time
 	pollErr         error
 
@@ -144,7 +144,7 @@ func newServer(cfg Config, b backend) (*Server, error) {
 		unknown:  map[string]uint64{},
 		final:    map[string]struct{}{},
 		inflight: map[uint64]struct{}{},
-		alive:    pidAlive,
+		alive:    func(r launcher.Record) bool { return launcher.ShimAlive(r.Receipt) },
 		ready:    make(chan struct{}),
 		shutdown: make(chan struct{}),
 	}

@@ -45,11 +45,11 @@ const settleTimeout = 5 * time.Second
 
 // settled reports whether r's state is final enough to report: an exited record has its status, or its
 // shim is gone (then the status will never come, e.g. the shim was killed). Launcher.Wait uses the same rule.
-func settled(r launcher.Record, alive func(int) bool) bool {
+func settled(r launcher.Record, alive func(launcher.Record) bool) bool {
 	if r.State != stateExited {
 		return true
 	}
-	return r.ExitCode != nil || r.Signal != "" || r.ShimPID == 0 || !alive(r.ShimPID)
+	return r.ExitCode != nil || r.Signal != "" || !alive(r)
 }
 
 // viewEntry is what the sidecar last knew of one worker. gen is the spawn generation at which a spawn put it
@@ -63,7 +63,7 @@ type viewEntry struct {
 // status is known (or will never be), and the refusal states that no later verification undoes (the boot,
 // the machine, a recycled PID). Such records are not read again by later polls; everything else, running
 // and unverified workers, is verified on every poll.
-func isFinal(r launcher.Record, alive func(int) bool) bool {
+func isFinal(r launcher.Record, alive func(launcher.Record) bool) bool {
 	switch r.State {
 	case stateExited:
 		return settled(r, alive)

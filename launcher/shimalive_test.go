@@ -1,0 +1,67 @@
+package launcher
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hlaunch/hlaunch/fingerprint"
+)
+
+// ShimAlive on real processes: a live one with its own start time; the same PID with another start time
+// (a recycled PID); a receipt without a start time; a zombie; a PID that is gone.
+func TestShimAlive(t *testing.T) {
+	self := os.Getpid()
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, err := fingerprint.ReadStartTime(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ShimAlive(Receipt{ShimPID: self, ShimStart: start}) {
+		t.Error("a live shim with its own start time is not alive")
+	}
+	if ShimAlive(Receipt{ShimPID: self, ShimStart: start + 1}) {
+		t.Error("a PID whose start time is not the shim's counts as the shim (a recycled PID)")
+	}
+	if !ShimAlive(Receipt{ShimPID: self}) {
+		t.Error("a receipt without a start time falls back to the PID alone")
+	}
+	if ShimAlive(Receipt{}) {
+		t.Error("no shim PID is alive")
+	}
+
+	// A child that has exited but is not reaped yet: a zombie is not a running shim.
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	zombie := cmd.Process.Pid
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		st, _ := os.ReadFile("/proc/" + strconv.Itoa(zombie) + "/stat")
+		if bytes.Contains(st, []byte(") Z ")) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("child never became a zombie: %q", st)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if ShimAlive(Receipt{ShimPID: zombie}) {
+		t.Error("a zombie counts as a running shim")
+	}
+	var ws syscall.WaitStatus
+	if _, err := syscall.Wait4(zombie, &ws, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if ShimAlive(Receipt{ShimPID: zombie}) {
+		t.Error("a reaped PID counts as a running shim")
+	}
+}
