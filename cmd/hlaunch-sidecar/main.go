@@ -105,7 +105,7 @@ the state directory. Under systemd it supports Type=notify and socket activation
 	fs.Int64Var(&f.maxBody, "max-body", sidecar.DefaultMaxBody, "largest request body in bytes (larger: 413)")
 	fs.DurationVar(&f.pollInterval, "poll-interval", sidecar.DefaultPollInterval, "shortest time between two checks of the worker records (exits are noticed through inotify)")
 	fs.DurationVar(&f.slowPoll, "slow-poll", sidecar.DefaultSlowPoll, "longest time between two checks of the worker records")
-	fs.IntVar(&f.warm, "warm", 0, "warm slots kept ready for spawns of the default placement: shims already started (and scopes already made), 0..64")
+	fs.IntVar(&f.warm, "warm", 0, "worker slots kept ready for spawns of the default placement (cgroup or scope made, shim started; ADR 0007), 0..64")
 	return cmd
 }
 
