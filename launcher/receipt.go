@@ -22,7 +22,7 @@ type Receipt struct {
 	InvocationID string        `json:"invocation_id,omitempty"` // systemd InvocationID, when scoped
 	Limits       cgroup.Limits `json:"limits"`                  // limits as applied
 	Key          string        `json:"key,omitempty"`
-	Log          string        `json:"log,omitempty"`      // the file that receives stdout and stderr, when one does
+	Log          string        `json:"log,omitempty"`        // the file that receives stdout and stderr, when one does
 	ShimPID      int           `json:"shim_pid,omitempty"`   // the detached worker's shim (its parent)
 	ShimStart    uint64        `json:"shim_start,omitempty"` // the shim's start time (field 22 of its /proc stat)
 	// Sandbox says the leader is the sandbox's init, which forwards signals to the target: a whole-worker

@@ -129,5 +129,3 @@ func sameInode(a, b os.FileInfo) bool {
 	sb, ok2 := b.Sys().(*syscall.Stat_t)
 	return ok1 && ok2 && sa.Dev == sb.Dev && sa.Ino == sb.Ino
 }
-
-
