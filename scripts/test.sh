@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole test suite, as `make test` runs it: go vet, unit tests, integration tests (real kernel, real
+# The whole test suite, as `make test` runs it: gofmt and go vet, unit tests, integration tests (real kernel, real
 # systemd), Python client tests, and a short run of every fuzz target. Every step runs even when an earlier
 # one failed, so one run shows everything that is wrong; the exit status is non-zero if any step failed.
 #
@@ -47,7 +47,17 @@ gotest() { # gotest LOGNAME go-test-args...
 	go test -json "$@" 2>&1 | tee "$LOGDIR/$log.json" | "$PYTHON" scripts/gotest-report.py stream
 }
 
-vet() { go vet ./...; }
+# vet: gofmt (an unformatted file fails the run, as in make lint) and go vet.
+vet() {
+	local out
+	out=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*'))
+	if [ -n "$out" ]; then
+		echo "gofmt -l:" >&2
+		echo "$out" >&2
+		return 1
+	fi
+	go vet ./...
+}
 
 unit() {
 	local pkgs
