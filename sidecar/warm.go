@@ -15,8 +15,8 @@ type warmer interface {
 	StartWarm(ctx context.Context, w *launcher.Warm, spec launcher.Spec) (*launcher.Receipt, error)
 }
 
-// warmPool keeps up to n warm slots (launcher.Warm) ready, so that a spawn finds its shim started and, for
-// a systemd scope, its scope made (Config.Warm). One goroutine refills it after every take.
+// warmPool keeps up to n warm slots (launcher.Warm) ready, so that a spawn finds its worker's cgroup or
+// scope made and its shim started (Config.Warm). One goroutine refills it after every take.
 type warmPool struct {
 	w     warmer
 	n     int
@@ -40,6 +40,13 @@ func (p *warmPool) run(ctx context.Context) {
 	defer p.drain()
 	results := make(chan error, p.n)
 	inflight, lastErr, stopped := 0, "", false
+	// Slots still being made are waited for before drain, so that it closes them too (the sidecar's exit
+	// must not leave a slot's cgroup behind).
+	settle := func() {
+		for ; inflight > 0; inflight-- {
+			<-results
+		}
+	}
 	for {
 		for !stopped && len(p.slots)+inflight < p.n {
 			inflight++
@@ -53,11 +60,7 @@ func (p *warmPool) run(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
-			// Slots still being made are waited for, so that drain closes them too (the sidecar's exit must
-			// not leave a slot's cgroup behind).
-			for ; inflight > 0; inflight-- {
-				<-results
-			}
+			settle()
 			return
 		case <-p.need:
 		case err := <-results:
@@ -66,9 +69,7 @@ func (p *warmPool) run(ctx context.Context) {
 			case err == nil:
 				lastErr = ""
 			case ctx.Err() != nil:
-				for ; inflight > 0; inflight-- {
-					<-results
-				}
+				settle()
 				return
 			default:
 				if err.Error() != lastErr {
@@ -81,9 +82,7 @@ func (p *warmPool) run(ctx context.Context) {
 				}
 				select {
 				case <-ctx.Done():
-					for ; inflight > 0; inflight-- {
-						<-results
-					}
+					settle()
 					return
 				case <-time.After(time.Second):
 				}
