@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-
-	"github.com/hlaunch/hlaunch/internal/handshake"
 )
 
 // ErrNotWarmable is returned by StartWarm for a spec that needs what the slot cannot give (see Warm); the
@@ -27,11 +25,10 @@ var ErrNotWarmable = errors.New("spec cannot start in a warm slot")
 // scope is then collected by its manager, an empty cgroup stays until `hlaunch gc`.
 type Warm struct {
 	id    string
-	scope string           // the Scope the slot was made for (the launcher's default, before resolution)
-	mode  string           // ModeCgroup or ModeScoped
-	spec  Spec             // the placement fields the slot was made with
-	child *handshake.Child // the held shim
-	held  *heldShim        // the shim, placed
+	scope string    // the Scope the slot was made for (the launcher's default, before resolution)
+	mode  string    // ModeCgroup or ModeScoped
+	spec  Spec      // the placement fields the slot was made with
+	held  *heldShim // the shim, started and placed, waiting for its config
 
 	mu   sync.Mutex
 	used bool
@@ -58,7 +55,7 @@ func (l *Launcher) NewWarm(ctx context.Context) (*Warm, error) {
 			p.release(context.WithoutCancel(ctx))
 			return nil, err
 		}
-		w.child, w.held = h.child, h
+		w.held = h
 	case ModeScoped:
 		h, err := l.holdShim(ctx, spec, id, p, nil)
 		if err != nil {
@@ -69,7 +66,7 @@ func (l *Launcher) NewWarm(ctx context.Context) (*Warm, error) {
 		// and the manager collects it).
 		p.close()
 		p.conn = nil
-		w.child, w.held = h.child, h
+		w.held = h
 	default:
 		p.release(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("%w: the default placement resolves to %s", ErrNotWarmable, p.mode)
@@ -131,6 +128,6 @@ func (w *Warm) Close() {
 		return
 	}
 	w.used = true
-	w.child.Abort()
+	w.held.child.Abort()
 	w.held.p.release(context.Background())
 }
