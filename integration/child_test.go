@@ -35,7 +35,7 @@ type childReport struct {
 
 // childMain is the test binary acting as the child. Modes:
 //
-//	report [CHECK...]    print a childReport; checks are open:P, write:P, ls:P, kill:PID
+//	report [CHECK...]    print a childReport; checks are open:P, write:P, ls:P, kill:PID, connect:SOCK, cpus:PID|ppid
 //	exit N               exit with N
 //	sleep DUR            sleep, then exit 0
 //	echo                 copy stdin to stdout
@@ -147,7 +147,7 @@ func report(cg string, checks []string) int {
 	if b, err := os.ReadFile("/proc/self/status"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
 			k, v, ok := strings.Cut(line, ":")
-			if ok && (k == "CapEff" || k == "CapPrm" || k == "NoNewPrivs" || k == "Uid" || k == "Gid") {
+			if ok && (k == "CapEff" || k == "CapPrm" || k == "NoNewPrivs" || k == "Uid" || k == "Gid" || k == "Cpus_allowed_list") {
 				r.Status[k] = strings.TrimSpace(v)
 			}
 		}
@@ -200,6 +200,25 @@ func check(kind, arg string) string {
 	case "kill":
 		pid, _ := strconv.Atoi(arg)
 		err = syscall.Kill(pid, 0)
+	case "cpus":
+		// The CPU list of every thread of process arg ("ppid": our parent), sorted: "0 0 0 0-1".
+		if arg == "ppid" {
+			arg = strconv.Itoa(os.Getppid())
+		}
+		var tasks []string
+		if tasks, err = filepath.Glob("/proc/" + arg + "/task/*/status"); err == nil {
+			var lists []string
+			for _, t := range tasks {
+				b, _ := os.ReadFile(t)
+				for _, line := range strings.Split(string(b), "\n") {
+					if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+						lists = append(lists, strings.TrimSpace(v))
+					}
+				}
+			}
+			sort.Strings(lists)
+			return "ok:" + strings.Join(lists, " ")
+		}
 	case "connect":
 		var c net.Conn
 		if c, err = net.Dial("unix", arg); err == nil {

@@ -45,7 +45,7 @@ func (l *Launcher) start(ctx context.Context, spec Spec, id string, p *placement
 		if err != nil {
 			return nil, execError(err)
 		}
-		proc, err := handshake.Spawn(handshake.Command{Path: path, Args: c.argv, Env: c.env, Dir: c.cwd, Files: files, Sys: &attr})
+		proc, err := handshake.Spawn(handshake.Command{Path: path, Args: c.argv, Env: c.env, Dir: c.cwd, Files: files, Sys: &attr, CPUs: l.cfg.ChildCPUs})
 		if err != nil {
 			return nil, execError(err)
 		}
@@ -54,6 +54,8 @@ func (l *Launcher) start(ctx context.Context, spec Spec, id string, p *placement
 	if c.sb != nil {
 		c.sb.SysProcAttr(&attr)
 	}
+	// The stub keeps our pin, if any, while it starts (a Go start is cheaper on one CPU) and gives the
+	// target ChildCPUs back itself (handshake.Config.CPUs).
 	child, err := handshake.Start(handshake.Command{Path: l.cfg.Self, Args: []string{l.cfg.Self, handshake.InitArg}, Files: files, Sys: &attr})
 	if err != nil {
 		return nil, fmt.Errorf("start init stub %s: %w", l.cfg.Self, err)
@@ -62,7 +64,7 @@ func (l *Launcher) start(ctx context.Context, spec Spec, id string, p *placement
 		child.Abort()
 		return nil, err
 	}
-	if err := child.Release(handshake.Config{Argv: c.argv, Env: c.env, Cwd: c.cwd, Sandbox: c.sb}); err != nil {
+	if err := child.Release(handshake.Config{Argv: c.argv, Env: c.env, Cwd: c.cwd, Sandbox: c.sb, CPUs: l.cfg.ChildCPUs}); err != nil {
 		_, _ = child.Proc.Wait()
 		return nil, execError(err)
 	}

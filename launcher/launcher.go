@@ -6,6 +6,7 @@ import (
 
 	"github.com/hlaunch/hlaunch/cgroup"
 	"github.com/hlaunch/hlaunch/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/affinity"
 	"github.com/hlaunch/hlaunch/nsenv"
 )
 
@@ -35,6 +36,10 @@ type Config struct {
 	Hide []string
 	// Defaults fill the placement fields a Spec leaves empty (Scope, CgroupParent, Slice, RequireScope, Net).
 	Defaults Spec
+	// ChildCPUs, when not zero, is the CPU set every child starts with (the target, the init stub, the
+	// shim). cmd/hlaunch pins its own threads to one CPU for a launch (internal/affinity) and passes the set
+	// it was started with here, so that no child inherits the pin. Zero leaves children the caller's set.
+	ChildCPUs affinity.Set
 }
 
 // Stdio are the foreground child's standard streams; nil fields mean /dev/null.

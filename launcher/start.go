@@ -133,7 +133,7 @@ func (l *Launcher) holdShim(ctx context.Context, spec Spec, id string, p *placem
 	if fd != nil {
 		attr.UseCgroupFD, attr.CgroupFD = true, int(fd.Fd())
 	}
-	child, err := handshake.Start(handshake.Command{Path: l.cfg.Self, Args: []string{l.cfg.Self, ShimArg}, Files: files, Sys: attr})
+	child, err := handshake.Start(handshake.Command{Path: l.cfg.Self, Args: []string{l.cfg.Self, ShimArg}, Files: files, Sys: attr, CPUs: l.cfg.ChildCPUs})
 	if err != nil {
 		return nil, fmt.Errorf("start shim %s: %w", l.cfg.Self, err)
 	}

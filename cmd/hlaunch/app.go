@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hlaunch/hlaunch/internal/affinity"
 	"github.com/hlaunch/hlaunch/launcher"
 )
 
@@ -27,14 +28,17 @@ type app struct {
 	// relay holds the forwarded signals from the top of run when the command line names exec; exec claims
 	// it in the foreground, every other path releases it (see relay).
 	relay *relay
+	// childCPUs is the CPU set children get back when main pinned this process (zero: not pinned).
+	childCPUs affinity.Set
 
 	stdin          *os.File
 	stdout, stderr *os.File
 }
 
-// run executes one hlaunch command line and returns the process exit code.
-func run(args []string, stdin, stdout, stderr *os.File) int {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, relay: startRelay(args)}
+// run executes one hlaunch command line and returns the process exit code. childCPUs is the CPU set
+// children must start with when main pinned the process, else zero.
+func run(args []string, stdin, stdout, stderr *os.File, childCPUs affinity.Set) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, relay: startRelay(args), childCPUs: childCPUs}
 	root := newRootCmd(a)
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -108,6 +112,7 @@ func (a *app) config() launcher.Config {
 		LedgerDir:  a.ledgerDir,
 		PolicyFile: a.policy,
 		Stderr:     a.stderr,
+		ChildCPUs:  a.childCPUs,
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hlaunch/hlaunch/internal/affinity"
 	"github.com/hlaunch/hlaunch/launcher"
 	"github.com/hlaunch/hlaunch/nsenv"
 )
@@ -41,7 +42,7 @@ func runCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
 		return f
 	}
 	in, out, errf := open("stdin", stdin), open("stdout", ""), open("stderr", "")
-	code := run(args, in, out, errf)
+	code := run(args, in, out, errf, affinity.Set{})
 	read := func(f *os.File) string {
 		b, err := os.ReadFile(f.Name())
 		if err != nil {

@@ -10,6 +10,7 @@ package main
 import (
 	"os"
 
+	"github.com/hlaunch/hlaunch/internal/affinity"
 	"github.com/hlaunch/hlaunch/launcher"
 )
 
@@ -20,5 +21,13 @@ func main() {
 	if launcher.MaybeRunInternal() {
 		return
 	}
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	args := os.Args[1:]
+	var children affinity.Set
+	if namesExec(args) {
+		// A launch keeps its own threads on the CPU it started on and gives every child the CPUs it was
+		// started with (internal/affinity, ADR 0006). Failing to pin costs only speed; the set to give back
+		// is returned whenever a thread may have been moved.
+		children, _ = affinity.Pin()
+	}
+	os.Exit(run(args, os.Stdin, os.Stdout, os.Stderr, children))
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"syscall"
 
@@ -35,6 +36,13 @@ func newSidecarCmd(a *app) *cobra.Command {
 			}
 			argv = append(argv, args...)
 			keepListenFDs()
+			if !a.childCPUs.IsZero() {
+				// The daemon must not inherit a launch's pin (a command line that merely contains "exec").
+				runtime.LockOSThread()
+				if err := a.childCPUs.ApplyToThread(); err != nil {
+					return fmt.Errorf("sidecar: %w", err)
+				}
+			}
 			err = syscall.Exec(bin, argv, os.Environ())
 			return fmt.Errorf("sidecar: exec %s: %w", bin, err)
 		},

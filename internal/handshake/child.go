@@ -46,6 +46,12 @@ func Main() {
 	if len(cfg.Argv) == 0 {
 		fail("config", errors.New("empty argv"), 125)
 	}
+	if !cfg.CPUs.IsZero() {
+		// This thread (locked above) forks or execs the target, which inherits its set.
+		if err := cfg.CPUs.ApplyToThread(); err != nil {
+			fail("config", err, 125)
+		}
+	}
 	if cfg.Sandbox != nil {
 		if err := cfg.Sandbox.Enter(); err != nil {
 			fail("sandbox", err, 125)

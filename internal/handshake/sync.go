@@ -8,6 +8,7 @@ import (
 	"io"
 	"syscall"
 
+	"github.com/hlaunch/hlaunch/internal/affinity"
 	"github.com/hlaunch/hlaunch/nsenv"
 )
 
@@ -40,6 +41,9 @@ type Config struct {
 	Env     []string       `json:"env"`
 	Cwd     string         `json:"cwd,omitempty"`
 	Sandbox *nsenv.Sandbox `json:"sandbox,omitempty"`
+	// CPUs, when not zero, is the CPU set the target starts with: the stub was started with its parent's
+	// pin (internal/affinity) and gives the target the set its parent was started with.
+	CPUs affinity.Set `json:"cpus,omitzero"`
 }
 
 // Failure is the stub's report of why the target did not start.

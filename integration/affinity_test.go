@@ -1,0 +1,90 @@
+package integration
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/hlaunch/hlaunch/internal/affinity"
+)
+
+// A launch keeps hlaunch's own threads on one CPU (internal/affinity, ADR 0006), but every child starts
+// with the CPUs hlaunch was started with: the target started directly, through the init stub (sandbox) and
+// through the shim (detached), and a set narrower than the machine's stays as narrow.
+func TestExecChildStartsWithLaunchersCPUs(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	own, err := affinity.Current()
+	must(t, err)
+	all := own.String()
+	// launch runs hlaunch from a thread whose CPU set is cpus, the way a caller's set reaches it.
+	launch := func(cpus string, args ...string) []byte {
+		t.Helper()
+		set, err := affinity.Parse(cpus)
+		must(t, err)
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		must(t, set.ApplyToThread())
+		defer func() { must(t, own.ApplyToThread()) }()
+		cmd := exec.Command(hlaunchBin, append([]string{"--root", e.Root, "--state-dir", e.State}, args...)...)
+		cmd.Env = e.Launcher
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("hlaunch %v: %v", args, err)
+		}
+		return out
+	}
+	report := func(cpus string, flags ...string) childReport {
+		t.Helper()
+		args := append(append([]string{"exec", "-p", "b"}, flags...), "--", selfBin, "child", "report", "cpus:ppid")
+		var rep childReport
+		must(t, json.Unmarshal(launch(cpus, args...), &rep))
+		return rep
+	}
+	cg := []string{"--scope", "cgroup", "--cgroup-parent", e.Parent}
+	for _, flags := range [][]string{{"--scope", "none"}, cg, append([]string{"--sandbox"}, cg...), {"--sandbox", "--scope", "none"}} {
+		rep := report(all, flags...)
+		if got := rep.Status["Cpus_allowed_list"]; got != all {
+			t.Errorf("%v: child allowed CPUs %q, want hlaunch's own %q", flags, got, all)
+		}
+		if flags[0] == "--sandbox" || own.Count() < 2 {
+			continue // the parent is the sandbox's init; one CPU cannot show a pin
+		}
+		// The parent is hlaunch: every thread but the one that forked is on one CPU.
+		threads := strings.Fields(strings.TrimPrefix(rep.Checks["cpus:ppid"], "ok:"))
+		pinned := 0
+		for _, l := range threads {
+			if !strings.ContainsAny(l, ",-") {
+				pinned++
+			}
+		}
+		if len(threads) < 2 || pinned < len(threads)-1 {
+			t.Errorf("%v: hlaunch's threads are allowed %v, want all but the forking one on one CPU", flags, threads)
+		}
+	}
+	// A narrower set than the machine's (the last CPU of ours) is what the child gets, not widened.
+	narrow := all[strings.LastIndexAny(all, ",-")+1:]
+	for _, flags := range [][]string{cg, append([]string{"--sandbox"}, cg...)} {
+		if got := report(narrow, flags...).Status["Cpus_allowed_list"]; got != narrow {
+			t.Errorf("%v under CPU set %s: child allowed CPUs %q", flags, narrow, got)
+		}
+	}
+	// Detached: the shim starts the worker, which reports into its log.
+	log := filepath.Join(t.TempDir(), "w.log")
+	var rc receipt
+	must(t, json.Unmarshal(launch(all, append(append([]string{"exec", "-p", "b", "--detach", "--log", log}, cg...),
+		"--", selfBin, "child", "report")...), &rc))
+	e.run("wait", "--timeout", "10s", rc.ID)
+	b, err := os.ReadFile(log)
+	must(t, err)
+	var rep childReport
+	must(t, json.Unmarshal(b, &rep))
+	if got := rep.Status["Cpus_allowed_list"]; got != all {
+		t.Errorf("detached worker allowed CPUs %q, want %q", got, all)
+	}
+}
