@@ -2,6 +2,7 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,5 +87,45 @@ func TestExecChildStartsWithLaunchersCPUs(t *testing.T) {
 	must(t, json.Unmarshal(b, &rep))
 	if got := rep.Status["Cpus_allowed_list"]; got != all {
 		t.Errorf("detached worker allowed CPUs %q, want %q", got, all)
+	}
+}
+
+// Through the sidecar, which is not pinned, each worker's shim starts on one CPU (a Go start is cheaper
+// there) and the worker, sandboxed or not, gets the sidecar's CPUs; the sidecar's own threads keep them.
+func TestSidecarWorkersGetTheSidecarsCPUs(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	own, err := affinity.Current()
+	must(t, err)
+	p := startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s.sock"))
+	for _, sandbox := range []bool{false, true} {
+		spec, _ := json.Marshal(map[string]any{"profile": "b", "sandbox": sandbox,
+			"argv": []string{selfBin, "child", "report", "cpus:ppid"}})
+		var rc receipt
+		p.mustDo("POST", "/v1/workers", string(spec), 201, &rc)
+		rep := reportOf(t, p, rc)
+		if got := rep.Status["Cpus_allowed_list"]; got != own.String() {
+			t.Errorf("sandbox %v: worker allowed CPUs %q, want the sidecar's %q", sandbox, got, own)
+		}
+		if sandbox || own.Count() < 2 {
+			continue // the parent is the sandbox's init; one CPU cannot show a pin
+		}
+		threads := strings.Fields(strings.TrimPrefix(rep.Checks["cpus:ppid"], "ok:"))
+		for _, l := range threads {
+			if strings.ContainsAny(l, ",-") {
+				t.Errorf("the shim's threads are allowed %v, want each on one CPU", threads)
+				break
+			}
+		}
+	}
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", p.cmd.Process.Pid))
+	must(t, err)
+	for _, task := range tasks {
+		b, err := os.ReadFile(task)
+		must(t, err)
+		if !strings.Contains(string(b), "Cpus_allowed_list:\t"+own.String()+"\n") {
+			t.Errorf("a sidecar thread (%s) is not allowed the sidecar's CPUs %s", task, own)
+		}
 	}
 }

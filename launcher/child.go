@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hlaunch/hlaunch/internal/affinity"
 	"github.com/hlaunch/hlaunch/internal/handshake"
 	"github.com/hlaunch/hlaunch/nsenv"
 )
@@ -93,3 +95,23 @@ func execError(err error) error {
 }
 
 func pathOf(env []string) string { return envLookup(env)("PATH") }
+
+// helperCPUs says how to start a helper process (the shim): pin is the set to start it with, cpus the set
+// its children must get back. A Go process starts faster on one CPU (internal/affinity), so a helper
+// starts on the CPU we run on and gives its children ChildCPUs, or our own set when we are not pinned.
+// Either is zero when the sets cannot be read: the helper then starts unpinned and changes nothing.
+func (l *Launcher) helperCPUs() (pin, cpus affinity.Set) {
+	if !l.cfg.ChildCPUs.IsZero() {
+		return affinity.Set{}, l.cfg.ChildCPUs // we are pinned: the helper inherits it
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cpus, err := affinity.Current()
+	if err != nil {
+		return affinity.Set{}, affinity.Set{}
+	}
+	if pin, err = affinity.Here(); err != nil || pin.Equal(cpus) {
+		return affinity.Set{}, affinity.Set{}
+	}
+	return pin, cpus
+}

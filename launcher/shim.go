@@ -214,7 +214,7 @@ func shimStart(sc *shimConfig) (*handshake.Proc, error) {
 		if err != nil {
 			return nil, err
 		}
-		return handshake.Spawn(handshake.Command{Path: path, Args: cfg.Argv, Env: cfg.Env, Dir: cfg.Cwd, Files: files, Sys: attr})
+		return handshake.Spawn(handshake.Command{Path: path, Args: cfg.Argv, Env: cfg.Env, Dir: cfg.Cwd, Files: files, Sys: attr, CPUs: cfg.CPUs})
 	}
 	cfg.Sandbox.SysProcAttr(attr)
 	child, err := handshake.Start(handshake.Command{Path: "/proc/self/exe", Args: []string{"/proc/self/exe", handshake.InitArg}, Files: files, Sys: attr})

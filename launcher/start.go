@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/affinity"
 	"github.com/hlaunch/hlaunch/internal/handshake"
 	"github.com/hlaunch/hlaunch/internal/state"
 	"github.com/hlaunch/hlaunch/nsenv"
@@ -117,7 +118,8 @@ func (l *Launcher) detached(ctx context.Context, spec Spec, stdio Stdio, id stri
 type heldShim struct {
 	p      *placement
 	child  *handshake.Child
-	cgroup string // the shim's (and so the worker's) cgroup, relative to the v2 root
+	cgroup string       // the shim's (and so the worker's) cgroup, relative to the v2 root
+	cpus   affinity.Set // the worker's CPU set, which the shim (started on one CPU) gives it
 }
 
 // holdShim starts the shim for worker id with files as its stdio (nil: /dev/null) and places it in p.
@@ -133,7 +135,8 @@ func (l *Launcher) holdShim(ctx context.Context, spec Spec, id string, p *placem
 	if fd != nil {
 		attr.UseCgroupFD, attr.CgroupFD = true, int(fd.Fd())
 	}
-	child, err := handshake.Start(handshake.Command{Path: l.cfg.Self, Args: []string{l.cfg.Self, ShimArg}, Files: files, Sys: attr, CPUs: l.cfg.ChildCPUs})
+	pin, cpus := l.helperCPUs()
+	child, err := handshake.Start(handshake.Command{Path: l.cfg.Self, Args: []string{l.cfg.Self, ShimArg}, Files: files, Sys: attr, CPUs: pin})
 	if err != nil {
 		return nil, fmt.Errorf("start shim %s: %w", l.cfg.Self, err)
 	}
@@ -141,7 +144,7 @@ func (l *Launcher) holdShim(ctx context.Context, spec Spec, id string, p *placem
 		child.Abort()
 		return nil, err
 	}
-	return &heldShim{p: p, child: child, cgroup: l.cgroupPath(p, child.PID())}, nil
+	return &heldShim{p: p, child: child, cgroup: l.cgroupPath(p, child.PID()), cpus: cpus}, nil
 }
 
 // runShim hands a held shim its worker's config and waits for its report: the worker's receipt, or why it
@@ -153,7 +156,7 @@ func (l *Launcher) runShim(ctx context.Context, d *detachedLaunch, h *heldShim) 
 		ID: d.id, Workers: d.workers.Path, Ledger: l.ledger, Log: d.spec.Log, LogMax: d.spec.LogMax,
 		InheritStdio: d.spec.Stdio == StdioInherit,
 		Timeout:      timeout, Grace: grace,
-		Init:    handshake.Config{Argv: d.spec.Argv, Env: d.env, Cwd: d.cwd, Sandbox: d.sb},
+		Init:    handshake.Config{Argv: d.spec.Argv, Env: d.env, Cwd: d.cwd, Sandbox: d.sb, CPUs: h.cpus},
 		Receipt: l.receipt(d.spec, d.prof.Name, d.prof.Home, d.id, h.p),
 		Cgroup:  h.cgroup, Unit: h.p.unit, InvocationID: h.p.invID,
 	}

@@ -71,6 +71,17 @@ func Pin() (Set, error) {
 // Count is the number of CPUs in s.
 func (s Set) Count() int { return s.cpus.Count() }
 
+// Here returns the set of the one CPU the calling thread is running on.
+func Here() (Set, error) {
+	cpu, err := currentCPU()
+	if err != nil {
+		return Set{}, fmt.Errorf("getcpu: %w", err)
+	}
+	var s Set
+	s.cpus.Set(cpu)
+	return s, nil
+}
+
 // IsZero reports whether s holds no CPU.
 func (s Set) IsZero() bool { return s.cpus.Count() == 0 }
 
