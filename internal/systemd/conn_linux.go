@@ -122,14 +122,26 @@ func dial(ctx context.Context, addr string, hello bool) (*godbus.Conn, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	c, err := godbus.Dial(addr)
+	// A single unix:path= address (every address hlaunch derives itself) is authenticated in one round
+	// trip (dialPipelined); anything else (tcp:, abstract:, a list) goes through godbus's own dial and
+	// authentication. Either way it is EXTERNAL with the numeric uid: the peer checks it against
+	// SO_PEERCRED, and no user lookup is needed.
+	path, perr := parseBusAddress(addr)
+	var c *godbus.Conn
+	var err error
+	if perr == nil {
+		c, err = dialPipelined(ctx, path)
+	} else {
+		c, err = godbus.Dial(addr)
+	}
 	if err != nil {
 		return nil, err
 	}
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
-	// EXTERNAL with the numeric uid: the peer checks it against SO_PEERCRED, and no user lookup is needed.
-	err = c.Auth([]godbus.Auth{godbus.AuthExternal(strconv.Itoa(os.Geteuid()))})
+	if perr != nil {
+		err = c.Auth([]godbus.Auth{godbus.AuthExternal(strconv.Itoa(os.Geteuid()))})
+	}
 	if err == nil && hello {
 		err = c.Hello()
 	}

@@ -1,0 +1,125 @@
+package systemd
+
+import (
+	"bufio"
+	"context"
+	"encoding/hex"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	godbus "github.com/godbus/dbus/v5"
+)
+
+// fakeServer reads what the client sends up to and including BEGIN from c and answers with reply.
+func fakeServer(t *testing.T, c net.Conn, reply string) <-chan string {
+	t.Helper()
+	got := make(chan string, 1)
+	go func() {
+		r := bufio.NewReader(c)
+		var b strings.Builder
+		for !strings.HasSuffix(b.String(), "BEGIN\r\n") {
+			line, err := r.ReadString('\n')
+			b.WriteString(line)
+			if err != nil {
+				break
+			}
+		}
+		got <- b.String()
+		_, _ = c.Write([]byte(reply))
+	}()
+	return got
+}
+
+// The real exchange is one write (NUL, AUTH EXTERNAL with the uid in hex, BEGIN) and one reply line.
+func TestAuthExternalOneRoundTrip(t *testing.T) {
+	uid := hex.EncodeToString([]byte(strconv.Itoa(os.Geteuid())))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		reply, guid, err string
+	}{
+		{"OK 0123abcd\r\n", "0123abcd", ""},
+		{"REJECTED EXTERNAL\r\n", "", "authentication refused"},
+		{"OK 0123abcd\r\nDATA\r\n", "", "more than one reply line"},
+		{"OK \r\n", "", "authentication refused"},
+	} {
+		client, server := net.Pipe()
+		sent := fakeServer(t, server, tc.reply)
+		guid, err := authExternal(ctx, client)
+		if want := "\x00AUTH EXTERNAL " + uid + "\r\nBEGIN\r\n"; <-sent != want {
+			t.Errorf("client sent something else than %q", want)
+		}
+		switch {
+		case tc.err == "" && (err != nil || guid != tc.guid):
+			t.Errorf("reply %q: guid %q, err %v; want %q", tc.reply, guid, err, tc.guid)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("reply %q: err %v, want one saying %q", tc.reply, err, tc.err)
+		}
+		client.Close()
+		server.Close()
+	}
+}
+
+// godbus's own Auth is answered locally, and from its BEGIN on every byte goes to the socket both ways.
+func TestSaslDoneAnswersGodbus(t *testing.T) {
+	client, server := net.Pipe()
+	s := &saslDone{Conn: client, guid: "feedface"}
+	conn, err := godbus.NewConn(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		server.Close() // first: a send still blocked on the pipe must fail before godbus closes
+		conn.Close()
+	}()
+	done := make(chan error, 1)
+	go func() { done <- conn.Auth([]godbus.Auth{godbus.AuthExternal(strconv.Itoa(os.Geteuid()))}) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("godbus Auth against the local answers: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("godbus Auth did not finish: it waited for a reply that never came")
+	}
+	// The first message godbus sends now must reach the server whole.
+	go func() { _ = conn.BusObject().Call("org.freedesktop.DBus.Hello", 0).Err }()
+	_ = server.SetReadDeadline(time.Now().Add(5 * time.Second))
+	hdr := make([]byte, 16)
+	if _, err := server.Read(hdr); err != nil {
+		t.Fatalf("server read: %v", err)
+	}
+	if hdr[0] != 'l' || hdr[1] != 1 { // little-endian, METHOD_CALL
+		t.Fatalf("server got %q, want the start of a method call", hdr)
+	}
+}
+
+// Every SASL line a client may send gets the answer a server that accepted EXTERNAL would give.
+func TestSaslDoneLines(t *testing.T) {
+	s := &saslDone{guid: "g"}
+	for _, tc := range []struct{ in, out string }{
+		{"\x00AUTH\r\n", "REJECTED EXTERNAL\r\n"},
+		{"AUTH DBUS_COOKIE_SHA1 abc\r\n", "REJECTED EXTERNAL\r\n"},
+		{"AUTH EXTERNAL 30\r\n", "OK g\r\n"},
+		{"AUTH EXTERNAL\r\nDATA\r\n", "OK g\r\nOK g\r\n"},
+		{"NEGOTIATE_UNIX_FD\r\n", "ERROR descriptor passing is not used\r\n"},
+		{"CANCEL\r\n", "REJECTED EXTERNAL\r\n"},
+	} {
+		if _, err := s.Write([]byte(tc.in)); err != nil {
+			t.Fatal(err)
+		}
+		buf := make([]byte, 256)
+		n, err := s.Read(buf)
+		if err != nil || string(buf[:n]) != tc.out {
+			t.Errorf("%q: answered %q (%v), want %q", tc.in, buf[:n], err, tc.out)
+		}
+	}
+	// Nothing was asked: a read is an error, not a wait on the socket.
+	if _, err := s.Read(make([]byte, 8)); err == nil {
+		t.Error("a read with no question pending succeeded")
+	}
+}
