@@ -9,6 +9,7 @@ package main
 
 import (
 	"os"
+	"runtime"
 
 	"github.com/hlaunch/hlaunch/internal/affinity"
 	"github.com/hlaunch/hlaunch/launcher"
@@ -27,7 +28,13 @@ func main() {
 		// A launch keeps its own threads on the CPU it started on and gives every child the CPUs it was
 		// started with (internal/affinity, ADR 0006). Failing to pin costs only speed; the set to give back
 		// is returned whenever a thread may have been moved.
-		children, _ = affinity.Pin()
+		var err error
+		if children, err = affinity.Pin(); err == nil {
+			// The runtime sized its Ps from the set it started with; on one CPU a second P only spins,
+			// steals and hands goroutines across threads. (The stub and the shim start pinned, so the
+			// runtime gives them one P itself.)
+			runtime.GOMAXPROCS(1)
+		}
 	}
 	os.Exit(run(args, os.Stdin, os.Stdout, os.Stderr, children))
 }
