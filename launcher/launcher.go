@@ -36,9 +36,11 @@ type Config struct {
 	Hide []string
 	// Defaults fill the placement fields a Spec leaves empty (Scope, CgroupParent, Slice, RequireScope, Net).
 	Defaults Spec
-	// ChildCPUs, when not zero, is the CPU set every child starts with (the target, the init stub, the
-	// shim). cmd/hlaunch pins its own threads to one CPU for a launch (internal/affinity) and passes the set
-	// it was started with here, so that no child inherits the pin. Zero leaves children the caller's set.
+	// ChildCPUs, when not zero, is the CPU set every target starts with. cmd/hlaunch pins its own threads
+	// to one CPU for a launch (internal/affinity) and passes the set it was started with here, so that no
+	// target inherits the pin; the init stub and the shim start with the pin (a Go start is cheaper on one
+	// CPU) and give the target this set. Zero: targets get the caller's set, and the shim is started on
+	// the caller's current CPU and gives its target the caller's set (helperCPUs).
 	ChildCPUs affinity.Set
 }
 
