@@ -230,6 +230,8 @@ func (p *placement) place(ctx context.Context, spec Spec, id string, pid int, cl
 			TasksMax:           uint64(spec.Limits.Pids),
 			CPUWeight:          spec.Limits.CPUWeight,
 			CPUQuotaPerSecUSec: uint64(spec.Limits.CPUs * 1e6),
+			// A foreground launch records nothing: no InvocationID, and its cgroup comes from the member.
+			NoInfo: !spec.Detach,
 		})
 		if err != nil {
 			return err
@@ -238,8 +240,10 @@ func (p *placement) place(ctx context.Context, spec Spec, id string, pid int, cl
 		if err := p.enforced(pid); err != nil {
 			return err
 		}
-		if spec.Unit == "" && p.unified != "" && info.ControlGroup != "" {
-			p.events = filepath.Join(p.unified, info.ControlGroup, "cgroup.events")
+		if spec.Unit == "" && p.unified != "" {
+			if cg := procCgroup2(pid); cg != "" {
+				p.events = filepath.Join(p.unified, cg, "cgroup.events")
+			}
 		}
 	}
 	return nil
@@ -271,7 +275,13 @@ func (l *Launcher) cgroupPath(p *placement, pid int) string {
 	if p.mode != ModeScoped {
 		return ""
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	return procCgroup2(pid)
+}
+
+// procCgroup2 is pid's v2 cgroup ("0::" line of /proc/<pid>/cgroup) as our cgroup namespace names it,
+// which is how our cgroupfs mount names it too; "" when it cannot be read.
+func procCgroup2(pid int) string {
+	b, err := sysfile.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
 	if err != nil {
 		return ""
 	}

@@ -30,6 +30,10 @@ type ScopeSpec struct {
 	CPUWeight uint64
 	// CPUQuotaPerSecUSec is CPU time per second in microseconds (1000000 = one CPU); 0 means unset.
 	CPUQuotaPerSecUSec uint64
+	// NoInfo skips reading the scope's InvocationID and ControlGroup once its job is done, a round trip to
+	// the manager: StartScope then returns a ScopeInfo with only Unit set. For a caller that needs neither
+	// (the cgroup of a member can be read from /proc/<pid>/cgroup).
+	NoInfo bool
 }
 
 // Validate checks s without talking to systemd.
@@ -133,6 +137,9 @@ func (c *Conn) StartScope(ctx context.Context, s ScopeSpec) (ScopeInfo, error) {
 	}
 	if err != nil {
 		return ScopeInfo{}, err
+	}
+	if s.NoInfo {
+		return ScopeInfo{Unit: s.Unit}, nil
 	}
 	return c.scopeInfo(ctx, s.Unit)
 }

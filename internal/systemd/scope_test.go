@@ -309,3 +309,29 @@ func TestConnectSystemNoBus(t *testing.T) {
 		t.Errorf("Connect(system) = %v; want ErrNoBus naming both sockets", err)
 	}
 }
+
+// NoInfo: the scope is made and holds the process (as the process itself sees it), but StartScope does
+// not read InvocationID or ControlGroup back, so only Unit is set.
+func TestStartScopeNoInfo(t *testing.T) {
+	m := systemdtest.Start(t)
+	c := connect(t, m)
+	ctx := ctxT(t)
+	unit := randName("noinfo-") + ".scope"
+	p := m.StartParked(t, "exec sleep 600")
+	info, err := c.StartScope(ctx, systemd.ScopeSpec{Unit: unit, PIDs: []uint32{uint32(p.PID)}, NoInfo: true})
+	if err != nil {
+		t.Fatalf("StartScope: %v\n%s", err, m.Log())
+	}
+	if info != (systemd.ScopeInfo{Unit: unit}) {
+		t.Errorf("ScopeInfo = %+v, want only Unit %s", info, unit)
+	}
+	if got, want := hostCgroup(t, p.PID), "/"+filepath.Base(m.CgroupV2)+"/app.slice/"+unit; got != want {
+		t.Errorf("parked process cgroup (host view) = %q, want %q", got, want)
+	}
+	if st, err := c.UnitActive(ctx, unit); err != nil || st != "active" {
+		t.Errorf("UnitActive = %q, %v; want active", st, err)
+	}
+	if err := c.StopUnit(ctx, unit); err != nil {
+		t.Errorf("StopUnit: %v", err)
+	}
+}
