@@ -67,6 +67,7 @@ small probe programs: an empty Go `main`, the same importing one package) in one
 | the sidecar's watcher re-read and re-verified every record at every look (each inotify wake, at most every 150 ms, and every 2 s): half of the sidecar's CPU under load in `perf`, and O(history) for a gateway with thousands of exited cron jobs | `sidecar` watch | records reported in a final state (exited with status, foreign boot or machine, recycled PID) are not read again; `Launcher.IDs` lists the names only | idle sidecar with 3,001 exited records: 960 -> 70 ms of CPU per 10 s; CPU per spawn 4.5 -> 4.1-4.4 ms |
 | a launch is a burst of hand-offs between the Go runtime's threads (the signal subscription's seven round trips to the signal thread, sysmon's 20 µs wake-ups, threads parked and woken) plus the TLB shootdowns of a multi-threaded process; on this VM each one that crosses vCPUs is an inter-processor interrupt (`native_write_msr`, `smp_call_function_many_cond` in `perf`): 76 context switches per `--scope cgroup` launch against bwrap's 6 | `internal/affinity`, `cmd/hlaunch` `main`, `internal/handshake` `Spawn` | a command line naming `exec` pins every thread of the process to the CPU it runs on; every child gets the set hlaunch was started with (`Spawn` sets the forking thread first; the init stub keeps the pin while it starts and applies the set before the target) | `exec --scope cgroup` 3.33 -> 2.97 and 3.53 -> 3.37 ms (bwrap 2.64, 2.84); with a CPU hog on CPU 0 5.00 -> 4.25; sandbox 5.67 -> 5.41 with the stub pinned; `--scope systemd` 8.91 -> 8.46 |
 | after the pin the CLI still has two Ps (the runtime sized them from the set it started with) | `cmd/hlaunch` `main` | `runtime.GOMAXPROCS(1)` once pinned (the stub and shim start pinned and get one P from the runtime) | `exec --scope cgroup` 0.06-0.24 ms less in four A/B pairs |
+| a foreground `--scope systemd` launch read the scope's InvocationID and ControlGroup back (one round trip) although it records neither | `launcher` `placement.place`, `internal/systemd` `ScopeSpec.NoInfo` | skipped for foreground launches; the cgroup (for the empty-scope check that saves `StopUnit`) from the member's `/proc/<pid>/cgroup` | `exec --scope systemd` 8.75 -> 8.55 ms (six interleaved rounds pooled; systemd-run 7.68) |
 | each worker's shim is a Go start on two vCPUs | `launcher` `helperCPUs` | an unpinned launcher (the sidecar) starts the shim on the CPU it runs on and the shim gives the worker the launcher's set | sidecar CPU per spawn at 10 clients 4.75-4.95 -> 4.17-4.37 ms; 375-393 -> 403-435 spawns/s (two alternating runs each) |
 | godbus authenticates in four round trips before `Hello` (the mechanism list, EXTERNAL without its data, DATA, NEGOTIATE_UNIX_FD), on each of go-systemd's two connections; sd-bus does it in one | `internal/systemd` `dialPipelined` | NUL, `AUTH EXTERNAL <uid>` and `BEGIN` in one write, one `OK` line read; godbus's own `Auth` is answered locally (ADR 0003) | `exec --scope systemd` 8.71 -> 8.16 ms (systemd-run 7.46) |
 | (a cost added on purpose) a sandboxed target that was PID 1 ignored SIGTERM, so every `stop` waited out its grace | `internal/handshake` | the stub stays as the namespace's init and forwards signals (ADR 0004); it enables its ten forwarded signals while the parent is still placing it | sandbox +0.2-0.3 ms; enabling all 65 signals after the fork cost +3 ms and was rejected |
@@ -110,11 +111,12 @@ Measured and left as they are:
   same run (its `env` prefix costs about 0.7 ms): the gap is the D-Bus client in a cold Go process, not the
   stub, so that change (which would also give foreground scopes another exit-status and leftover-process
   contract than foreground cgroups) was not made. Since then the authentication is one round trip per
-  connection (row above). What is left, in the order of a launch: go-systemd's synchronous `AddMatch` for
-  JobRemoved (one round trip), `StartTransientUnit` and its job, the InvocationID/ControlGroup reads (one
-  round trip; this systemd 252 user manager puts no `invocation_id` xattr on the scope's cgroup to read
-  instead), the stub's first JSON decode of its config (0.1 ms in a fresh process against 6 µs warm), and
-  a Go start against systemd-run's C one.
+  connection, and a foreground launch no longer reads the scope's properties back (rows above). What is
+  left, in the order of a launch: go-systemd's synchronous `AddMatch` for JobRemoved (one round trip),
+  `StartTransientUnit` and its job, the stub's Go start competing with the connect for the CPU, the stub's
+  first JSON decode of its config (0.1 ms in a fresh process against 6 µs warm), and the CLI's Go start
+  (`systemd-run --version` alone takes 3.1 ms here against `hlaunch version`'s 1.5: the gap is in the
+  launch, not the start).
 - Durable record writes (temp file, fsync, rename, fsync of the directory): 1.26 ms each on this VM's ext4,
   0.6 ms without the fsyncs. A detached spawn makes two before it answers (the worker record and its ledger
   start record); both are the contract of issues 3 and 8, so they stay durable. On a tmpfs state directory
