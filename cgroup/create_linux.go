@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/hlaunch/hlaunch/internal/sysfile"
 	"os"
 	"path/filepath"
 	"sort"
@@ -12,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/internal/sysfile"
 )
 
 // Detect reads /proc/self/mountinfo once and returns this mount namespace's cgroup layout. Callers keep

@@ -68,7 +68,9 @@ type mountEntry struct {
 func ParseMountinfo(r io.Reader) (*Host, error) {
 	var mounts []mountEntry
 	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	// 4 KiB to start (a mountinfo line rarely needs more), up to 1 MiB for the longest: a 64 KiB start was
+	// a large allocation, zeroed and page-faulted in every short-lived hlaunch process (ADR 0006).
+	sc.Buffer(make([]byte, 0, 4096), 1024*1024)
 	for sc.Scan() {
 		line := sc.Text()
 		// id parent maj:min root mountpoint opts [optional...] - fstype source superopts
