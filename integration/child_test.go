@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -37,6 +38,7 @@ type childReport struct {
 //
 //	report [CHECK...]    print a childReport; checks are open:P, write:P, ls:P, kill:PID, connect:SOCK, cpus:PID|ppid
 //	exit N               exit with N
+//	hexargs ARG...       print $HL_BYTES and each ARG in hex, each after an "x", space-separated
 //	sleep DUR            sleep, then exit 0
 //	echo                 copy stdin to stdout
 //	trap                 print "ready", then exit 42 on SIGTERM
@@ -64,6 +66,14 @@ func childMain(args []string) int {
 	case "exit":
 		n, _ := strconv.Atoi(args[1])
 		return n
+	case "hexargs":
+		// Its arguments and $HL_BYTES in hex: JSON would hide bytes that are not UTF-8.
+		out := "x" + hex.EncodeToString([]byte(os.Getenv("HL_BYTES")))
+		for _, a := range args[1:] {
+			out += " x" + hex.EncodeToString([]byte(a))
+		}
+		fmt.Println(out)
+		return 0
 	case "sleep":
 		d, _ := time.ParseDuration(args[1])
 		time.Sleep(d)

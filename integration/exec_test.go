@@ -2,6 +2,8 @@ package integration
 
 import (
 	"context"
+	"encoding/hex"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hlaunch/hlaunch/internal/systemd/systemdtest"
 )
 
 // The hermes invariant, from inside a real child: B's worker gets B's world and nothing of A's or the
@@ -256,5 +260,48 @@ func TestExecChildDiesWithLauncher(t *testing.T) {
 	}
 	if _, err := os.Stat(worker); err == nil {
 		t.Fatalf("gc left the orphaned empty cgroup %s", worker)
+	}
+}
+
+// argv, the environ and the working directory are bytes to the kernel: every start path hands them to the
+// target exactly, including bytes that are not UTF-8 (the init stub's and the shim's config once went
+// through JSON, which turned them into U+FFFD).
+func TestExecPassesBytesExactly(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	const arg, val = "a\xffb\xc3(", "v\xfe"
+	want := "x" + hex.EncodeToString([]byte(val)) + " x" + hex.EncodeToString([]byte(arg)) + " x"
+	cg := []string{"--scope", "cgroup", "--cgroup-parent", e.Parent}
+	for _, flags := range [][]string{{"--scope", "none"}, cg, append([]string{"--sandbox"}, cg...), {"--sandbox", "--scope", "none"}} {
+		args := append(append([]string{"exec", "-p", "b", "--env", "HL_BYTES=" + val}, flags...), "--", selfBin, "child", "hexargs", arg, "")
+		r := e.run(args...)
+		if r.Code != 0 || strings.TrimSpace(r.Stdout) != want {
+			t.Errorf("%v: exit %d, child saw %q, want %q (%s)", flags, r.Code, strings.TrimSpace(r.Stdout), want, r.Stderr)
+		}
+	}
+	// A systemd scope: the held child is the init stub too.
+	m := systemdtest.Start(t)
+	r := e.sd(m, "exec", "-p", "b", "--scope", "systemd", "--user", "--env", "HL_BYTES="+val, "--", selfBin, "child", "hexargs", arg, "")
+	if r.Code != 0 || strings.TrimSpace(r.Stdout) != want {
+		t.Errorf("--scope systemd: exit %d, child saw %q, want %q (%s)", r.Code, strings.TrimSpace(r.Stdout), want, r.Stderr)
+	}
+	// Detached, through the shim (and, sandboxed, its init stub); the worker reports into its log.
+	for _, sb := range [][]string{nil, {"--sandbox"}} {
+		log := filepath.Join(t.TempDir(), "w.log")
+		args := append(append(append([]string{"exec", "-p", "b", "--detach", "--log", log, "--env", "HL_BYTES=" + val}, sb...), cg...),
+			"--", selfBin, "child", "hexargs", arg, "")
+		r := e.run(args...)
+		if r.Code != 0 {
+			t.Fatalf("detach %v: %d %s", sb, r.Code, r.Stderr)
+		}
+		var rc receipt
+		must(t, json.Unmarshal([]byte(r.Stdout), &rc))
+		e.run("wait", "--timeout", "10s", rc.ID)
+		b, err := os.ReadFile(log)
+		must(t, err)
+		if got := strings.TrimSpace(string(b)); got != want {
+			t.Errorf("detached %v: worker saw %q, want %q", sb, got, want)
+		}
 	}
 }

@@ -1,8 +1,8 @@
 package handshake
 
 import (
-	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/signal"
 	"runtime"
@@ -39,14 +39,13 @@ func Main() {
 		sigs = make(chan os.Signal, 64)
 		go func() { signal.Notify(sigs, forwarded...); close(notified) }()
 	}
-	// The first decode of a Config builds encoding/json's caches for Config and nsenv.Sandbox: 0.1 ms in a
-	// fresh process, 6 µs after. Where the parent places us before it sends the config (a systemd scope, v1
-	// joins), that wait is long enough to build them beforehand.
-	go warmDecoder()
-	var cfg Config
-	if err := ReadMsg(os.NewFile(ConfigFD, "handshake-config"), &cfg); err != nil {
+	cfg, err := ReadConfig(os.NewFile(ConfigFD, "handshake-config"))
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		// The parent went away before placing us: never run the target unplaced.
 		os.Exit(125)
+	case err != nil:
+		fail("config", err, 125)
 	}
 	if len(cfg.Argv) == 0 {
 		fail("config", errors.New("empty argv"), 125)
@@ -86,15 +85,6 @@ func Main() {
 	}
 	err = unix.Exec(path, cfg.Argv, cfg.Env)
 	fail("exec", &os.PathError{Op: "execve", Path: path, Err: err}, ExitCodeFor(err))
-}
-
-// warmConfig is a Config with every object present: decoding it builds the decoder's caches.
-const warmConfig = `{"argv":[],"env":[],"sandbox":{},"cpus":""}`
-
-// warmDecoder decodes warmConfig (the result is dropped).
-func warmDecoder() {
-	var c Config
-	_ = json.Unmarshal([]byte(warmConfig), &c)
 }
 
 // forwarded are the signals the sandbox's init passes on to the target: the ones a supervisor sends. Not

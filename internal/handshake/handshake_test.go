@@ -2,7 +2,6 @@ package handshake
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -152,13 +151,5 @@ func TestSpawnCPUs(t *testing.T) {
 	}
 	if now, _ := affinity.Current(); !now.Equal(own) {
 		t.Errorf("the test's own set changed to %s", now)
-	}
-}
-
-// The stub's decoder warm-up must decode (an error would stop it before the nested Sandbox is reached).
-func TestWarmConfigDecodes(t *testing.T) {
-	var c Config
-	if err := json.Unmarshal([]byte(warmConfig), &c); err != nil || c.Sandbox == nil {
-		t.Fatalf("warmConfig: %v, sandbox %v", err, c.Sandbox)
 	}
 }

@@ -54,7 +54,7 @@ func (c *Child) PID() int { return c.Proc.Pid }
 // target program is running, an *Error (wrapping ErrFailed and the errno) when the stub reported a failure.
 // On any error the stub has exited or is about to; the caller still Waits for it.
 func (c *Child) Release(cfg Config) error {
-	err := WriteMsg(c.cfgW, cfg)
+	err := WriteConfig(c.cfgW, cfg)
 	c.cfgW.Close()
 	c.cfgW = nil
 	if err != nil {

@@ -18,7 +18,8 @@ import (
 //	  start stub, blocked reading fd 3  ---->
 //	  place it (clone3 into v2, v1 joins,
 //	  StartTransientUnit naming its PID)
-//	  write Config (length-prefixed JSON) --->  read Config: this IS the go-ahead
+//	  write Config (length-prefixed,   ---->  read Config: this IS the go-ahead
+//	    its binary encoding)
 //	                                            enter sandbox, chdir, look up argv[0]
 //	                                            execve(target)   (fd 4 is close-on-exec)
 //	  read fd 4: EOF                     <----  exec succeeded
@@ -35,15 +36,16 @@ const (
 // maxConfig bounds a Config message; an environ plus argv larger than this is refused by the parent.
 const maxConfig = 8 << 20
 
-// Config is everything the stub needs to become the target program.
+// Config is everything the stub needs to become the target program. It travels in its own binary
+// encoding (config_codec.go), which keeps every byte of argv, the environ and the paths.
 type Config struct {
-	Argv    []string       `json:"argv"`
-	Env     []string       `json:"env"`
-	Cwd     string         `json:"cwd,omitempty"`
-	Sandbox *nsenv.Sandbox `json:"sandbox,omitempty"`
+	Argv    []string
+	Env     []string
+	Cwd     string
+	Sandbox *nsenv.Sandbox
 	// CPUs, when not zero, is the CPU set the target starts with: the stub was started with its parent's
 	// pin (internal/affinity) and gives the target the set its parent was started with.
-	CPUs affinity.Set `json:"cpus,omitzero"`
+	CPUs affinity.Set
 }
 
 // Failure is the stub's report of why the target did not start.
@@ -77,29 +79,62 @@ func WriteMsg(w io.Writer, v any) error {
 	if err != nil {
 		return err
 	}
+	return writeFrame(w, b)
+}
+
+// WriteConfig writes cfg as one length-prefixed message in its binary encoding.
+func WriteConfig(w io.Writer, cfg Config) error {
+	b, err := cfg.MarshalBinary()
+	if err != nil {
+		return err
+	}
+	return writeFrame(w, b)
+}
+
+// ReadConfig reads what WriteConfig wrote; io.EOF when the writer closed without one.
+func ReadConfig(r io.Reader) (Config, error) {
+	var cfg Config
+	b, err := readFrame(r)
+	if err == nil {
+		err = cfg.UnmarshalBinary(b)
+	}
+	return cfg, err
+}
+
+// writeFrame writes b after its length (4 bytes, big-endian).
+func writeFrame(w io.Writer, b []byte) error {
 	if len(b) > maxConfig {
 		return fmt.Errorf("handshake message of %d bytes exceeds %d", len(b), maxConfig)
 	}
 	buf := make([]byte, 4+len(b))
 	binary.BigEndian.PutUint32(buf, uint32(len(b)))
 	copy(buf[4:], b)
-	_, err = w.Write(buf)
+	_, err := w.Write(buf)
 	return err
 }
 
 // ReadMsg reads one length-prefixed JSON message into v; io.EOF when the writer closed without one.
 func ReadMsg(r io.Reader, v any) error {
-	var hdr [4]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return err
-	}
-	n := binary.BigEndian.Uint32(hdr[:])
-	if n > maxConfig {
-		return fmt.Errorf("handshake message of %d bytes exceeds %d", n, maxConfig)
-	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
+	b, err := readFrame(r)
+	if err != nil {
 		return err
 	}
 	return json.Unmarshal(b, v)
+}
+
+// readFrame reads one length-prefixed message.
+func readFrame(r io.Reader) ([]byte, error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if n > maxConfig {
+		return nil, fmt.Errorf("handshake message of %d bytes exceeds %d", n, maxConfig)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		return nil, err
+	}
+	return b, nil
 }

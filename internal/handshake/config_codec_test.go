@@ -1,0 +1,132 @@
+package handshake
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"reflect"
+	"testing"
+
+	"github.com/hlaunch/hlaunch/internal/affinity"
+	"github.com/hlaunch/hlaunch/nsenv"
+)
+
+// fullConfig sets every field of Config and nsenv.Sandbox, by reflection, so that a field added later
+// and forgotten by the codec comes back zero and fails the round trip. Strings carry bytes that are not
+// UTF-8.
+func fullConfig(t testing.TB) Config {
+	cpus, err := affinity.Parse("0,2-3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Config{CPUs: cpus, Sandbox: &nsenv.Sandbox{}}
+	fill := func(v reflect.Value) {
+		for i := 0; i < v.NumField(); i++ {
+			f := v.Field(i)
+			switch f.Kind() {
+			case reflect.String:
+				f.SetString(v.Type().Field(i).Name + "=\xff\xfe/\x00x")
+			case reflect.Slice:
+				if f.Type().Elem().Kind() == reflect.String {
+					f.Set(reflect.ValueOf([]string{"a\xff", "", "b\u00e9"}))
+				}
+			case reflect.Int:
+				f.SetInt(-7 - int64(i))
+			case reflect.Bool:
+				f.SetBool(true)
+			case reflect.Pointer, reflect.Struct:
+				// Sandbox and CPUs are set above.
+			default:
+				t.Fatalf("fullConfig: field %s of kind %s: teach the codec and this test", v.Type().Field(i).Name, f.Kind())
+			}
+		}
+	}
+	fill(reflect.ValueOf(&c).Elem())
+	fill(reflect.ValueOf(c.Sandbox).Elem())
+	return c
+}
+
+// Every byte of argv, the environ and the paths survives, in the stub's framing and inside JSON (the
+// shim's config), which replaced bytes that are not UTF-8 with U+FFFD before.
+func TestConfigRoundTrip(t *testing.T) {
+	in := fullConfig(t)
+	var buf bytes.Buffer
+	if err := WriteConfig(&buf, in); err != nil {
+		t.Fatal(err)
+	}
+	out, err := ReadConfig(&buf)
+	if err != nil || !reflect.DeepEqual(out, in) {
+		t.Fatalf("framed round trip:\n got %+v %+v (%v)\nwant %+v %+v", out, out.Sandbox, err, in, in.Sandbox)
+	}
+	if _, err := ReadConfig(&buf); !errors.Is(err, io.EOF) {
+		t.Fatalf("empty stream: %v, want EOF", err)
+	}
+	type shimLike struct {
+		Init Config `json:"init"`
+	}
+	b, err := json.Marshal(shimLike{in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back shimLike
+	if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back.Init, in) {
+		t.Fatalf("inside JSON: %+v (%v)", back.Init, err)
+	}
+	// Without a sandbox and with empty lists.
+	small := Config{Argv: []string{"true"}}
+	sb, _ := small.MarshalBinary()
+	var got Config
+	if err := got.UnmarshalBinary(sb); err != nil || !reflect.DeepEqual(got, small) {
+		t.Fatalf("small: %+v (%v)", got, err)
+	}
+}
+
+// Anything but a whole encoding is refused: every truncation, a byte too many, another header, a bad
+// sandbox marker or flag, a count larger than what follows.
+func TestConfigMalformed(t *testing.T) {
+	whole, err := fullConfig(t).MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c Config
+	for n := 0; n < len(whole); n++ {
+		if err := c.UnmarshalBinary(whole[:n]); !errors.Is(err, errConfigCodec) {
+			t.Fatalf("truncated to %d of %d bytes: %v", n, len(whole), err)
+		}
+	}
+	for name, b := range map[string][]byte{
+		"trailing byte": append(append([]byte{}, whole...), 0),
+		"other header":  append([]byte("xxx1"), whole[4:]...),
+		"huge count":    append([]byte(configMagic), 0xff, 0xff, 0xff, 0xff, 0x0f),
+		"bad marker":    append([]byte(configMagic), 0, 0, 0, 0, 2),
+		"bad flags":     append(whole[:len(whole)-1:len(whole)-1], 4),
+	} {
+		if err := c.UnmarshalBinary(b); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// FuzzConfigDecode: no input makes the decoder panic, and what it accepts decodes the same again after
+// encoding.
+func FuzzConfigDecode(f *testing.F) {
+	whole, _ := fullConfig(f).MarshalBinary()
+	f.Add(whole)
+	small, _ := Config{Argv: []string{"true"}}.MarshalBinary()
+	f.Add(small)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var c Config
+		if err := c.UnmarshalBinary(b); err != nil {
+			return
+		}
+		again, err := c.MarshalBinary()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d Config
+		if err := d.UnmarshalBinary(again); err != nil || !reflect.DeepEqual(c, d) {
+			t.Fatalf("accepted %q, re-encoded differently: %v", b, err)
+		}
+	})
+}
