@@ -43,6 +43,10 @@ func TestSpecValidate(t *testing.T) {
 		{"key without detach", func(s *Spec) { s.Key = "k" }, "--key"},
 		{"key with slash", func(s *Spec) { s.Key, s.Detach = "a/b", true }, "--key"},
 		{"key", func(s *Spec) { s.Key, s.Detach = "cron-1", true }, ""},
+		{"key not utf-8", func(s *Spec) { s.Key, s.Detach = "k\xff", true }, "--key"},
+		{"detached log not utf-8", func(s *Spec) { s.Log, s.Detach = "/tmp/l\xff", true }, "--log"},
+		{"foreground log not utf-8", func(s *Spec) { s.Log = "/tmp/l\xff" }, ""},
+		{"argv not utf-8", func(s *Spec) { s.Argv = []string{"cat", "\xff"} }, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -153,5 +157,18 @@ func TestEnvLookupLastWins(t *testing.T) {
 	get := envLookup([]string{"A=1", "B=2", "A=3", "AB=4"})
 	if get("A") != "3" || get("B") != "2" || get("AB") != "4" || get("C") != "" {
 		t.Fatal("envLookup")
+	}
+}
+
+// The state and ledger directories travel to every shim as JSON strings: other bytes are refused up front.
+func TestNewRefusesDirsThatAreNotUTF8(t *testing.T) {
+	root := t.TempDir()
+	for flag, cfg := range map[string]Config{
+		"--state-dir":  {Root: root, StateDir: "/tmp/s\xff"},
+		"--ledger-dir": {Root: root, StateDir: t.TempDir(), LedgerDir: "/tmp/l\xff"},
+	} {
+		if _, err := New(cfg); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), flag) {
+			t.Errorf("%s not UTF-8: %v, want ErrInvalid naming it", flag, err)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"unicode/utf8"
 	"strings"
 
 	"github.com/hlaunch/hlaunch/cgroup"
@@ -51,6 +52,13 @@ func New(cfg Config) (*Launcher, error) {
 	}
 	if l.ledger == "" {
 		l.ledger = filepath.Join(l.state, "ledger")
+	}
+	// Both travel to every shim, and into records, as JSON strings, which cannot hold other bytes.
+	if !utf8.ValidString(l.state) {
+		return nil, fmt.Errorf("%w: --state-dir %q is not UTF-8", ErrInvalid, l.state)
+	}
+	if !utf8.ValidString(l.ledger) {
+		return nil, fmt.Errorf("%w: --ledger-dir %q is not UTF-8", ErrInvalid, l.ledger)
 	}
 	l.host, l.hostErr = cgroup.Detect()
 	l.src = fingerprint.Sources{}

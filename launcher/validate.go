@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // DefaultGrace is the time between SIGTERM and the whole-cgroup kill when a Spec names none.
@@ -85,11 +86,16 @@ func (s *Spec) Validate() error {
 	if s.LogMax < 0 {
 		return bad("--log-max: negative")
 	}
+	// A detached worker's log path and key travel to its shim, and into its record, as JSON strings,
+	// which cannot hold other bytes (argv and the environ travel byte for byte).
+	if s.Detach && !utf8.ValidString(s.Log) {
+		return bad("--log %q: a detached worker's log path must be UTF-8", s.Log)
+	}
 	if s.Key != "" && !s.Detach {
 		return bad("--key needs --detach (a key is held by a recorded worker)")
 	}
-	if strings.ContainsAny(s.Key, "/\x00") {
-		return bad("--key %q: must not contain '/' or NUL", s.Key)
+	if strings.ContainsAny(s.Key, "/\x00") || !utf8.ValidString(s.Key) {
+		return bad("--key %q: must be UTF-8 without '/' or NUL", s.Key)
 	}
 	return nil
 }
