@@ -6,8 +6,8 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
-	"unicode/utf8"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hlaunch/hlaunch/cgroup"
 	"github.com/hlaunch/hlaunch/fingerprint"
