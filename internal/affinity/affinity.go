@@ -6,8 +6,9 @@
 // each hand-off to a thread on another vCPU is an inter-processor interrupt, and so is each TLB shootdown
 // of a multi-threaded process; on one CPU they are plain run-queue operations. ADR 0006 has the numbers.
 //
-// The children must not inherit the pin: Spawn (internal/handshake) sets the forking thread back to the
-// original set before it forks, so a target starts with exactly the CPUs hlaunch was started with.
+// A target must not inherit the pin: Spawn (internal/handshake) sets the forking thread to the original
+// set before it forks, and the init stub and the shim, which start pinned, apply it before they start
+// the target, so a target starts with exactly the CPUs hlaunch was started with.
 package affinity
 
 import (
