@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hlaunch/hlaunch/internal/affinity"
 )
@@ -91,7 +92,9 @@ func TestExecChildStartsWithLaunchersCPUs(t *testing.T) {
 }
 
 // Through the sidecar, which is not pinned, each worker's shim starts on one CPU (a Go start is cheaper
-// there) and the worker, sandboxed or not, gets the sidecar's CPUs; the sidecar's own threads keep them.
+// there) and the worker, sandboxed or not, gets the sidecar's CPUs; once the worker runs, the shim, which
+// lives as long as the worker, is back on the sidecar's CPUs too, and the sidecar's own threads never
+// left them.
 func TestSidecarWorkersGetTheSidecarsCPUs(t *testing.T) {
 	requireRoot(t)
 	requireCgroup2(t)
@@ -101,31 +104,64 @@ func TestSidecarWorkersGetTheSidecarsCPUs(t *testing.T) {
 	p := startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s.sock"))
 	for _, sandbox := range []bool{false, true} {
 		spec, _ := json.Marshal(map[string]any{"profile": "b", "sandbox": sandbox,
-			"argv": []string{selfBin, "child", "report", "cpus:ppid"}})
+			"argv": []string{selfBin, "child", "report"}})
 		var rc receipt
 		p.mustDo("POST", "/v1/workers", string(spec), 201, &rc)
 		rep := reportOf(t, p, rc)
 		if got := rep.Status["Cpus_allowed_list"]; got != own.String() {
 			t.Errorf("sandbox %v: worker allowed CPUs %q, want the sidecar's %q", sandbox, got, own)
 		}
-		if sandbox || own.Count() < 2 {
-			continue // the parent is the sandbox's init; one CPU cannot show a pin
-		}
-		threads := strings.Fields(strings.TrimPrefix(rep.Checks["cpus:ppid"], "ok:"))
-		for _, l := range threads {
-			if strings.ContainsAny(l, ",-") {
-				t.Errorf("the shim's threads are allowed %v, want each on one CPU", threads)
+	}
+	// Workers that keep running: their shim, and a sandbox's init (the leader), end up on the sidecar's
+	// CPUs, every thread of them.
+	var rc, sb receipt
+	p.mustDo("POST", "/v1/workers", scSpec("b", selfBin, "child", "sleep", "30s"), 201, &rc)
+	t.Cleanup(func() { p.do("POST", "/v1/workers/"+rc.ID+"/stop", `{"grace":"0s"}`) })
+	p.mustDo("POST", "/v1/workers", `{"profile":"b","sandbox":true,"argv":["sleep","30"]}`, 201, &sb)
+	t.Cleanup(func() { p.do("POST", "/v1/workers/"+sb.ID+"/stop", `{"grace":"0s"}`) })
+	for what, pid := range map[string]int{"shim": rc.ShimPID, "sandbox init": sb.PID} {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			lists := threadCPUs(t, pid)
+			if allEqual(lists, own.String()) {
 				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the %s's threads are allowed %v, want %q each once the worker runs", what, lists, own)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if lists := threadCPUs(t, p.cmd.Process.Pid); !allEqual(lists, own.String()) {
+		t.Errorf("the sidecar's threads are allowed %v, want %q each", lists, own)
+	}
+}
+
+// threadCPUs is the Cpus_allowed_list of every thread of pid.
+func threadCPUs(t *testing.T, pid int) []string {
+	t.Helper()
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+	must(t, err)
+	var lists []string
+	for _, task := range tasks {
+		b, err := os.ReadFile(task)
+		if err != nil {
+			continue // the thread ended
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
+				lists = append(lists, strings.TrimSpace(v))
 			}
 		}
 	}
-	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", p.cmd.Process.Pid))
-	must(t, err)
-	for _, task := range tasks {
-		b, err := os.ReadFile(task)
-		must(t, err)
-		if !strings.Contains(string(b), "Cpus_allowed_list:\t"+own.String()+"\n") {
-			t.Errorf("a sidecar thread (%s) is not allowed the sidecar's CPUs %s", task, own)
+	return lists
+}
+
+func allEqual(lists []string, want string) bool {
+	for _, l := range lists {
+		if l != want {
+			return false
 		}
 	}
+	return len(lists) > 0
 }

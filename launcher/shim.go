@@ -146,6 +146,10 @@ func shimMain() {
 	}
 	_ = handshake.WriteMsg(res, shimResult{Receipt: rc})
 	res.Close()
+	if !sc.Init.CPUs.IsZero() {
+		// The shim supervises for the worker's whole life: off the spawn's path now, it leaves the pin.
+		_ = sc.Init.CPUs.ApplyToAll()
+	}
 
 	var group *cgroup.Group
 	if host != nil && sc.Cgroup != "" {

@@ -53,20 +53,39 @@ func Pin() (Set, error) {
 	if !orig.cpus.IsSet(cpu) { // the set changed under us; leave it alone
 		return Set{}, fmt.Errorf("running on cpu %d, outside the thread's set %s", cpu, orig)
 	}
-	var one unix.CPUSet
-	one.Set(cpu)
+	var one Set
+	one.cpus.Set(cpu)
 	tids, err := threads()
 	if err != nil {
 		return Set{}, err
 	}
+	return orig, one.setThreads(tids)
+}
+
+// ApplyToAll sets every thread of this process to s: a helper that started pinned (the shim, a sandbox's
+// init) and lives as long as its worker goes back to the worker's set once the worker runs. Threads made
+// by a thread that was not yet set keep their set.
+func (s Set) ApplyToAll() error {
+	if s.IsZero() {
+		return errors.New("affinity: empty CPU set")
+	}
+	tids, err := threads()
+	if err != nil {
+		return err
+	}
+	return s.setThreads(tids)
+}
+
+// setThreads sets each of tids to s.
+func (s Set) setThreads(tids []int) error {
 	var errs []error
 	for _, tid := range tids {
 		// ESRCH: the thread has exited since the listing.
-		if err := unix.SchedSetaffinity(tid, &one); err != nil && !errors.Is(err, unix.ESRCH) {
+		if err := unix.SchedSetaffinity(tid, &s.cpus); err != nil && !errors.Is(err, unix.ESRCH) {
 			errs = append(errs, fmt.Errorf("sched_setaffinity %d: %w", tid, err))
 		}
 	}
-	return orig, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // Count is the number of CPUs in s.

@@ -19,6 +19,7 @@ type report struct {
 	Orig     string   // what Pin returned
 	Pinned   []string // Cpus_allowed_list of every thread after Pin and after new threads were made
 	Restored string   // Cpus_allowed_list of the locked thread after ApplyToThread(orig)
+	All      []string // Cpus_allowed_list of every thread after ApplyToAll(orig)
 	Err      string
 }
 
@@ -61,6 +62,13 @@ func child() report {
 		r.Err = err.Error()
 	}
 	r.Restored = allowed("/proc/thread-self/status")
+	if err := orig.ApplyToAll(); err != nil {
+		r.Err = err.Error()
+	}
+	tasks, _ = filepath.Glob("/proc/self/task/*/status")
+	for _, t := range tasks {
+		r.All = append(r.All, allowed(t))
+	}
 	return r
 }
 
@@ -108,6 +116,12 @@ func TestPinThenRestore(t *testing.T) {
 	if r.Restored != self.String() {
 		t.Errorf("after ApplyToThread the thread is allowed %q, want %q", r.Restored, self)
 	}
+	for _, a := range r.All {
+		if a != self.String() {
+			t.Errorf("after ApplyToAll the threads are allowed %v, want %q each", r.All, self)
+			break
+		}
+	}
 }
 
 func TestString(t *testing.T) {
@@ -123,6 +137,9 @@ func TestString(t *testing.T) {
 	}
 	if err := (Set{}).ApplyToThread(); err == nil {
 		t.Error("ApplyToThread of the zero Set succeeded; it must refuse")
+	}
+	if err := (Set{}).ApplyToAll(); err == nil {
+		t.Error("ApplyToAll of the zero Set succeeded; it must refuse")
 	}
 }
 

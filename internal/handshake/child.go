@@ -81,6 +81,12 @@ func Main() {
 		}
 		<-notified  // every forwarded signal is caught before anyone can learn the worker's identity
 		res.Close() // EOF: the target runs
+		if !cfg.CPUs.IsZero() {
+			// The init lives as long as the target: off the launch's path now, it leaves the pin. From
+			// another thread: this one dropped its capabilities in Sandbox.Enter, and setting a sibling's
+			// CPUs from it is refused (EPERM).
+			go func() { _ = cfg.CPUs.ApplyToAll() }()
+		}
 		os.Exit(initLoop(proc.Pid, sigs))
 	}
 	err = unix.Exec(path, cfg.Argv, cfg.Env)
