@@ -65,7 +65,7 @@ func (c *Config) UnmarshalBinary(data []byte) error {
 	out.Cwd = d.str()
 	cpus, err := affinity.Parse(d.str())
 	if err != nil && d.err == nil {
-		d.err = err
+		d.err = fmt.Errorf("%w: cpus: %w", errConfigCodec, err)
 	}
 	out.CPUs = cpus
 	switch d.octet() {

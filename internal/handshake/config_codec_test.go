@@ -101,9 +101,10 @@ func TestConfigMalformed(t *testing.T) {
 		"huge count":    append([]byte(configMagic), 0xff, 0xff, 0xff, 0xff, 0x0f),
 		"bad marker":    append([]byte(configMagic), 0, 0, 0, 0, 2),
 		"bad flags":     append(whole[:len(whole)-1:len(whole)-1], 4),
+		"bad cpus":      append([]byte(configMagic), 0, 0, 0, 1, 'x', 0),
 	} {
-		if err := c.UnmarshalBinary(b); err == nil {
-			t.Errorf("%s: accepted", name)
+		if err := c.UnmarshalBinary(b); !errors.Is(err, errConfigCodec) {
+			t.Errorf("%s: %v, want a malformed-config error", name, err)
 		}
 	}
 }
