@@ -72,26 +72,33 @@ func Connect(ctx context.Context, o ConnectOptions) (*Conn, error) {
 
 // connectPair makes go-systemd's connection pair (one for calls, one for the JobRemoved signal) with both
 // dials in flight at once: each costs an accept and an authentication round trip in the manager (about
-// 1.3 ms measured), and go-systemd would otherwise make them one after the other.
+// 1.3 ms measured), and go-systemd would otherwise make them one after the other. On a bus, each
+// connection's Hello is sent without waiting for its answer, as sd-bus does: go-systemd's first call on
+// the signal connection (AddMatch) goes out behind it, and both answers are checked once go-systemd has
+// its connections, which saves a round trip on the launch path.
 func connectPair(ctx context.Context, addr string, hello bool) (*sdbus.Conn, error) {
 	type dialed struct {
-		c   *godbus.Conn
-		err error
+		c     *godbus.Conn
+		hello *godbus.Call // nil without a bus
+		err   error
 	}
 	ch := make(chan dialed, 2)
 	for range 2 {
 		go func() {
-			c, err := dial(ctx, addr, hello)
-			ch <- dialed{c, err}
+			c, h, err := dial(ctx, addr, hello)
+			ch <- dialed{c, h, err}
 		}()
 	}
 	a, b := <-ch, <-ch
-	if a.err != nil || b.err != nil {
+	closeAll := func() {
 		for _, d := range []dialed{a, b} {
 			if d.c != nil {
 				d.c.Close()
 			}
 		}
+	}
+	if a.err != nil || b.err != nil {
+		closeAll()
 		// Both dials went to one address: one reason is enough, and it stays one line.
 		if a.err != nil {
 			return nil, a.err
@@ -110,17 +117,36 @@ func connectPair(ctx context.Context, addr string, hello bool) (*sdbus.Conn, err
 	for _, c := range conns { // not taken when NewConnection failed early
 		c.Close()
 	}
-	return sd, err
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range []dialed{a, b} {
+		if d.hello == nil {
+			continue
+		}
+		select {
+		case <-d.hello.Done:
+			err = d.hello.Err
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		if err != nil {
+			sd.Close()
+			return nil, fmt.Errorf("hello: %w", err)
+		}
+	}
+	return sd, nil
 }
 
-// dial opens one authenticated connection to addr (and says Hello when it is a bus, not systemd's private
-// socket). go-systemd opens two per Conn (one for calls, one for the JobRemoved signal).
+// dial opens one authenticated connection to addr and, when it is a bus (not systemd's private socket),
+// sends Hello; the returned call is that Hello, whose answer the caller checks. go-systemd opens two
+// connections per Conn (one for calls, one for the JobRemoved signal).
 //
 // ctx bounds only the dial: godbus.WithContext would tie the connection's whole life to ctx and close it
 // when a caller's short connect timeout expires, so the connection is closed by hand if ctx ends first.
-func dial(ctx context.Context, addr string, hello bool) (*godbus.Conn, error) {
+func dial(ctx context.Context, addr string, hello bool) (*godbus.Conn, *godbus.Call, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// A single unix:path= address (every address hlaunch derives itself) is authenticated in one round
 	// trip (dialPipelined); anything else (tcp:, abstract:, a list) goes through godbus's own dial and
@@ -135,24 +161,26 @@ func dial(ctx context.Context, addr string, hello bool) (*godbus.Conn, error) {
 		c, err = godbus.Dial(addr)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
 	if perr != nil {
 		err = c.Auth([]godbus.Auth{godbus.AuthExternal(strconv.Itoa(os.Geteuid()))})
 	}
+	var h *godbus.Call
 	if err == nil && hello {
-		err = c.Hello()
+		// The bus wants Hello first; nothing needs its answer (the unique name) before the first call.
+		h = c.BusObject().Go("org.freedesktop.DBus.Hello", 0, make(chan *godbus.Call, 1))
 	}
 	if err == nil {
 		err = ctx.Err()
 	}
 	if err != nil {
 		c.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return c, nil
+	return c, h, nil
 }
 
 // Bus says where the connection went: a socket path, or "system" for the system bus.
