@@ -7,6 +7,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/sysfile"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -146,6 +147,9 @@ func (l *Launcher) prepareSystemdAsync(ctx context.Context, spec Spec) (*placeme
 		q, err := l.prepareSystemd(ctx, spec)
 		p.dialed <- dialResult{q, err}
 	}()
+	// Let the dials reach the bus before the stub's fork: a pinned launch has one P, and the fork (a raw
+	// vfork, which keeps the P) and the stub's exec would otherwise run first.
+	runtime.Gosched()
 	return p, nil
 }
 
