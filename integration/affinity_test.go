@@ -2,7 +2,6 @@ package integration
 
 import (
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -122,7 +121,7 @@ func TestSidecarWorkersGetTheSidecarsCPUs(t *testing.T) {
 	for what, pid := range map[string]int{"shim": rc.ShimPID, "sandbox init": sb.PID} {
 		deadline := time.Now().Add(5 * time.Second)
 		for {
-			lists := threadCPUs(t, pid)
+			lists := threadCPUs(pid)
 			if allEqual(lists, own.String()) {
 				break
 			}
@@ -132,29 +131,9 @@ func TestSidecarWorkersGetTheSidecarsCPUs(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	if lists := threadCPUs(t, p.cmd.Process.Pid); !allEqual(lists, own.String()) {
+	if lists := threadCPUs(p.cmd.Process.Pid); !allEqual(lists, own.String()) {
 		t.Errorf("the sidecar's threads are allowed %v, want %q each", lists, own)
 	}
-}
-
-// threadCPUs is the Cpus_allowed_list of every thread of pid.
-func threadCPUs(t *testing.T, pid int) []string {
-	t.Helper()
-	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
-	must(t, err)
-	var lists []string
-	for _, task := range tasks {
-		b, err := os.ReadFile(task)
-		if err != nil {
-			continue // the thread ended
-		}
-		for _, l := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
-				lists = append(lists, strings.TrimSpace(v))
-			}
-		}
-	}
-	return lists
 }
 
 func allEqual(lists []string, want string) bool {

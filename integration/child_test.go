@@ -212,23 +212,13 @@ func check(kind, arg string) string {
 		err = syscall.Kill(pid, 0)
 	case "cpus":
 		// The CPU list of every thread of process arg ("ppid": our parent), sorted: "0 0 0 0-1".
-		if arg == "ppid" {
-			arg = strconv.Itoa(os.Getppid())
+		pid := os.Getppid()
+		if arg != "ppid" {
+			pid, _ = strconv.Atoi(arg)
 		}
-		var tasks []string
-		if tasks, err = filepath.Glob("/proc/" + arg + "/task/*/status"); err == nil {
-			var lists []string
-			for _, t := range tasks {
-				b, _ := os.ReadFile(t)
-				for _, line := range strings.Split(string(b), "\n") {
-					if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
-						lists = append(lists, strings.TrimSpace(v))
-					}
-				}
-			}
-			sort.Strings(lists)
-			return "ok:" + strings.Join(lists, " ")
-		}
+		lists := threadCPUs(pid)
+		sort.Strings(lists)
+		return "ok:" + strings.Join(lists, " ")
 	case "connect":
 		var c net.Conn
 		if c, err = net.Dial("unix", arg); err == nil {
@@ -261,4 +251,22 @@ func openFDs() []int {
 	}
 	sort.Ints(fds)
 	return fds
+}
+
+// threadCPUs is the Cpus_allowed_list of every thread of pid (a thread that ends meanwhile is left out).
+func threadCPUs(pid int) []string {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
+	var lists []string
+	for _, task := range tasks {
+		b, err := os.ReadFile(task)
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
+				lists = append(lists, strings.TrimSpace(v))
+			}
+		}
+	}
+	return lists
 }
