@@ -17,8 +17,8 @@ import (
 const hyperfineEnv = "HLAUNCH_BENCH_HYPERFINE"
 
 // sdPrefix in an argument is replaced by the nsenter prefix that enters the manager's cgroup and mount
-// namespaces, so a command sees the manager's cgroup paths (hlaunch --scope systemd reads the scope's
-// ControlGroup as the manager names it).
+// namespaces, so a command sees the manager's cgroup paths (hlaunch --scope systemd reads its scope's
+// cgroup from /proc/<pid>/cgroup and opens it under its own cgroupfs mount).
 const sdPrefix = "@SD@"
 
 // BenchmarkHyperfineAnchors is scripts/bench.sh's one hyperfine run, started next to a private systemd

@@ -30,9 +30,8 @@ type ScopeSpec struct {
 	CPUWeight uint64
 	// CPUQuotaPerSecUSec is CPU time per second in microseconds (1000000 = one CPU); 0 means unset.
 	CPUQuotaPerSecUSec uint64
-	// NoInfo skips reading the scope's InvocationID and ControlGroup once its job is done, a round trip to
-	// the manager: StartScope then returns a ScopeInfo with only Unit set. For a caller that needs neither
-	// (the cgroup of a member can be read from /proc/<pid>/cgroup).
+	// NoInfo skips reading the scope's InvocationID once its job is done, a round trip to the manager:
+	// StartScope then returns a ScopeInfo with only Unit set (a foreground launch records nothing).
 	NoInfo bool
 }
 
@@ -107,8 +106,6 @@ type ScopeInfo struct {
 	// InvocationID is the 128-bit id of this activation as 32 lower-case hex digits; it changes every time
 	// a unit of this name is started, so it tells two scopes of one name apart.
 	InvocationID string
-	// ControlGroup is the scope's cgroup path as the manager sees it (relative to its cgroup namespace).
-	ControlGroup string
 }
 
 // StartScope creates the transient scope s.Unit holding s.PIDs (job mode "fail") and waits for the job.
@@ -172,35 +169,18 @@ func waitJob(ctx context.Context, ch <-chan string, verb, unit string) error {
 	}
 }
 
-// scopeInfo reads InvocationID and ControlGroup of a started scope. The two calls are in flight at once:
-// godbus multiplexes them on the connection, so they cost one round trip to the manager, not two.
+// scopeInfo reads the InvocationID of a started scope. (A member's cgroup is read from
+// /proc/<pid>/cgroup, in the caller's own cgroup namespace, not from the manager's ControlGroup.)
 func (c *Conn) scopeInfo(ctx context.Context, unit string) (ScopeInfo, error) {
-	info := ScopeInfo{Unit: unit}
-	var cgErr error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		p, err := c.sd.GetUnitTypePropertyContext(ctx, unit, "Scope", "ControlGroup")
-		if err != nil {
-			cgErr = fmt.Errorf("%s: read ControlGroup: %w", unit, err)
-			return
-		}
-		var ok bool
-		if info.ControlGroup, ok = p.Value.Value().(string); !ok {
-			cgErr = fmt.Errorf("%s: ControlGroup is %v, not a string", unit, p.Value)
-		}
-	}()
 	p, err := c.sd.GetUnitPropertyContext(ctx, unit, "InvocationID")
-	<-done
 	if err != nil {
-		return info, fmt.Errorf("%s: read InvocationID: %w", unit, err)
+		return ScopeInfo{}, fmt.Errorf("%s: read InvocationID: %w", unit, err)
 	}
 	id, ok := p.Value.Value().([]byte)
 	if !ok || len(id) != 16 {
-		return info, fmt.Errorf("%s: InvocationID is %v, not 16 bytes", unit, p.Value)
+		return ScopeInfo{}, fmt.Errorf("%s: InvocationID is %v, not 16 bytes", unit, p.Value)
 	}
-	info.InvocationID = hex.EncodeToString(id)
-	return info, cgErr
+	return ScopeInfo{Unit: unit, InvocationID: hex.EncodeToString(id)}, nil
 }
 
 // StopUnit stops unit (job mode "replace") and waits for the job. A unit systemd does not know is

@@ -76,11 +76,12 @@ func TestStartScopeStopUnit(t *testing.T) {
 	if err != nil {
 		t.Fatalf("StartScope: %v\n%s", err, m.Log())
 	}
-	if info.Unit != unit || !hex32.MatchString(info.InvocationID) || info.ControlGroup != "/app.slice/"+unit {
-		t.Errorf("ScopeInfo = %+v; want unit %s, 32 hex digits, /app.slice/%s", info, unit, unit)
+	if info.Unit != unit || !hex32.MatchString(info.InvocationID) {
+		t.Errorf("ScopeInfo = %+v; want unit %s and 32 hex digits", info, unit)
 	}
+	cg := "/app.slice/" + unit // the user manager's default slice
 	// Placed before it runs: the parked process is in the scope while still blocked on its pipe.
-	want := "/" + filepath.Base(m.CgroupV2) + info.ControlGroup
+	want := "/" + filepath.Base(m.CgroupV2) + cg
 	if got := hostCgroup(t, p.PID); got != want {
 		t.Errorf("parked process cgroup (host view) = %q, want %q", got, want)
 	}
@@ -101,8 +102,8 @@ func TestStartScopeStopUnit(t *testing.T) {
 	}
 	// The child's own view, from inside the manager's cgroup namespace.
 	own, err := p.ReleaseAndReport()
-	if err != nil || !strings.Contains(own, "0::"+info.ControlGroup+"\n") {
-		t.Errorf("child sees its cgroup as %q (%v), want 0::%s", own, err, info.ControlGroup)
+	if err != nil || !strings.Contains(own, "0::"+cg+"\n") {
+		t.Errorf("child sees its cgroup as %q (%v), want 0::%s", own, err, cg)
 	}
 	if st, err := c.UnitActive(ctx, unit); err != nil || st != "active" {
 		t.Errorf("UnitActive = %q, %v; want active", st, err)
@@ -114,8 +115,8 @@ func TestStartScopeStopUnit(t *testing.T) {
 	if err := p.Wait(5 * time.Second); err == nil {
 		t.Errorf("worker exited cleanly; want killed by the stop")
 	}
-	if _, err := os.Stat(m.HostCgroup(info.ControlGroup)); !os.IsNotExist(err) {
-		t.Errorf("scope cgroup %s still exists after stop: %v", m.HostCgroup(info.ControlGroup), err)
+	if _, err := os.Stat(m.HostCgroup(cg)); !os.IsNotExist(err) {
+		t.Errorf("scope cgroup %s still exists after stop: %v", m.HostCgroup(cg), err)
 	}
 	if st, err := c.UnitActive(ctx, unit); err != nil || st != "inactive" {
 		t.Errorf("UnitActive after stop = %q, %v; want inactive", st, err)
@@ -178,8 +179,8 @@ func TestStartScopeResetsFailedLeftover(t *testing.T) {
 	if info.InvocationID == oldID || !hex32.MatchString(info.InvocationID) {
 		t.Errorf("InvocationID %q, leftover had %q: want a new one", info.InvocationID, oldID)
 	}
-	if own, err := p.ReleaseAndReport(); err != nil || !strings.Contains(own, "0::"+info.ControlGroup+"\n") {
-		t.Errorf("child sees %q (%v), want 0::%s", own, err, info.ControlGroup)
+	if own, err := p.ReleaseAndReport(); err != nil || !strings.Contains(own, "0::/app.slice/"+unit+"\n") {
+		t.Errorf("child sees %q (%v), want 0::/app.slice/%s", own, err, unit)
 	}
 }
 
@@ -243,7 +244,8 @@ func TestStartScopeAdoptsOutsidePID(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	info, err := c.StartScope(ctx, systemd.ScopeSpec{Unit: randName("outside-") + ".scope", PIDs: []uint32{uint32(cmd.Process.Pid)}})
+	unit := randName("outside-") + ".scope"
+	info, err := c.StartScope(ctx, systemd.ScopeSpec{Unit: unit, PIDs: []uint32{uint32(cmd.Process.Pid)}})
 	if nsDelegate(t) {
 		if err == nil {
 			t.Errorf("nsdelegate host: StartScope of a PID outside the manager's namespace succeeded: %+v", info)
@@ -253,7 +255,7 @@ func TestStartScopeAdoptsOutsidePID(t *testing.T) {
 	if err != nil {
 		t.Fatalf("StartScope of an outside PID failed on a host without nsdelegate: %v", err)
 	}
-	if got, want := hostCgroup(t, cmd.Process.Pid), "/"+filepath.Base(m.CgroupV2)+info.ControlGroup; got != want {
+	if got, want := hostCgroup(t, cmd.Process.Pid), "/"+filepath.Base(m.CgroupV2)+"/app.slice/"+unit; got != want {
 		t.Errorf("outside process now in %q, want %q", got, want)
 	}
 }
@@ -310,8 +312,8 @@ func TestConnectSystemNoBus(t *testing.T) {
 	}
 }
 
-// NoInfo: the scope is made and holds the process (as the process itself sees it), but StartScope does
-// not read InvocationID or ControlGroup back, so only Unit is set.
+// NoInfo: the scope is made and holds the process, but StartScope does not read the InvocationID back,
+// so only Unit is set.
 func TestStartScopeNoInfo(t *testing.T) {
 	m := systemdtest.Start(t)
 	c := connect(t, m)
