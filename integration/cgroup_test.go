@@ -82,12 +82,15 @@ func TestCgroupPlacedBeforeFirstInstruction(t *testing.T) {
 	e := newEnv(t)
 	cases := map[string][]string{
 		"v2 only (clone3 fast path)": nil,
-		"v1 limits (handshake)":      {"--memory", "256M", "--pids", "100", "--cpu-weight", "50", "--cpus", "1.5"},
+		"v1 limits (held at its exec)":      {"--memory", "256M", "--pids", "100", "--cpu-weight", "50", "--cpus", "1.5"},
 	}
 	for name, limits := range cases {
 		t.Run(name, func(t *testing.T) {
 			flags := append([]string{"-p", "b", "--scope", "cgroup", "--cgroup-parent", e.Parent}, limits...)
 			rep, _ := e.with(t).report(flags)
+			if rep.Status["TracerPid"] != "0" {
+				t.Errorf("TracerPid %q: the target runs traced (a held launch must detach first)", rep.Status["TracerPid"])
+			}
 			want := map[string]bool{"0:": true}
 			if limits != nil {
 				for _, h := range []string{"memory", "pids", "cpu"} {

@@ -157,7 +157,7 @@ func report(cg string, checks []string) int {
 	if b, err := os.ReadFile("/proc/self/status"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
 			k, v, ok := strings.Cut(line, ":")
-			if ok && (k == "CapEff" || k == "CapPrm" || k == "NoNewPrivs" || k == "Uid" || k == "Gid" || k == "Cpus_allowed_list") {
+			if ok && (k == "CapEff" || k == "CapPrm" || k == "TracerPid" || k == "NoNewPrivs" || k == "Uid" || k == "Gid" || k == "Cpus_allowed_list") {
 				r.Status[k] = strings.TrimSpace(v)
 			}
 		}

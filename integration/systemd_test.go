@@ -52,6 +52,25 @@ func TestSystemdScopeFromFirstInstruction(t *testing.T) {
 	if _, ok := rep.Env["DBUS_SESSION_BUS_ADDRESS"]; ok {
 		t.Error("the launcher's bus address leaked into the child")
 	}
+	if rep.Status["TracerPid"] != "0" {
+		t.Errorf("TracerPid %q: the target runs traced (a held launch must detach first)", rep.Status["TracerPid"])
+	}
+	// The held path's exit codes: the target's own, 128+N, 127 not found, 126 cannot run.
+	notExec := filepath.Join(t.TempDir(), "script")
+	must(t, os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o600))
+	for _, c := range []struct {
+		argv []string
+		want int
+	}{
+		{[]string{selfBin, "child", "exit", "7"}, 7},
+		{[]string{"sh", "-c", "kill -TERM $$"}, 128 + 15},
+		{[]string{"no-such-command-hlaunch"}, 127},
+		{[]string{notExec}, 126},
+	} {
+		if r := e.sd(m, append([]string{"exec", "-p", "b", "--scope", "systemd", "--user", "--"}, c.argv...)...); r.Code != c.want {
+			t.Errorf("%v: exit %d, want %d (stderr %q)", c.argv, r.Code, c.want, r.Stderr)
+		}
+	}
 
 	// Detached: listed by the manager, stopped through hlaunch, gone afterwards.
 	unit2 := "hermes-worker-kanban-7-run-" + randHex(2)

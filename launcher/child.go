@@ -25,9 +25,10 @@ type childStart struct {
 	attr  syscall.SysProcAttr // session/pgrp settings chosen by the caller
 }
 
-// start starts c placed by p. The fast path is one clone3(CLONE_INTO_CGROUP)+execve of the target; a child
-// that must be held (v1 joins, a scope naming its PID, a sandbox) is started as the init stub and released
-// once placed. It returns the running target.
+// start starts c placed by p. The fast path is one clone3(CLONE_INTO_CGROUP)+execve of the target. A target
+// that must be placed by PID first (v1 joins, a scope naming it) is held by the kernel at its traced exec
+// and detached once placed; a sandboxed one is started as the init stub and released once placed (ADR
+// 0001). It returns the running target (a sandbox's init).
 func (l *Launcher) start(ctx context.Context, spec Spec, id string, p *placement, c childStart) (*handshake.Proc, error) {
 	fd, err := p.cloneFD()
 	if err != nil {
@@ -53,9 +54,26 @@ func (l *Launcher) start(ctx context.Context, spec Spec, id string, p *placement
 		}
 		return proc, nil
 	}
-	if c.sb != nil {
-		c.sb.SysProcAttr(&attr)
+	if c.sb == nil {
+		path, err := handshake.LookPath(c.argv[0], pathOf(c.env))
+		if err != nil {
+			return nil, execError(err)
+		}
+		held, err := handshake.Hold(handshake.Command{Path: path, Args: c.argv, Env: c.env, Dir: c.cwd, Files: files, Sys: &attr, CPUs: l.cfg.ChildCPUs})
+		if err != nil {
+			return nil, execError(err)
+		}
+		if err := p.place(ctx, spec, id, held.Proc.Pid, fd != nil); err != nil {
+			held.Abort()
+			return nil, err
+		}
+		if err := held.Release(); err != nil {
+			held.Abort()
+			return nil, err
+		}
+		return held.Proc, nil
 	}
+	c.sb.SysProcAttr(&attr)
 	// The stub keeps our pin, if any, while it starts (a Go start is cheaper on one CPU) and gives the
 	// target ChildCPUs back itself (handshake.Config.CPUs).
 	child, err := handshake.Start(handshake.Command{Path: l.cfg.Self, Args: []string{l.cfg.Self, handshake.InitArg}, Files: files, Sys: &attr})

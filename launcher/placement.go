@@ -28,13 +28,13 @@ const (
 const scopeTimeout = 10 * time.Second
 
 // placement is where one worker lives. It is decided and created before the child starts; place runs after
-// the child (stub or shim) exists and before it may exec.
+// the child (a held target, the sandbox's stub or a shim) exists and before it may run.
 type placement struct {
 	mode  string
 	group *cgroup.Group // cgroup mode: the worker's own cgroup
 	conn  *systemd.Conn // scoped: the manager that owns the scope (after dialed has been waited for)
 	// dialed, when not nil, delivers conn (or why there is none) from a connect that runs while the child
-	// starts: --scope systemd overlaps the bus handshake with the stub's exec and Go start-up.
+	// starts: --scope systemd overlaps the bus handshake with the child's fork and exec.
 	dialed  chan dialResult
 	unit    string // scoped: "<name>.scope"
 	invID   string // scoped: InvocationID
@@ -128,9 +128,10 @@ type dialResult struct {
 }
 
 // prepareSystemdAsync is prepareSystemd for an explicit --scope systemd, run in the background: the bus
-// connection (two authenticated D-Bus connections in go-systemd) is made while the stub is exec'd and
-// starts up, and place waits for it. Nothing runs unplaced meanwhile: the stub is held on its handshake
-// until place succeeds, and a failed connect aborts it (exit 125, the target never runs). The unit name
+// connection (two authenticated D-Bus connections in go-systemd) is made while the child is forked and
+// exec'd, and place waits for it. Nothing runs unplaced meanwhile: the child is held (at its exec, or the
+// sandbox's stub on its handshake) until place succeeds, and a failed connect aborts it (exit 125, the
+// target never runs). The unit name
 // is still checked first, so a bad --unit starts nothing at all. --scope auto stays synchronous: its
 // fallback depends on the answer.
 func (l *Launcher) prepareSystemdAsync(ctx context.Context, spec Spec) (*placement, error) {
@@ -147,8 +148,8 @@ func (l *Launcher) prepareSystemdAsync(ctx context.Context, spec Spec) (*placeme
 		q, err := l.prepareSystemd(ctx, spec)
 		p.dialed <- dialResult{q, err}
 	}()
-	// Let the dials reach the bus before the stub's fork: a pinned launch has one P, and the fork (a raw
-	// vfork, which keeps the P) and the stub's exec would otherwise run first.
+	// Let the dials reach the bus before the child's fork: a pinned launch has one P, and the fork (a raw
+	// vfork, which keeps the P) and the wait for the child's exec would otherwise run first.
 	runtime.Gosched()
 	return p, nil
 }

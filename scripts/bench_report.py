@@ -73,14 +73,15 @@ small probe programs: an empty Go `main`, the same importing one package) in one
 | the init stub's first decode of its config built encoding/json's caches (0.1 ms cold, 6 µs warm) on the launch path, and the launcher's first encode as much (0.1-0.17 ms) | `internal/handshake` | first a warm-up goroutine in the stub; then the config's own binary encoding (`config_codec.go`), which also fixes argv and environ bytes that are not UTF-8 (JSON turned them into U+FFFD) | warm-up: `exec --scope systemd` 7.99 -> 7.85 ms (pooled), sandbox 6.02 -> 5.54, 5.68 -> 5.48 ms; the encoding: the same within noise |
 | each worker's shim is a Go start on two vCPUs | `launcher` `helperCPUs` | an unpinned launcher (the sidecar) starts the shim on the CPU it runs on and the shim gives the worker the launcher's set | sidecar CPU per spawn at 10 clients 4.75-4.95 -> 4.17-4.37 ms; 375-393 -> 403-435 spawns/s (two alternating runs each) |
 | godbus authenticates in four round trips before `Hello` (the mechanism list, EXTERNAL without its data, DATA, NEGOTIATE_UNIX_FD), on each of go-systemd's two connections; sd-bus does it in one | `internal/systemd` `dialPipelined` | NUL, `AUTH EXTERNAL <uid>` and `BEGIN` in one write, one `OK` line read; godbus's own `Auth` is answered locally (ADR 0003) | `exec --scope systemd` 8.71 -> 8.16 ms (systemd-run 7.46) |
+| the held path (a systemd scope, v1 joins) started hlaunch again as the `__init` stub only to hold the target until it was placed: a second Go start (1.5 ms of CPU, 0.85 ms of wall) and the config's trip | `internal/handshake` `Hold`, `launcher` `start` | the target is started traced; the kernel stops it at its `execve`, before its first instruction; the launcher places it, then detaches (ADR 0001). The stub is left to the sandbox | `exec --scope systemd` 6.31 -> 5.33 ms (pooled, four rounds; systemd-run 6.30); `--scope cgroup --pids 100` 3.83 -> 2.74 ms |
 | (a cost added on purpose) a sandboxed target that was PID 1 ignored SIGTERM, so every `stop` waited out its grace | `internal/handshake` | the stub stays as the namespace's init and forwards signals (ADR 0004); it enables its ten forwarded signals while the parent is still placing it | sandbox +0.2-0.3 ms; enabling all 65 signals after the fork cost +3 ms and was rejected |
 
 Measured and left as they are:
 
 - Go start-up: `hlaunch version` still costs about 0.8 ms over an empty Go program and 1.7 ms over `/bin/true`
   (the runtime, page faults of a 5 MB binary, cobra, go-systemd/godbus). `--scope cgroup` is one Go process
-  and then the target; the held path (sandbox, systemd scope, v1 joins) is two (the CLI and the `__init`
-  stub). That is why `--scope cgroup` stays above bwrap (a small C program) and the sandbox near 2x: what is
+  and then the target, as are the held paths without a sandbox (systemd scope, v1 joins); a sandbox is two
+  (the CLI and the `__init` stub). That is why `--scope cgroup` stays above bwrap (a small C program) and the sandbox near 2x: what is
   left cannot be removed inside the launch path. Options, not taken: a non-Go stub, or building the mount
   namespace on a locked OS thread of the launcher before a plain clone (the fresh `/proc` of the new pid
   namespace must still be mounted from inside it).
@@ -107,7 +108,7 @@ Measured and left as they are:
   needs a non-Go init with the mounts made by the launcher itself (on a locked thread, after `setns` into
   the stub's mount namespace); a user namespace (the non-root sandbox) cannot be entered that way from a
   multi-threaded process, so that path would keep a second implementation.
-- `--scope systemd`, timing marks: the two D-Bus connections of a cold process take 1.5-2 ms (dialled while
+- `--scope systemd`, timing marks (before the held target replaced the stub on this path, row above): the two D-Bus connections of a cold process take 1.5-2 ms (dialled while
   the stub starts), `StartTransientUnit`, its job and the InvocationID/ControlGroup reads 2-2.5 ms,
   releasing the stub 0.6 ms. A prototype that skipped the stub and exec'd the target in place once the
   scope held hlaunch's own PID (as systemd-run does) measured 9.0 ms against systemd-run's 6.8-7.2 ms in the

@@ -1,8 +1,10 @@
 // Package handshake is the start-then-exec protocol between the launcher (parent side, parent.go) and the
 // re-executed init stub (child side, child.go). The protocol itself is in sync.go.
 //
-// It exists because a Go program cannot run code between fork and exec: where the child must be placed
-// (v1 cgroup.procs writes, a systemd scope naming its PID) or must enter a sandbox before the target
-// program's first instruction, the launcher starts its own binary as the stub, places it, and only then
-// lets it exec the target.
+// It exists because a Go program cannot run code between fork and exec. Where the child must be placed
+// first (v1 cgroup.procs writes, a systemd scope naming its PID), Hold (held.go) starts the target traced:
+// the kernel stops it at its execve, before its first instruction, and the parent detaches once it has
+// placed it. Where it must enter a sandbox, which takes code in the new namespaces before the exec, the
+// launcher starts its own binary as the stub, places it, and only then lets it enter the sandbox and exec
+// the target.
 package handshake

@@ -1,0 +1,118 @@
+package handshake
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Held is a target that has been exec'd but has not run its first instruction: it was started traced and
+// sits in the stop the kernel makes at a traced execve. Its parent places it (a scope naming its PID, v1
+// cgroup.procs writes) and then releases it. No stub is started: a held launch without a sandbox does not
+// pay the stub's Go start-up (ADR 0001, ADR 0006).
+//
+// The tracer is the thread that forked, so Hold locks the calling goroutine to its thread until Release or
+// Abort, which must be called from the same goroutine. Once Hold returns, the parent's death kills the
+// child before it can run (PTRACE_O_EXITKILL).
+type Held struct {
+	Proc *Proc
+	done bool
+}
+
+// Hold starts c (Path already looked up) traced and returns once its execve has succeeded and it is stopped
+// before the program's first instruction. Exec errors are returned as Spawn returns them; on any error no
+// child is left.
+func Hold(c Command) (*Held, error) {
+	runtime.LockOSThread()
+	sys := syscall.SysProcAttr{}
+	if c.Sys != nil {
+		sys = *c.Sys
+	}
+	sys.Ptrace = true
+	c.Sys = &sys
+	proc, err := Spawn(c)
+	if err != nil {
+		runtime.UnlockOSThread()
+		return nil, err
+	}
+	h := &Held{Proc: proc}
+	if err := h.awaitExec(); err != nil {
+		h.Abort()
+		return nil, err
+	}
+	return h, nil
+}
+
+// awaitExec waits for the stop at the exec and makes our death fatal to the child. A signal that reached
+// the child before its exec (a terminal's ^C to its process group) is passed on as it would have been
+// untraced; stop signals are dropped, since a traced child cannot be left in a group stop.
+func (h *Held) awaitExec() error {
+	for {
+		var ws syscall.WaitStatus
+		_, err := syscall.Wait4(h.Proc.Pid, &ws, 0, nil)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("wait for held child %d: %w", h.Proc.Pid, err)
+		}
+		if !ws.Stopped() {
+			h.Proc.reaped = true // a signal passed on below ended it
+			return fmt.Errorf("%w: the child ended before its exec (%s)", ErrFailed, describe(ws))
+		}
+		sig := ws.StopSignal()
+		if sig == syscall.SIGTRAP {
+			// The kernel sends SIGKILL to a tracee with this option before it detaches a dying
+			// tracer's tracees, so the target cannot run unplaced once this call has returned.
+			if err := syscall.PtraceSetOptions(h.Proc.Pid, unix.PTRACE_O_EXITKILL); err != nil {
+				return fmt.Errorf("ptrace(SETOPTIONS) %d: %w", h.Proc.Pid, err)
+			}
+			return nil
+		}
+		switch sig {
+		case syscall.SIGSTOP, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU:
+			sig = 0
+		}
+		if err := syscall.PtraceCont(h.Proc.Pid, int(sig)); err != nil {
+			return fmt.Errorf("ptrace(CONT) %d: %w", h.Proc.Pid, err)
+		}
+	}
+}
+
+// Release lets the target run: the tracer detaches and the exec's SIGTRAP is dropped. If the detach fails,
+// the child is killed and reaped instead.
+func (h *Held) Release() error {
+	if h.done {
+		return errors.New("handshake: held child released twice")
+	}
+	if err := syscall.PtraceDetach(h.Proc.Pid); err != nil {
+		h.Abort()
+		return fmt.Errorf("ptrace(DETACH) %d: %w", h.Proc.Pid, err)
+	}
+	h.done = true
+	runtime.UnlockOSThread()
+	return nil
+}
+
+// Abort kills a held child that will not be released and reaps it: it never runs an instruction of the
+// target.
+func (h *Held) Abort() {
+	if h.done {
+		return
+	}
+	h.done = true
+	defer runtime.UnlockOSThread()
+	if h.Proc.Signal(syscall.SIGKILL) == nil {
+		_, _ = h.Proc.Wait()
+	}
+}
+
+func describe(ws syscall.WaitStatus) string {
+	if ws.Signaled() {
+		return "killed by " + ws.Signal().String()
+	}
+	return fmt.Sprintf("exit status %d", ws.ExitStatus())
+}
