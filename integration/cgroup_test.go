@@ -81,8 +81,8 @@ func TestCgroupPlacedBeforeFirstInstruction(t *testing.T) {
 	requireCgroup2(t)
 	e := newEnv(t)
 	cases := map[string][]string{
-		"v2 only (clone3 fast path)": nil,
-		"v1 limits (held at its exec)":      {"--memory", "256M", "--pids", "100", "--cpu-weight", "50", "--cpus", "1.5"},
+		"v2 only (clone3 fast path)":   nil,
+		"v1 limits (held at its exec)": {"--memory", "256M", "--pids", "100", "--cpu-weight", "50", "--cpus", "1.5"},
 	}
 	for name, limits := range cases {
 		t.Run(name, func(t *testing.T) {
