@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -354,5 +355,42 @@ func TestWorkerInheritsOnlyStdio(t *testing.T) {
 	must(t, json.Unmarshal(b, &rep))
 	if fmt.Sprint(rep.FDs) != want {
 		t.Errorf("detached worker has descriptors %v, want %s", rep.FDs, want)
+	}
+}
+
+// Under `strace -f` the kernel refuses to trace the held target a second time (PTRACE_TRACEME gives
+// EPERM): the launch falls back to the init stub and the target is still placed before it runs.
+func TestHeldLaunchUnderStrace(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	strace, err := exec.LookPath("strace")
+	if err != nil {
+		t.Skip("strace is not installed (apt-get install strace)")
+	}
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	args := []string{"-f", "-o", "/dev/null", hlaunchBin, "--root", e.Root, "--state-dir", e.State, "exec", "-p", "b",
+		"--scope", "cgroup", "--cgroup-parent", e.Parent, "--pids", "100", "--", selfBin, "child", "report"}
+	cmd := exec.CommandContext(ctx, strace, args...)
+	cmd.Env = e.Launcher
+	r := runResult(t, cmd)
+	if r.Code != 0 {
+		t.Fatalf("strace -f hlaunch exec: exit %d\nstderr: %s", r.Code, r.Stderr)
+	}
+	var rep childReport
+	must(t, json.Unmarshal([]byte(r.Stdout), &rep))
+	var v2, pids string
+	for _, line := range rep.Cgroup {
+		parts := strings.SplitN(line, ":", 3)
+		switch parts[1] {
+		case "":
+			v2 = parts[2]
+		case "pids":
+			pids = parts[2]
+		}
+	}
+	if !strings.HasPrefix(v2, "/"+e.Parent+"/w-") || pids != v2 {
+		t.Fatalf("first cgroup read: v2 %q, pids %q; want the same worker cgroup under %s", v2, pids, e.Parent)
 	}
 }

@@ -59,21 +59,15 @@ func (l *Launcher) start(ctx context.Context, spec Spec, id string, p *placement
 		if err != nil {
 			return nil, execError(err)
 		}
-		held, err := handshake.Hold(handshake.Command{Path: path, Args: c.argv, Env: c.env, Dir: c.cwd, Files: files, Sys: &attr, CPUs: l.cfg.ChildCPUs})
-		if err != nil {
-			return nil, execError(err)
+		proc, err := l.startHeld(ctx, spec, id, p, handshake.Command{Path: path, Args: c.argv, Env: c.env, Dir: c.cwd, Files: files, Sys: &attr, CPUs: l.cfg.ChildCPUs}, fd != nil)
+		if !errors.Is(err, handshake.ErrNotHeld) {
+			return proc, err
 		}
-		if err := p.place(ctx, spec, id, held.Proc.Pid, fd != nil); err != nil {
-			held.Abort()
-			return nil, err
-		}
-		if err := held.Release(); err != nil {
-			held.Abort()
-			return nil, err
-		}
-		return held.Proc, nil
+		// The kernel will not trace it (hlaunch runs under strace -f or a debugger, or ptrace is
+		// restricted): the stub holds it instead, as slowly as before.
+	} else {
+		c.sb.SysProcAttr(&attr)
 	}
-	c.sb.SysProcAttr(&attr)
 	// The stub keeps our pin, if any, while it starts (a Go start is cheaper on one CPU) and gives the
 	// target ChildCPUs back itself (handshake.Config.CPUs).
 	child, err := handshake.Start(handshake.Command{Path: l.cfg.Self, Args: []string{l.cfg.Self, handshake.InitArg}, Files: files, Sys: &attr})
@@ -132,4 +126,24 @@ func (l *Launcher) helperCPUs() (pin, cpus affinity.Set) {
 		return affinity.Set{}, affinity.Set{}
 	}
 	return pin, cpus
+}
+
+// startHeld starts cmd held at its exec (handshake.Hold), places it and lets it run. It returns an error
+// wrapping handshake.ErrNotHeld, with nothing started, when the kernel refuses to hold it.
+func (l *Launcher) startHeld(ctx context.Context, spec Spec, id string, p *placement, cmd handshake.Command, cloned bool) (*handshake.Proc, error) {
+	held, err := handshake.Hold(cmd)
+	if errors.Is(err, handshake.ErrNotHeld) {
+		return nil, err
+	}
+	if err != nil {
+		return nil, execError(err)
+	}
+	if err := p.place(ctx, spec, id, held.Proc.Pid, cloned); err != nil {
+		held.Abort()
+		return nil, err
+	}
+	if err := held.Release(); err != nil {
+		return nil, err
+	}
+	return held.Proc, nil
 }

@@ -22,9 +22,15 @@ type Held struct {
 	done bool
 }
 
+// ErrNotHeld says that the kernel refused to trace the child (EPERM from PTRACE_TRACEME: the caller is
+// traced itself with its children followed, as under `strace -f`, or ptrace is restricted by Yama or
+// seccomp). Nothing was started; the caller holds the child another way. An execve that fails with EPERM
+// gives the same error, and the other way then reports it.
+var ErrNotHeld = errors.New("the kernel refused to hold the child at its exec")
+
 // Hold starts c (Path already looked up) traced and returns once its execve has succeeded and it is stopped
-// before the program's first instruction. Exec errors are returned as Spawn returns them; on any error no
-// child is left.
+// before the program's first instruction. Exec errors are returned as Spawn returns them, EPERM wrapped
+// with ErrNotHeld; on any error no child is left.
 func Hold(c Command) (*Held, error) {
 	runtime.LockOSThread()
 	sys := syscall.SysProcAttr{}
@@ -36,6 +42,9 @@ func Hold(c Command) (*Held, error) {
 	proc, err := Spawn(c)
 	if err != nil {
 		runtime.UnlockOSThread()
+		if errors.Is(err, syscall.EPERM) {
+			return nil, fmt.Errorf("%w: %w", ErrNotHeld, err)
+		}
 		return nil, err
 	}
 	h := &Held{Proc: proc}

@@ -111,7 +111,7 @@ func TestHoldExecErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	for path, want := range map[string]error{plain: unix.EACCES, filepath.Join(dir, "none"): unix.ENOENT} {
-		if h, err := Hold(Command{Path: path, Args: []string{path}}); !errors.Is(err, want) {
+		if h, err := Hold(Command{Path: path, Args: []string{path}}); !errors.Is(err, want) || errors.Is(err, ErrNotHeld) {
 			t.Errorf("Hold(%s) = %v, %v; want %v", path, h, err, want)
 		}
 	}
