@@ -86,6 +86,9 @@ func authExternal(ctx context.Context, c net.Conn) (string, error) {
 type saslDone struct {
 	net.Conn
 	guid string
+	// in reads the socket from BEGIN on, a whole message at a time (godbus panics on a read that fails
+	// inside one).
+	in *frames
 
 	mu      sync.Mutex
 	begun   bool
@@ -148,12 +151,16 @@ func (s *saslDone) answer(line []byte) bool {
 
 func (s *saslDone) reply(line string) { s.replies = append(s.replies, line+"\r\n"...) }
 
-// Read returns the local answers while the conversation lasts, then reads the socket.
+// Read returns the local answers while the conversation lasts, then the socket's messages, whole.
 func (s *saslDone) Read(p []byte) (int, error) {
 	s.mu.Lock()
 	if s.begun && len(s.replies) == 0 {
+		if s.in == nil {
+			s.in = newFrames(s.Conn)
+		}
+		in := s.in
 		s.mu.Unlock()
-		return s.Conn.Read(p)
+		return in.Read(p)
 	}
 	defer s.mu.Unlock()
 	if len(s.replies) == 0 {

@@ -2,8 +2,11 @@ package systemd
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/hex"
+	"io"
 	"net"
 	"os"
 	"strconv"
@@ -121,5 +124,90 @@ func TestSaslDoneLines(t *testing.T) {
 	// Nothing was asked: a read is an error, not a wait on the socket.
 	if _, err := s.Read(make([]byte, 8)); err == nil {
 		t.Error("a read with no question pending succeeded")
+	}
+}
+
+// authedPair is a godbus connection over saslDone whose bus side is server, past authentication.
+func authedPair(t *testing.T) (*godbus.Conn, net.Conn) {
+	t.Helper()
+	client, server := net.Pipe()
+	conn, err := godbus.NewConn(&saslDone{Conn: client, guid: "feedface"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Auth([]godbus.Auth{godbus.AuthExternal(strconv.Itoa(os.Geteuid()))}); err != nil {
+		t.Fatal(err)
+	}
+	return conn, server
+}
+
+// signalMessage is a JobRemoved-like signal in the wire format whose header fields never end on an 8-byte
+// boundary (whatever order godbus writes them in: each field's end is chosen so), so padding comes
+// before the body.
+func signalMessage(t *testing.T) []byte {
+	t.Helper()
+	msg := &godbus.Message{Type: godbus.TypeSignal, Headers: map[godbus.HeaderField]godbus.Variant{
+		godbus.FieldPath:      godbus.MakeVariant(godbus.ObjectPath("/org/freedesktop/systemd1")),
+		godbus.FieldInterface: godbus.MakeVariant("org.freedesktop.systemd1.Manager"),
+		godbus.FieldMember:    godbus.MakeVariant("JobRemoved"),
+		godbus.FieldSignature: godbus.MakeVariant(godbus.SignatureOf(uint32(0), "", "")),
+	}, Body: []any{uint32(7), "done", "x"}}
+	var b bytes.Buffer
+	if err := msg.EncodeTo(&b, binary.LittleEndian); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// Closing a connection while a message is arriving must not crash the process. godbus decodes straight
+// from the transport and panics when a read fails inside a message (its decoder's align outside any
+// recover); the sidecar, which closes each launch's connections while the manager broadcasts JobRemoved
+// for other launches' jobs, died of it under load. saslDone hands godbus whole messages only.
+func TestCloseDuringAMessage(t *testing.T) {
+	msg := signalMessage(t)
+	hlen := int(binary.LittleEndian.Uint32(msg[12:16]))
+	if (16+hlen)%8 == 0 {
+		t.Fatalf("test message needs padding after its header fields (%d bytes)", hlen)
+	}
+	conn, server := authedPair(t)
+	defer server.Close()
+	// Everything up to the padding after the header fields: a byte-by-byte decoder now waits for the rest.
+	_ = server.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	if _, err := server.Write(msg[:16+hlen]); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond) // let godbus's reader get that far
+	conn.Close()
+	time.Sleep(50 * time.Millisecond) // a panic in the reader goroutine ends the test binary here
+}
+
+// Whole messages pass through unchanged, one after another, and a message cut short is an error before
+// any of its bytes is handed on.
+func TestFramesWholeMessages(t *testing.T) {
+	msg := signalMessage(t)
+	client, server := net.Pipe()
+	f := newFrames(client)
+	go func() {
+		_, _ = server.Write(append(append([]byte{}, msg...), msg...))
+		_, _ = server.Write(msg[:20])
+		server.Close()
+	}()
+	for i := range 2 {
+		got := make([]byte, len(msg))
+		if _, err := io.ReadFull(f, got); err != nil || !bytes.Equal(got, msg) {
+			t.Fatalf("message %d: %q, %v; want %q", i, got, err, msg)
+		}
+	}
+	if n, err := f.Read(make([]byte, 64)); n != 0 || err == nil {
+		t.Fatalf("cut message: read %d bytes, %v; want 0 and an error", n, err)
+	}
+	// A length beyond the protocol's maximum is refused without reading on.
+	huge := append([]byte{}, msg[:16]...)
+	binary.LittleEndian.PutUint32(huge[4:8], 1<<28)
+	if _, err := readMessage(bytes.NewReader(huge)); err == nil {
+		t.Fatal("a 256 MiB message was accepted")
+	}
+	if _, err := readMessage(bytes.NewReader(append([]byte{'x'}, msg[1:]...))); err == nil {
+		t.Fatal("a bad byte-order mark was accepted")
 	}
 }
