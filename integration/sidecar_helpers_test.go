@@ -85,18 +85,25 @@ func startSidecarProc(t *testing.T, e *env, sock string, extra ...string) *scPro
 			t.Logf("sidecar pid %d output:\n%s", p.cmd.Process.Pid, p.log.String())
 		}
 	})
+	p.waitReady()
+	return p
+}
+
+// waitReady waits until the sidecar answers /v1/health; it fails the test if it exits or takes 15 s.
+func (p *scProc) waitReady() {
+	p.t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		if st, _ := p.do("GET", "/v1/health", ""); st == 200 {
-			return p
+			return
 		}
 		select {
 		case <-p.done:
-			t.Fatalf("sidecar exited before answering: %s", p.log.String())
+			p.t.Fatalf("sidecar exited before answering: %s", p.log.String())
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("sidecar did not answer within 15s: %s", p.log.String())
+			p.t.Fatalf("sidecar did not answer within 15s: %s", p.log.String())
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

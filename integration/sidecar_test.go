@@ -4,18 +4,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/hlaunch/hlaunch/internal/schematest"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/hlaunch/hlaunch/internal/schematest"
 	"github.com/hlaunch/hlaunch/internal/systemd/systemdtest"
 )
 
@@ -492,6 +493,74 @@ print(json.dumps(out))
 		if v, ok := a.Env[name]; ok {
 			t.Errorf("profile a child has %s=%q", name, v)
 		}
+	}
+}
+
+// A sidecar keeps one connection pair to its manager for all its spawns (launcher.Config.KeepBus): the
+// bus lists the same two connections of the sidecar's process after each round of spawns, where a
+// launcher that dials per launch has closed its own by then. When the bus goes away (its daemon is
+// killed; the manager's socket starts a new one), the next spawn dials again.
+func TestSidecarKeepsItsBusConnections(t *testing.T) {
+	requireRoot(t)
+	m := systemdtest.Start(t)
+	e := newEnv(t)
+	p := startScopeSidecar(t, m, e)
+	p.waitReady()
+	conns := func() []string {
+		t.Helper()
+		cmd := m.Command(context.Background(), "busctl", "--user", "list", "--unique", "--no-legend", "--no-pager")
+		b, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("busctl --user list: %v", err)
+		}
+		var names []string
+		for _, l := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(l); len(f) > 1 && f[1] == strconv.Itoa(p.cmd.Process.Pid) {
+				names = append(names, f[0])
+			}
+		}
+		slices.Sort(names)
+		return names
+	}
+	var first []string
+	for round := range 2 {
+		for range 3 {
+			var rc receipt
+			p.mustDo("POST", "/v1/workers", scSpec("b", "true"), 201, &rc)
+			if rc.Mode != "scoped" {
+				t.Fatalf("spawn: mode %q, want scoped", rc.Mode)
+			}
+		}
+		got := conns()
+		if len(got) != 2 {
+			t.Fatalf("round %d: the sidecar (pid %d) holds bus connections %v, want its two kept ones", round, p.cmd.Process.Pid, got)
+		}
+		if round == 0 {
+			first = got
+		} else if !slices.Equal(got, first) {
+			t.Fatalf("the sidecar's bus connections changed between spawns: %v, then %v", first, got)
+		}
+	}
+	// The bus daemon (a process of this test's manager) dies: the kept connections are lost.
+	pid, err := m.Show(context.Background(), "dbus.service", "MainPID")
+	if err != nil || pid == "" || pid == "0" {
+		t.Fatalf("dbus.service MainPID %q: %v", pid, err)
+	}
+	n, _ := strconv.Atoi(pid)
+	must(t, syscall.Kill(n, syscall.SIGKILL))
+	deadline := time.Now().Add(10 * time.Second)
+	for alive(n) {
+		if time.Now().After(deadline) {
+			t.Fatalf("bus daemon %d still alive", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// A spawn on the lost connections would fail; it succeeds on two new ones (the new daemon numbers its
+	// connections from :1.0 again, so the names say nothing).
+	var rc receipt
+	p.mustDo("POST", "/v1/workers", scSpec("b", "true"), 201, &rc)
+	if got := conns(); len(got) != 2 {
+		t.Fatalf("after the bus restarted: the sidecar holds bus connections %v, want two", got)
 	}
 }
 

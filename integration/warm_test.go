@@ -208,23 +208,7 @@ func TestSidecarWarmScopes(t *testing.T) {
 	m := systemdtest.Start(t)
 	e := newEnv(t)
 	ctx := context.Background()
-	sock := filepath.Join(scSocketDir(t), "s.sock")
-	p := &scProc{t: t, e: e, sock: sock, log: &scBuffer{}, client: scUnixClient(sock), done: make(chan struct{})}
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	p.cmd = m.Command(cctx, hlaunchBin, "--root", e.Root, "--state-dir", e.State, "sidecar", "--socket", sock,
-		"--scope", "systemd", "--user", "--require-scope", "--warm", "2", "--poll-interval", "20ms")
-	p.cmd.Env = append(append([]string{}, e.Launcher...), m.Env()...)
-	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
-	p.cmd.Cancel = func() error { return p.cmd.Process.Signal(syscall.SIGTERM) }
-	must(t, p.cmd.Start())
-	go func() { _ = p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		p.stop()
-		if t.Failed() {
-			t.Logf("sidecar output:\n%s\nmanager log:\n%s", p.log.String(), m.Log())
-		}
-	})
+	p := startScopeSidecar(t, m, e, "--warm", "2")
 	listWarm := func() []string {
 		out, _ := m.Systemctl(ctx, "list-units", "--type=scope", "--state=active", "--no-legend")
 		return warmScopeRE.FindAllString(out, -1)
@@ -268,4 +252,29 @@ func TestSidecarWarmScopes(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// startScopeSidecar starts `hlaunch sidecar --scope systemd --user --require-scope` with extra flags under
+// the test manager m; it is stopped (SIGTERM) when the test ends.
+func startScopeSidecar(t *testing.T, m *systemdtest.Manager, e *env, extra ...string) *scProc {
+	t.Helper()
+	sock := filepath.Join(scSocketDir(t), "s.sock")
+	p := &scProc{t: t, e: e, sock: sock, log: &scBuffer{}, client: scUnixClient(sock), done: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	args := append([]string{"--root", e.Root, "--state-dir", e.State, "sidecar", "--socket", sock,
+		"--scope", "systemd", "--user", "--require-scope", "--poll-interval", "20ms"}, extra...)
+	p.cmd = m.Command(ctx, hlaunchBin, args...)
+	p.cmd.Env = append(append([]string{}, e.Launcher...), m.Env()...)
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	p.cmd.Cancel = func() error { return p.cmd.Process.Signal(syscall.SIGTERM) }
+	must(t, p.cmd.Start())
+	go func() { _ = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		p.stop()
+		cancel()
+		if t.Failed() {
+			t.Logf("sidecar output:\n%s\nmanager log:\n%s", p.log.String(), m.Log())
+		}
+	})
+	return p
 }

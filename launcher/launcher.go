@@ -42,6 +42,10 @@ type Config struct {
 	// CPU) and give the target this set. Zero: targets get the caller's set, and the shim is started on
 	// the caller's current CPU and gives its target the caller's set (helperCPUs).
 	ChildCPUs affinity.Set
+	// KeepBus makes the launcher keep its systemd manager connections open and share them between
+	// launches (a long-lived caller such as the sidecar) instead of dialling two per launch and closing
+	// them after it; a lost connection is dialled again by the next launch. Close closes them.
+	KeepBus bool
 }
 
 // Stdio are the foreground child's standard streams; nil fields mean /dev/null.
@@ -61,4 +65,14 @@ type Launcher struct {
 	state   string        // state directory
 	ledger  string        // ledger directory
 	src     fingerprint.Sources
+	buses   *buses // kept manager connections (Config.KeepBus); nil dials per launch
+}
+
+// Close releases what the launcher keeps open between launches (Config.KeepBus); workers are not
+// touched. A launch after Close dials again.
+func (l *Launcher) Close() error {
+	if l.buses != nil {
+		l.buses.close()
+	}
+	return nil
 }

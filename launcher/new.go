@@ -60,6 +60,9 @@ func New(cfg Config) (*Launcher, error) {
 	if !utf8.ValidString(l.ledger) {
 		return nil, fmt.Errorf("%w: --ledger-dir %q is not UTF-8", ErrInvalid, l.ledger)
 	}
+	if cfg.KeepBus {
+		l.buses = &buses{}
+	}
 	l.host, l.hostErr = cgroup.Detect()
 	l.src = fingerprint.Sources{}
 	if l.host != nil {

@@ -33,6 +33,8 @@ type placement struct {
 	mode  string
 	group *cgroup.Group // cgroup mode: the worker's own cgroup
 	conn  *systemd.Conn // scoped: the manager that owns the scope (after dialed has been waited for)
+	// sharedConn: conn is the launcher's kept connection (Config.KeepBus), not closed with the placement.
+	sharedConn bool
 	// dialed, when not nil, delivers conn (or why there is none) from a connect that runs while the child
 	// starts: --scope systemd overlaps the bus handshake with the child's fork and exec.
 	dialed  chan dialResult
@@ -106,15 +108,21 @@ func (l *Launcher) prepareSystemd(ctx context.Context, spec Spec) (*placement, e
 	}
 	cctx, cancel := context.WithTimeout(ctx, scopeTimeout)
 	defer cancel()
-	conn, err := systemd.Connect(cctx, systemd.ConnectOptions{
-		User:   spec.UserManager || os.Geteuid() != 0,
-		UID:    os.Geteuid(),
-		Getenv: envLookup(l.cfg.Environ),
-	})
+	user := spec.UserManager || os.Geteuid() != 0
+	dial := func(ctx context.Context) (*systemd.Conn, error) {
+		return systemd.Connect(ctx, systemd.ConnectOptions{User: user, UID: os.Geteuid(), Getenv: envLookup(l.cfg.Environ)})
+	}
+	var conn *systemd.Conn
+	var err error
+	if l.buses != nil {
+		conn, err = l.buses.get(cctx, user, dial)
+	} else {
+		conn, err = dial(cctx)
+	}
 	if err != nil {
 		return nil, err
 	}
-	p := &placement{mode: ModeScoped, conn: conn, limits: spec.Limits, host: l.host}
+	p := &placement{mode: ModeScoped, conn: conn, sharedConn: l.buses != nil, limits: spec.Limits, host: l.host}
 	if l.host != nil {
 		p.unified = l.host.Unified
 	}
@@ -164,7 +172,7 @@ func (p *placement) await() error {
 	if r.err != nil {
 		return r.err
 	}
-	p.conn = r.p.conn
+	p.conn, p.sharedConn = r.p.conn, r.p.sharedConn
 	return nil
 }
 
@@ -322,7 +330,7 @@ func (p *placement) release(ctx context.Context) {
 			_ = p.conn.StopUnit(sctx, p.unit)
 			cancel()
 		}
-		p.conn.Close()
+		p.closeConn()
 	}
 }
 
@@ -330,8 +338,16 @@ func (p *placement) release(ctx context.Context) {
 func (p *placement) close() {
 	_ = p.await()
 	if p.conn != nil {
+		p.closeConn()
+	}
+}
+
+// closeConn closes the placement's own bus connection; a kept one stays open for the next launch.
+func (p *placement) closeConn() {
+	if !p.sharedConn {
 		p.conn.Close()
 	}
+	p.conn = nil
 }
 
 // scopeEmpty reports whether events (a scope's cgroup.events) exists and says "populated 0".

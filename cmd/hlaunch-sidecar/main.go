@@ -163,6 +163,7 @@ func (f *sidecarFlags) run(cmd *cobra.Command) error {
 		Hide:       hide,
 		Self:       self,
 		WorkerLogs: true, // every worker without a log of its own gets one (docs/sidecar.md)
+		KeepBus:    true, // one connection pair to the manager for every spawn, not two dials per spawn
 		Defaults: launcher.Spec{
 			Scope:        f.scope,
 			CgroupParent: f.cgroupParent,
@@ -175,6 +176,7 @@ func (f *sidecarFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	defer l.Close()
 	srv, err := sidecar.New(sidecar.Config{
 		Socket:       f.socket,
 		SocketGroup:  f.socketGroup,

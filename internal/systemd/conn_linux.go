@@ -183,6 +183,10 @@ func dial(ctx context.Context, addr string, hello bool) (*godbus.Conn, *godbus.C
 	return c, h, nil
 }
 
+// Connected reports whether both of the connection's sockets are still open (the manager or the bus did
+// not go away).
+func (c *Conn) Connected() bool { return c.sd.Connected() }
+
 // Bus says where the connection went: a socket path, or "system" for the system bus.
 func (c *Conn) Bus() string { return c.bus }
 
