@@ -43,23 +43,20 @@ func (l *Launcher) start(ctx context.Context, spec Spec, id string, p *placement
 		attr.CgroupFD = int(fd.Fd())
 	}
 	files := []*os.File{c.stdio.Stdin, c.stdio.Stdout, c.stdio.Stderr}
-	if !p.needsHold(fd != nil) && c.sb == nil {
-		path, err := handshake.LookPath(c.argv[0], pathOf(c.env))
-		if err != nil {
-			return nil, execError(err)
-		}
-		proc, err := handshake.Spawn(handshake.Command{Path: path, Args: c.argv, Env: c.env, Dir: c.cwd, Files: files, Sys: &attr, CPUs: l.cfg.ChildCPUs})
-		if err != nil {
-			return nil, execError(err)
-		}
-		return proc, nil
-	}
 	if c.sb == nil {
 		path, err := handshake.LookPath(c.argv[0], pathOf(c.env))
 		if err != nil {
 			return nil, execError(err)
 		}
-		proc, err := l.startHeld(ctx, spec, id, p, handshake.Command{Path: path, Args: c.argv, Env: c.env, Dir: c.cwd, Files: files, Sys: &attr, CPUs: l.cfg.ChildCPUs}, fd != nil)
+		cmd := handshake.Command{Path: path, Args: c.argv, Env: c.env, Dir: c.cwd, Files: files, Sys: &attr, CPUs: l.cfg.ChildCPUs}
+		if !p.needsHold(fd != nil) {
+			proc, err := handshake.Spawn(cmd)
+			if err != nil {
+				return nil, execError(err)
+			}
+			return proc, nil
+		}
+		proc, err := l.startHeld(ctx, spec, id, p, cmd, fd != nil)
 		if !errors.Is(err, handshake.ErrNotHeld) {
 			return proc, err
 		}
