@@ -22,10 +22,12 @@ type Held struct {
 	done bool
 }
 
-// ErrNotHeld says that the kernel refused to trace the child (EPERM from PTRACE_TRACEME: the caller is
-// traced itself with its children followed, as under `strace -f`, or ptrace is restricted by Yama or
-// seccomp). Nothing was started; the caller holds the child another way. An execve that fails with EPERM
-// gives the same error, and the other way then reports it.
+// ErrNotHeld says that Hold cannot hold this child: the calling thread lacks CAP_SYS_PTRACE (the kernel
+// does not honour set-user-ID bits or file capabilities at an exec traced by a tracer without it, so a
+// held `sudo` or `ping` would run unprivileged), or the kernel refused to trace it (EPERM from
+// PTRACE_TRACEME: the caller is traced itself with its children followed, as under `strace -f`, or ptrace
+// is restricted by Yama or seccomp). Nothing was started; the caller holds the child another way. An
+// execve that fails with EPERM gives the same error, and the other way then reports it.
 var ErrNotHeld = errors.New("the kernel refused to hold the child at its exec")
 
 // Hold starts c (Path already looked up) traced and returns once its execve has succeeded and it is stopped
@@ -33,6 +35,10 @@ var ErrNotHeld = errors.New("the kernel refused to hold the child at its exec")
 // with ErrNotHeld; on any error no child is left.
 func Hold(c Command) (*Held, error) {
 	runtime.LockOSThread()
+	if ok, err := canTraceExec(); !ok {
+		runtime.UnlockOSThread()
+		return nil, fmt.Errorf("%w: no CAP_SYS_PTRACE (%v)", ErrNotHeld, err)
+	}
 	sys := syscall.SysProcAttr{}
 	if c.Sys != nil {
 		sys = *c.Sys
@@ -117,6 +123,17 @@ func (h *Held) Abort() {
 	if h.Proc.Signal(syscall.SIGKILL) == nil {
 		_, _ = h.Proc.Wait()
 	}
+}
+
+// canTraceExec reports whether the calling thread (the tracer-to-be) has CAP_SYS_PTRACE in its effective
+// set, which a traced exec needs to keep the program's set-user-ID and file capabilities.
+func canTraceExec() (bool, error) {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return false, fmt.Errorf("capget: %w", err)
+	}
+	return data[unix.CAP_SYS_PTRACE/32].Effective&(1<<(unix.CAP_SYS_PTRACE%32)) != 0, nil
 }
 
 func describe(ws syscall.WaitStatus) string {

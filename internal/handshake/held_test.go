@@ -170,3 +170,90 @@ func TestHoldParentDies(t *testing.T) {
 		t.Fatal("the held target ran after its parent died")
 	}
 }
+
+// Environment switches of the test binary for TestHoldKeepsSetuid.
+const (
+	holdSetuidEnv = "HLAUNCH_TEST_HOLD_SETUID" // act as an unprivileged launcher holding this setuid program
+	printEUIDEnv  = "HLAUNCH_TEST_PRINT_EUID"  // print the effective uid and exit
+)
+
+func init() {
+	// Runs before TestMain's own switches: the setuid copy of the test binary only reports.
+	if os.Getenv(printEUIDEnv) != "" {
+		os.Stdout.WriteString("euid " + strconv.Itoa(os.Geteuid()) + "\n")
+		os.Exit(0)
+	}
+	if prog := os.Getenv(holdSetuidEnv); prog != "" {
+		os.Exit(holdSetuidMain(prog))
+	}
+}
+
+// holdSetuidMain holds prog (a set-user-ID root program) as an unprivileged caller and lets it report its
+// effective uid; "refused" when Hold says it cannot hold it.
+func holdSetuidMain(prog string) int {
+	env := []string{printEUIDEnv + "=1"}
+	h, err := Hold(Command{Path: prog, Args: []string{prog}, Env: env, Files: []*os.File{nil, os.Stdout, os.Stderr}})
+	if errors.Is(err, ErrNotHeld) {
+		os.Stdout.WriteString("refused\n")
+		return 0
+	}
+	if err == nil {
+		err = h.Release()
+	}
+	if err != nil {
+		os.Stderr.WriteString(err.Error() + "\n")
+		return 1
+	}
+	if _, err := h.Proc.Wait(); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// A held exec must never run a program with less than a plain exec gives it. The kernel ignores the
+// set-user-ID bit at an exec traced by a tracer without CAP_SYS_PTRACE, so an unprivileged caller's Hold
+// refuses (ErrNotHeld; the launcher then uses the init stub) instead of starting a `sudo` that is not root.
+func TestHoldKeepsSetuid(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to make a set-user-ID root program and to become nobody")
+	}
+	dir, err := os.MkdirTemp("", "hlaunch-hold-setuid-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.Chmod(dir, 0o755))
+	self, err := os.Executable()
+	must(err)
+	data, err := os.ReadFile(self)
+	must(err)
+	// Two copies of this test binary, readable by nobody: the unprivileged launcher, and the set-user-ID
+	// root program it holds.
+	launcher := filepath.Join(dir, "launcher")
+	must(os.WriteFile(launcher, data, 0o755))
+	prog := filepath.Join(dir, "report-euid")
+	must(os.WriteFile(prog, data, 0o755))
+	must(os.Chmod(prog, 0o755|os.ModeSetuid)) // owned by root: set-user-ID root
+	nobody := &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, NoSetGroups: true}}
+	// Untraced, the bit works on this filesystem (else the check below would prove nothing).
+	plain := exec.Command(prog)
+	plain.Env = []string{printEUIDEnv + "=1"}
+	plain.SysProcAttr = nobody
+	out, err := plain.Output()
+	if err != nil || strings.TrimSpace(string(out)) != "euid 0" {
+		t.Fatalf("plain exec of the set-user-ID program as nobody: %q, %v; want euid 0", out, err)
+	}
+	held := exec.Command(launcher, "-test.run=^$")
+	held.Env = []string{holdSetuidEnv + "=" + prog}
+	held.SysProcAttr = nobody
+	out, err = held.Output()
+	if got := strings.TrimSpace(string(out)); err != nil || (got != "refused" && got != "euid 0") {
+		t.Fatalf("held exec as nobody: %q, %v; want the program to run as root, or Hold to refuse", got, err)
+	}
+}
