@@ -109,7 +109,14 @@ Measured and left as they are:
   namespaces down, which bwrap pays as well). The stub's Go start is what bwrap does not pay. Removing it
   needs a non-Go init with the mounts made by the launcher itself (on a locked thread, after `setns` into
   the stub's mount namespace); a user namespace (the non-root sandbox) cannot be entered that way from a
-  multi-threaded process, so that path would keep a second implementation.
+  multi-threaded process, so that path would keep a second implementation. Even a C init would leave the
+  CLI's own path (2.6 ms), the namespaces, the view, the fork and the teardown (1.1-1.3 ms) and its own
+  start (0.2 ms): about 1.6-1.7x bwrap, a quarter of `runc run` (ADR 0006). Writing the config into the
+  pipe before the stub's fork (5.29 -> 5.27 ms) and starting the stub on the other CPU (5.14 -> 5.03 ms)
+  were measured and not kept.
+- sysmon wakes every 20-90 µs while the pinned CLI runs and preempts its main thread each time (`perf
+  sched`: 53 context switches per `--scope cgroup` launch, bwrap 6). Moving sysmon to the other CPU
+  measured 3.34 -> 3.40 ms and was not kept.
 - `--scope systemd`, timing marks (before the held target replaced the stub on this path, row above): the two D-Bus connections of a cold process take 1.5-2 ms (dialled while
   the stub starts), `StartTransientUnit`, its job and the InvocationID/ControlGroup reads 2-2.5 ms,
   releasing the stub 0.6 ms. A prototype that skipped the stub and exec'd the target in place once the
