@@ -243,8 +243,17 @@ func TestSystemdAutoDegradesHonestly(t *testing.T) {
 	}
 	r = e.asNobody("exec", "-p", "b", "--detach", "--", "true")
 	var rc receipt
-	if r.Code != 0 || json.Unmarshal([]byte(r.Stdout), &rc) != nil || rc.Mode != "degraded" {
+	if r.Code != 0 || json.Unmarshal([]byte(r.Stdout), &rc) != nil || rc.Mode != "degraded" || rc.ShimPID == 0 {
 		t.Fatalf("degraded receipt: %d %q %q", r.Code, r.Stdout, r.Stderr)
+	}
+	// The worker's shim writes its exit records after `true` ends: wait for it, so that nothing of this
+	// test runs (or writes into its removed directory) after it.
+	deadline := time.Now().Add(10 * time.Second)
+	for alive(rc.ShimPID) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the degraded worker's shim %d still runs 10 s after its `true`", rc.ShimPID)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
