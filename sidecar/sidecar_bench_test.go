@@ -51,7 +51,19 @@ type sidecarFigures struct {
 	// Paced and WarmPaced: one client, 100 spawns, benchGap between an answer and the next request.
 	Paced     *clientPoint `json:"paced,omitempty"`
 	WarmPaced *clientPoint `json:"warm_paced,omitempty"`
+	// Rate and WarmRate: open loop, benchClients clients sending benchRate spawns per second between them
+	// on a fixed schedule (issue 9: at least 300 spawns/s, p99 at 10 concurrent clients).
+	Rate     *latencyPoint `json:"rate,omitempty"`
+	WarmRate *latencyPoint `json:"warm_rate,omitempty"`
 }
+
+// The open-loop phase: benchClients clients offering benchRate spawns per second in all, benchRateSpawns
+// spawns (three seconds).
+const (
+	benchClients    = 10
+	benchRate       = 300
+	benchRateSpawns = 900
+)
 
 // benchWarm is the --warm of the warm-slot phases.
 const benchWarm = 4
@@ -77,6 +89,8 @@ type latencyPoint struct {
 	P99MS      float64 `json:"p99_ms"`
 	MaxMS      float64 `json:"max_ms"`
 	SpawnsPerS float64 `json:"spawns_per_s"`
+	// OfferedPerS is the open-loop phase's schedule (spawns per second); zero in closed-loop phases.
+	OfferedPerS float64 `json:"offered_per_s,omitempty"`
 	// CPUmsPerSpawn is the CPU time (user+system) of the sidecar and its reaped descendants (the shims and
 	// the targets) per spawn; BusyPct is how busy the whole machine's CPUs were during the phase.
 	CPUmsPerSpawn float64 `json:"cpu_ms_per_spawn"`
@@ -86,6 +100,7 @@ type latencyPoint struct {
 // BenchmarkSidecarLoad drives a real `hlaunch sidecar` process ($HLAUNCH_BIN) over its socket, as the
 // gateway would, and writes the issue 7/9 figures to $HLAUNCH_BENCH_SIDECAR: spawn-to-running latency
 // (POST /v1/workers answers once the target runs) at 1, 10 and 50 concurrent clients and the spawn rate,
+// the same at 300 spawns/s offered by 10 clients on a fixed schedule (open loop),
 // the sidecar's memory with 1,000 tracked workers, one shim's memory (the per-worker cost of the
 // exit-status mechanism, ADR 0005), and the re-adoption time of 1,000 records after SIGKILL and restart.
 // It is scripts/bench.sh's load generator, not a Go benchmark: it skips unless the variable is set, needs
@@ -137,11 +152,13 @@ func BenchmarkSidecarLoad(b *testing.B) {
 	fig.IdleRSSKiB = rssKiB(sc.cmd.Process.Pid, "VmRSS")
 	fig.Latency = latencyPhase(b, sc, []struct{ clients, spawns int }{{1, 200}, {10, 600}, {50, 1000}})
 	fig.Paced = pacedPoint(b, sc)
+	fig.Rate = ratePoint(b, sc)
 	sc.stop(b)
 	sc = startSidecar(b, bin, root, filepath.Join(stateBase, "state1w"), filepath.Join(dir, "s1w.sock"), parent, benchWarm)
 	time.Sleep(200 * time.Millisecond) // the pool's first fill
 	fig.WarmLatency = latencyPhase(b, sc, []struct{ clients, spawns int }{{1, 200}, {10, 600}})
 	fig.WarmPaced = pacedPoint(b, sc)
+	fig.WarmRate = ratePoint(b, sc)
 	sc.stop(b)
 
 	// Phase 2: 1,000 running workers tracked, then SIGKILL and re-adoption.
@@ -214,6 +231,63 @@ func pacedPoint(b *testing.B, sc *sidecarProc) *clientPoint {
 	lat := spawnPaced(b, sc, []byte(`{"profile":"b","argv":["/bin/true"]}`), 100, benchGap)
 	p := &clientPoint{Spawns: len(lat), PacedP50MS: pctMS(lat, 0.50), PacedP99MS: pctMS(lat, 0.99)}
 	b.Logf("paced: %+v", *p)
+	return p
+}
+
+// ratePoint is the open-loop phase: benchClients clients, each with its own connection, send spawns of
+// /bin/true on a fixed schedule that adds up to benchRate per second; client c sends its i-th spawn at
+// (i*benchClients + c)/benchRate seconds. A spawn's latency runs from its scheduled time, not from when a
+// client that fell behind got to send it, so a slow answer counts against every spawn it delayed (no
+// coordinated omission).
+func ratePoint(b *testing.B, sc *sidecarProc) *latencyPoint {
+	b.Helper()
+	spec := []byte(`{"profile":"b","argv":["/bin/true"]}`)
+	cpu0 := treeCPU(sc.cmd.Process.Pid)
+	busy0, all0 := machineCPU()
+	per := benchRateSpawns / benchClients
+	lat := make([]time.Duration, 0, benchRateSpawns)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	errs := make(chan error, benchClients)
+	t0 := time.Now().Add(10 * time.Millisecond)
+	for c := 0; c < benchClients; c++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < per; i++ {
+				at := t0.Add(time.Duration(float64(i*benchClients+c) / benchRate * float64(time.Second)))
+				time.Sleep(time.Until(at))
+				resp, err := sc.client.Post("http://sidecar/v1/workers", "application/json", bytes.NewReader(spec))
+				if err != nil {
+					errs <- err
+					return
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				d := time.Since(at)
+				if resp.StatusCode != http.StatusCreated {
+					errs <- fmt.Errorf("spawn: %d %s", resp.StatusCode, body)
+					return
+				}
+				mu.Lock()
+				lat = append(lat, d)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	wall := time.Since(t0)
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // let the last shims be reaped, so their CPU is counted
+	busy1, all1 := machineCPU()
+	cpu := treeCPU(sc.cmd.Process.Pid) - cpu0
+	p := &latencyPoint{Clients: benchClients, Spawns: len(lat), P50MS: pctMS(lat, 0.50), P99MS: pctMS(lat, 0.99),
+		MaxMS: pctMS(lat, 1), SpawnsPerS: float64(len(lat)) / wall.Seconds(), OfferedPerS: benchRate,
+		CPUmsPerSpawn: cpu / float64(len(lat)), BusyPct: 100 * (busy1 - busy0) / max(all1-all0, 1)}
+	b.Logf("open loop, %d/s: %+v", benchRate, *p)
 	return p
 }
 
