@@ -28,7 +28,7 @@ type Held struct {
 // PTRACE_TRACEME: the caller is traced itself with its children followed, as under `strace -f`, or ptrace
 // is restricted by Yama or seccomp). Nothing was started; the caller holds the child another way. An
 // execve that fails with EPERM gives the same error, and the other way then reports it.
-var ErrNotHeld = errors.New("the kernel refused to hold the child at its exec")
+var ErrNotHeld = errors.New("the child cannot be held at its exec")
 
 // Hold starts c (Path already looked up) traced and returns once its execve has succeeded and it is stopped
 // before the program's first instruction. Exec errors are returned as Spawn returns them, EPERM wrapped
@@ -37,7 +37,10 @@ func Hold(c Command) (*Held, error) {
 	runtime.LockOSThread()
 	if ok, err := canTraceExec(); !ok {
 		runtime.UnlockOSThread()
-		return nil, fmt.Errorf("%w: no CAP_SYS_PTRACE (%v)", ErrNotHeld, err)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrNotHeld, err)
+		}
+		return nil, fmt.Errorf("%w: no CAP_SYS_PTRACE", ErrNotHeld)
 	}
 	sys := syscall.SysProcAttr{}
 	if c.Sys != nil {
