@@ -177,26 +177,40 @@ func TestExecStdioPassThrough(t *testing.T) {
 // Signals sent to hlaunch reach the child, which decides its own exit.
 func TestExecForwardsSignals(t *testing.T) {
 	e := newEnv(t)
-	cmd := exec.Command(hlaunchBin, "--root", e.Root, "--state-dir", e.State, "exec", "-p", "b", "--scope", "none", "--", selfBin, "child", "trap")
-	cmd.Env = e.Launcher
-	out, err := cmd.StdoutPipe()
-	must(t, err)
-	must(t, cmd.Start())
-	buf := make([]byte, 6)
-	if _, err := out.Read(buf); err != nil || string(buf) != "ready\n" {
-		t.Fatalf("child not ready: %q %v", buf, err)
+	// The second placement holds the target at its traced exec until its v1 join (root only): after the
+	// detach it must be an ordinary process that handles its own signals.
+	placements := map[string][]string{"none": {"--scope", "none"}}
+	if os.Geteuid() == 0 {
+		placements["held at its exec"] = []string{"--scope", "cgroup", "--cgroup-parent", e.Parent, "--pids", "100"}
 	}
-	must(t, cmd.Process.Signal(syscall.SIGTERM))
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = cmd.Process.Kill()
-		t.Fatal("hlaunch did not end after SIGTERM")
-	}
-	if code := cmd.ProcessState.ExitCode(); code != 42 {
-		t.Fatalf("exit %d, want the child's 42 (its SIGTERM handler ran)", code)
+	for name, flags := range placements {
+		t.Run(name, func(t *testing.T) {
+			args := append(append([]string{"--root", e.Root, "--state-dir", e.State, "exec", "-p", "b"}, flags...),
+				"--", selfBin, "child", "trap")
+			cmd := exec.Command(hlaunchBin, args...)
+			cmd.Env = e.Launcher
+			out, err := cmd.StdoutPipe()
+			must(t, err)
+			must(t, cmd.Start())
+			buf := make([]byte, 6)
+			if _, err := out.Read(buf); err != nil || string(buf) != "ready\n" {
+				_ = cmd.Process.Kill()
+				_ = cmd.Wait()
+				t.Fatalf("child not ready: %q %v", buf, err)
+			}
+			must(t, cmd.Process.Signal(syscall.SIGTERM))
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				_ = cmd.Process.Kill()
+				t.Fatal("hlaunch did not end after SIGTERM")
+			}
+			if code := cmd.ProcessState.ExitCode(); code != 42 {
+				t.Fatalf("exit %d, want the child's 42 (its SIGTERM handler ran)", code)
+			}
+		})
 	}
 }
 
