@@ -14,8 +14,9 @@ import (
 )
 
 // A launch keeps hlaunch's own threads on one CPU (internal/affinity, ADR 0006), but every child starts
-// with the CPUs hlaunch was started with: the target started directly, through the init stub (sandbox) and
-// through the shim (detached), and a set narrower than the machine's stays as narrow.
+// with the CPUs hlaunch was started with: the target started directly, held at its exec (v1 joins), through
+// the init stub (sandbox) and through the shim (detached), and a set narrower than the machine's stays as
+// narrow.
 func TestExecChildStartsWithLaunchersCPUs(t *testing.T) {
 	requireRoot(t)
 	requireCgroup2(t)
@@ -48,7 +49,8 @@ func TestExecChildStartsWithLaunchersCPUs(t *testing.T) {
 		return rep
 	}
 	cg := []string{"--scope", "cgroup", "--cgroup-parent", e.Parent}
-	for _, flags := range [][]string{{"--scope", "none"}, cg, append([]string{"--sandbox"}, cg...), {"--sandbox", "--scope", "none"}} {
+	held := append([]string{"--pids", "100"}, cg...) // held at its exec until the v1 join
+	for _, flags := range [][]string{{"--scope", "none"}, cg, held, append([]string{"--sandbox"}, cg...), {"--sandbox", "--scope", "none"}} {
 		rep := report(all, flags...)
 		if got := rep.Status["Cpus_allowed_list"]; got != all {
 			t.Errorf("%v: child allowed CPUs %q, want hlaunch's own %q", flags, got, all)
@@ -70,7 +72,7 @@ func TestExecChildStartsWithLaunchersCPUs(t *testing.T) {
 	}
 	// A narrower set than the machine's (the last CPU of ours) is what the child gets, not widened.
 	narrow := all[strings.LastIndexAny(all, ",-")+1:]
-	for _, flags := range [][]string{cg, append([]string{"--sandbox"}, cg...)} {
+	for _, flags := range [][]string{cg, held, append([]string{"--sandbox"}, cg...)} {
 		if got := report(narrow, flags...).Status["Cpus_allowed_list"]; got != narrow {
 			t.Errorf("%v under CPU set %s: child allowed CPUs %q", flags, narrow, got)
 		}
