@@ -60,8 +60,8 @@ func (l *Launcher) start(ctx context.Context, spec Spec, id string, p *placement
 		if !errors.Is(err, handshake.ErrNotHeld) {
 			return proc, err
 		}
-		// The kernel will not trace it (hlaunch runs under strace -f or a debugger, or ptrace is
-		// restricted): the stub holds it instead, as slowly as before.
+		// It cannot be held at its exec (we lack CAP_SYS_PTRACE, run under strace -f or a debugger, or
+		// ptrace is restricted): the stub holds it instead, as slowly as before.
 	} else {
 		c.sb.SysProcAttr(&attr)
 	}
@@ -126,7 +126,7 @@ func (l *Launcher) helperCPUs() (pin, cpus affinity.Set) {
 }
 
 // startHeld starts cmd held at its exec (handshake.Hold), places it and lets it run. It returns an error
-// wrapping handshake.ErrNotHeld, with nothing started, when the kernel refuses to hold it.
+// wrapping handshake.ErrNotHeld, with nothing started, when it cannot be held that way.
 func (l *Launcher) startHeld(ctx context.Context, spec Spec, id string, p *placement, cmd handshake.Command, cloned bool) (*handshake.Proc, error) {
 	held, err := handshake.Hold(cmd)
 	if errors.Is(err, handshake.ErrNotHeld) {
