@@ -1,7 +1,6 @@
 package sidecar_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -257,18 +256,11 @@ func ratePoint(b *testing.B, sc *sidecarProc) *latencyPoint {
 			for i := 0; i < per; i++ {
 				at := t0.Add(time.Duration(float64(i*benchClients+c) / benchRate * float64(time.Second)))
 				time.Sleep(time.Until(at))
-				resp, err := sc.client.Post("http://sidecar/v1/workers", "application/json", bytes.NewReader(spec))
-				if err != nil {
+				if _, err := sc.spawn(spec); err != nil {
 					errs <- err
 					return
 				}
-				body, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
 				d := time.Since(at)
-				if resp.StatusCode != http.StatusCreated {
-					errs <- fmt.Errorf("spawn: %d %s", resp.StatusCode, body)
-					return
-				}
 				mu.Lock()
 				lat = append(lat, d)
 				mu.Unlock()
@@ -467,18 +459,12 @@ func spawnManyWith(b *testing.B, sc *sidecarProc, spec []byte, clients, total in
 			defer wg.Done()
 			for range next {
 				s := time.Now()
-				resp, err := sc.client.Post("http://sidecar/v1/workers", "application/json", bytes.NewReader(spec))
+				body, err := sc.spawn(spec)
 				if err != nil {
 					errs <- err
 					return
 				}
-				body, _ := io.ReadAll(bufio.NewReader(resp.Body))
-				resp.Body.Close()
 				d := time.Since(s)
-				if resp.StatusCode != http.StatusCreated {
-					errs <- fmt.Errorf("spawn: %d %s", resp.StatusCode, body)
-					return
-				}
 				if each != nil {
 					var rc map[string]any
 					if json.Unmarshal(body, &rc) == nil {
@@ -498,6 +484,20 @@ func spawnManyWith(b *testing.B, sc *sidecarProc, spec []byte, clients, total in
 		b.Fatal(err)
 	}
 	return lat, wall
+}
+
+// spawn posts spec to /v1/workers and returns the receipt's bytes; anything but 201 is an error.
+func (sc *sidecarProc) spawn(spec []byte) ([]byte, error) {
+	resp, err := sc.client.Post("http://sidecar/v1/workers", "application/json", bytes.NewReader(spec))
+	if err != nil {
+		return nil, err
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		return nil, fmt.Errorf("spawn: %d %s", resp.StatusCode, body)
+	}
+	return body, nil
 }
 
 func pctMS(d []time.Duration, p float64) float64 {
