@@ -63,18 +63,42 @@ func Pin() (Set, error) {
 }
 
 // ApplyToAll sets every thread of this process to s: a helper that started pinned (the shim, a sandbox's
-// init) and lives as long as its worker goes back to the worker's set once the worker runs. Threads made
-// by a thread that was not yet set keep their set.
+// init) and lives as long as its worker goes back to the worker's set once the worker runs.
+//
+// A thread the runtime makes while the listing is set is made by a thread that was still pinned and
+// inherits the pin, so the threads are listed again until a listing holds none that was not set; the
+// passes are bounded (a runtime that keeps making threads keeps at most those on the pin, which costs
+// only speed).
 func (s Set) ApplyToAll() error {
 	if s.IsZero() {
 		return errors.New("affinity: empty CPU set")
 	}
-	tids, err := threads()
-	if err != nil {
-		return err
+	done := make(map[int]bool)
+	for pass := 0; pass < maxApplyPasses; pass++ {
+		tids, err := threads()
+		if err != nil {
+			return err
+		}
+		var fresh []int
+		for _, tid := range tids {
+			if !done[tid] {
+				fresh = append(fresh, tid)
+				done[tid] = true
+			}
+		}
+		if len(fresh) == 0 {
+			return nil
+		}
+		if err := s.setThreads(fresh); err != nil {
+			return err
+		}
 	}
-	return s.setThreads(tids)
+	return nil
 }
+
+// maxApplyPasses bounds ApplyToAll's listings: a Go process makes its few runtime threads early, so a
+// second pass nearly always finds nothing new.
+const maxApplyPasses = 8
 
 // setThreads sets each of tids to s.
 func (s Set) setThreads(tids []int) error {
