@@ -1,7 +1,10 @@
 package launcher
 
 import (
+	"fmt"
+
 	"github.com/hlaunch/hlaunch/cgroup"
+	"github.com/hlaunch/hlaunch/internal/strictjson"
 )
 
 // Placement modes for Spec.Scope.
@@ -79,4 +82,18 @@ type Spec struct {
 	Stdio string `json:"stdio,omitempty"`
 	// Detach starts the worker under a shim and returns at once with its receipt.
 	Detach bool `json:"detach,omitempty"`
+}
+
+// DecodeSpec decodes one JSON launch spec, the only decoder of a Spec (`hlaunch exec --spec` and the
+// sidecar's POST /v1/workers both use it). It is strict (internal/strictjson): keys are matched exactly,
+// a repeated key, an unknown key, trailing data, invalid UTF-8 and an unpaired surrogate escape are
+// refused. A lenient decoder would let a body that a proxy or the JSON Schema reads as
+// {"profile":"b","sandbox":true} run as another profile, unsandboxed ({"Profile":"c"} or a second
+// "sandbox":false). The error wraps ErrInvalid and names the key or byte offset.
+func DecodeSpec(data []byte) (Spec, error) {
+	var s Spec
+	if err := strictjson.Decode(data, &s); err != nil {
+		return Spec{}, fmt.Errorf("%w: spec: %w", ErrInvalid, err)
+	}
+	return s, nil
 }

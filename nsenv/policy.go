@@ -1,14 +1,13 @@
 package nsenv
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"slices"
 	"strings"
+
+	"github.com/hlaunch/hlaunch/internal/strictjson"
 )
 
 // Policy holds the name lists that decide what may enter a child's environ. Matching is case-insensitive
@@ -79,17 +78,10 @@ func LoadPolicy(r io.Reader) (*Policy, error) {
 		return nil, fmt.Errorf("%w: %w", ErrPolicy, err)
 	}
 	var ext Policy
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&ext); err != nil {
-		// encoding/json words it `json: unknown field "x"`, which names the key.
+	// Strict: keys exact and unique, so that a policy the gateway's own JSON tools read as adding a name
+	// cannot be decoded here as adding nothing ({"tier1":["X"],"Tier1":[]}).
+	if err := strictjson.Decode(data, &ext); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrPolicy, err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("%w: trailing data after the JSON object", ErrPolicy)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%w: trailing data after the JSON object", ErrPolicy)
 	}
 	p := DefaultPolicy()
 	for _, l := range []struct {

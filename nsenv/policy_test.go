@@ -130,6 +130,10 @@ func TestLoadPolicyErrors(t *testing.T) {
 		{`not json`, ""},
 		{`{"tier1": []} {}`, "trailing"},
 		{``, ""},
+		// Strict keys: a case variant or a repeat must not let one reader see a name the other drops.
+		{`{"tier1": ["X"], "Tier1": []}`, "Tier1"},
+		{`{"TIER1": ["X"]}`, "TIER1"},
+		{`{"tier1": ["X"], "tier1": []}`, "duplicate"},
 	}
 	for _, tt := range tests {
 		_, err := LoadPolicy(strings.NewReader(tt.in))

@@ -1,7 +1,7 @@
 package sidecar
 
 import (
-	"encoding/json"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -13,32 +13,37 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hlaunch/hlaunch/internal/strictjson"
 	"github.com/hlaunch/hlaunch/launcher"
 )
 
-// decodeStrict decodes exactly one JSON value from r into v: unknown fields, trailing data, and (unless
-// allowEmpty) an empty body are errors. A spec is checked as strictly as the command line checks flags: a
-// misspelled field must fail, never be silently dropped (a dropped "limits" would start an unlimited worker).
+// decodeStrict decodes exactly one JSON value from r into v with the launcher's strict decoder
+// (internal/strictjson; launcher.DecodeSpec for a spec): an unknown, repeated or case-variant key,
+// trailing data, invalid UTF-8 and (unless allowEmpty) an empty body are errors. A spec is checked as
+// strictly as the command line checks flags: a misspelled field must fail, never be silently dropped (a
+// dropped "limits" would start an unlimited worker), and a body a proxy reads as one spec must not run
+// as another.
 func decodeStrict(r io.Reader, v any, allowEmpty bool) error {
-	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	data, err := io.ReadAll(r)
+	if err != nil {
 		if isMaxBytes(err) {
 			return fmt.Errorf("%w: %w", ErrTooLarge, err)
-		}
-		if errors.Is(err, io.EOF) {
-			if allowEmpty {
-				return nil
-			}
-			return fmt.Errorf("%w: empty body", launcher.ErrInvalid)
 		}
 		return fmt.Errorf("%w: body: %w", launcher.ErrInvalid, err)
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		if isMaxBytes(err) {
-			return fmt.Errorf("%w: %w", ErrTooLarge, err)
+	if allowEmpty && len(bytes.TrimSpace(data)) == 0 {
+		return nil
+	}
+	if spec, ok := v.(*launcher.Spec); ok {
+		s, err := launcher.DecodeSpec(data)
+		if err != nil {
+			return err
 		}
-		return fmt.Errorf("%w: body: trailing data after the JSON value", launcher.ErrInvalid)
+		*spec = s
+		return nil
+	}
+	if err := strictjson.Decode(data, v); err != nil {
+		return fmt.Errorf("%w: body: %w", launcher.ErrInvalid, err)
 	}
 	return nil
 }

@@ -10,9 +10,6 @@ import (
 // errWaitTimeout: `hlaunch wait --timeout` elapsed while the worker still ran (exit 124, as timeout(1)).
 var errWaitTimeout = errors.New("timed out waiting for the worker")
 
-// errTrailing: a --spec document followed by more data (two objects, or garbage after one).
-var errTrailing = errors.New("trailing data after the JSON object")
-
 // exitTimeout is the exit code of `hlaunch wait` when --timeout elapsed first.
 const exitTimeout = 124
 

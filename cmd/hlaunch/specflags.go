@@ -1,9 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -298,17 +295,9 @@ func loadSpec(name string, stdin io.Reader) (launcher.Spec, error) {
 	return s, nil
 }
 
-// decodeSpec decodes one JSON launch spec strictly: an unknown field is refused rather than ignored,
-// because a misspelt "require_scope" or "memroy" would otherwise launch with the safety off.
+// decodeSpec decodes one JSON launch spec with the launcher's one strict decoder (launcher.DecodeSpec),
+// the same the sidecar uses: an unknown, repeated or case-variant key is refused rather than ignored,
+// because a misspelt "require_scope" or a second "profile" would otherwise launch something else.
 func decodeSpec(b []byte) (launcher.Spec, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	var s launcher.Spec
-	if err := dec.Decode(&s); err != nil {
-		return launcher.Spec{}, fmt.Errorf("not a launch spec: %w", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return launcher.Spec{}, errTrailing
-	}
-	return s, nil
+	return launcher.DecodeSpec(b)
 }
