@@ -10,7 +10,7 @@ FUZZTIME  ?= 5s
 STATICCHECK_VERSION ?= v0.8.2
 STATICCHECK := $(CURDIR)/bin/staticcheck
 
-.PHONY: all build install test unit integration fuzz bench lint demo clean
+.PHONY: all build man install uninstall test unit integration fuzz bench lint demo clean
 
 all: build
 
@@ -21,9 +21,19 @@ all: build
 build:
 	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -o bin/ ./cmd/hlaunch ./cmd/hlaunch-sidecar
 
-install: build
-	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/hlaunch
-	install -D -m 0755 bin/hlaunch-sidecar $(DESTDIR)$(PREFIX)/bin/hlaunch-sidecar
+# Manual pages from the command trees (cobra's doc generator, linked only into this build: -tags mangen).
+man:
+	rm -rf bin/man
+	$(GO) run -tags mangen ./cmd/hlaunch __man bin/man
+	$(GO) run -tags mangen ./cmd/hlaunch-sidecar __man bin/man
+
+# Binaries, manual pages, shell completions, systemd units and docs under $(DESTDIR)$(PREFIX);
+# uninstall removes exactly those (scripts/install.sh lists them).
+install: build man
+	PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) scripts/install.sh install
+
+uninstall:
+	PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) scripts/install.sh uninstall
 
 # vet + unit + integration + Python client tests + a short run of every fuzz target (scripts/test.sh).
 test:

@@ -96,6 +96,16 @@ sys.exit(0 if bad == 0 and res.testsRun > 0 else 1)
 PY
 }
 
+# make install into an empty prefix, man, completion, --version; make uninstall leaves it empty.
+install_roundtrip() {
+	if scripts/install_test.sh; then
+		extra_pass=$((extra_pass + 1))
+	else
+		extra_fail=$((extra_fail + 1))
+		return 1
+	fi
+}
+
 fuzz() {
 	local out
 	out=$(mktemp)
@@ -113,6 +123,7 @@ step vet vet
 step unit unit
 step integration integration
 step python python_tests
+step install install_roundtrip
 step fuzz fuzz
 
 # Counts and the CI skip rule.

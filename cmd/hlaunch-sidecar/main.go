@@ -13,11 +13,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/hlaunch/hlaunch/internal/version"
 	"github.com/hlaunch/hlaunch/launcher"
 	"github.com/hlaunch/hlaunch/sidecar"
 )
@@ -28,7 +30,8 @@ func main() {
 	if err == nil {
 		return
 	}
-	fmt.Fprintf(os.Stderr, "hlaunch: %s\n", err)
+	// One line, as hlaunch prints it: exit 125 already says "invalid", so its lead is not repeated.
+	fmt.Fprintf(os.Stderr, "hlaunch: %s\n", strings.TrimPrefix(err.Error(), launcher.ErrInvalid.Error()+": "))
 	os.Exit(launcher.ExitCode(err))
 }
 
@@ -72,13 +75,19 @@ func newSidecarCmd() *cobra.Command {
 	f := &sidecarFlags{}
 	cmd := &cobra.Command{
 		Use:           "hlaunch-sidecar --socket PATH",
+		Version:       version.Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Short:         "Serve the HTTP+JSON worker API on a Unix socket (spawn, track, re-adopt)",
 		Long: `sidecar serves the worker API (docs/sidecar.md) on a Unix socket created 0600, or 0660 with
 --socket-group. Only the socket owner, root and members of --socket-group are served (SO_PEERCRED).
 Every spawn is detached under a shim, so workers outlive the sidecar; on start it re-adopts every record in
-the state directory. Under systemd it supports Type=notify and socket activation (contrib/systemd/).`,
+the state directory. Under systemd it supports Type=notify and socket activation (the units installed in
+share/hlaunch/systemd beside the binaries). The API, its error codes, /v1/metrics and the log lines are in
+share/doc/hlaunch/sidecar.md.`,
+		Example: `  hlaunch sidecar --socket /run/hlaunch/sidecar.sock --scope auto --warm 2
+  hlaunch sidecar --socket-group hermes --scope systemd --require-scope
+  curl --unix-socket /run/hlaunch/sidecar.sock http://sidecar/v1/health`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return invalidf("%s: unexpected argument %q", cmd.CommandPath(), args[0])
@@ -89,6 +98,10 @@ the state directory. Under systemd it supports Type=notify and socket activation
 			return f.run(cmd)
 		},
 	}
+	cmd.SetVersionTemplate("{{.Name}} {{.Version}}\n")
+	cmd.CompletionOptions.DisableDefaultCmd = true
+	cmd.AddCommand(newEventsCmd())
+	cmd.AddCommand(buildCommands()...)
 	fs := cmd.Flags()
 	fs.StringVar(&f.root, "root", "", "hermes root (default: $HLAUNCH_ROOT, else derived from $HERMES_HOME, else ~/.hermes)")
 	fs.StringVar(&f.stateDir, "state-dir", "", "worker records (default: $HLAUNCH_STATE_DIR, else /run/hlaunch for root, else $XDG_RUNTIME_DIR/hlaunch)")

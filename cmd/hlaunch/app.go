@@ -25,6 +25,9 @@ type app struct {
 	policy    string // --policy
 	json      bool   // --json
 
+	// args is the command line, for the root's flag errors (a mistyped command; see firstCommandWord).
+	args []string
+
 	// relay holds the forwarded signals from the top of run when the command line names exec; exec claims
 	// it in the foreground, every other path releases it (see relay).
 	relay *relay
@@ -38,7 +41,7 @@ type app struct {
 // run executes one hlaunch command line and returns the process exit code. childCPUs is the CPU set
 // children must start with when main pinned the process, else zero.
 func run(args []string, stdin, stdout, stderr *os.File, childCPUs affinity.Set) int {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, relay: startRelay(args), childCPUs: childCPUs}
+	a := &app{args: args, stdin: stdin, stdout: stdout, stderr: stderr, relay: startRelay(args), childCPUs: childCPUs}
 	root := newRootCmd(a)
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -89,8 +92,9 @@ type jsonErrorBody struct {
 
 // writeJSONError writes {"error":{"code":...,"message":...}} as one line.
 func writeJSONError(w io.Writer, code, msg string) {
-	b, _ := json.Marshal(jsonError{Error: jsonErrorBody{Code: code, Message: oneLine(msg)}})
-	fmt.Fprintf(w, "%s\n", b)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // a message naming "<id>" or "a&b" is shown as written
+	_ = enc.Encode(jsonError{Error: jsonErrorBody{Code: code, Message: oneLine(msg)}})
 }
 
 // oneLine folds a multi-line message so that an error is always exactly one line.
@@ -126,6 +130,7 @@ func interruptible(ctx context.Context) (context.Context, context.CancelFunc) {
 func printJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
 }
 

@@ -60,7 +60,7 @@ func TestBadInputExits125WithOneLine(t *testing.T) {
 	}{
 		{[]string{"exec", "-p", "b", "--env", "NOEQUALS", "--", "true"}, "--env"},
 		{[]string{"exec", "-p", "b", "--memory", "lots", "--", "true"}, "--memory"},
-		{[]string{"exec", "-p", "b", "--bogus", "--", "true"}, "unknown flag: --bogus"},
+		{[]string{"exec", "-p", "b", "--bogus", "--", "true"}, "unknown flag --bogus"},
 		{[]string{"exec", "-p", "b", "--pids", "many", "--", "true"}, "--pids"},
 		{[]string{"exec", "-p", "b", "--scope", "sometimes", "--", "true"}, "--scope"},
 		{[]string{"exec", "-p", "b"}, "no command"},

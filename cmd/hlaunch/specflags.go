@@ -191,7 +191,7 @@ func (f *specFlags) apply(fs *pflag.FlagSet, s *launcher.Spec) error {
 	if set("log-max") {
 		n, err := cgroup.ParseSize(f.logMax)
 		if err != nil || n <= 0 {
-			return invalidf("--log-max %q: want a size such as 2M", f.logMax)
+			return invalidf("--log-max %q: %s, more than 0", f.logMax, sizeAccepted)
 		}
 		s.LogMax = n
 	}
@@ -204,19 +204,22 @@ func (f *specFlags) apply(fs *pflag.FlagSet, s *launcher.Spec) error {
 	return nil
 }
 
+// sizeAccepted is what every size flag takes, for its error line.
+const sizeAccepted = "want a size in bytes with an optional K, M, G or T suffix (512M, 2G)"
+
 // applyLimits parses the limit flags; a size the cgroup package cannot parse names its flag.
 func (f *specFlags) applyLimits(set func(string) bool, l *cgroup.Limits) error {
 	if set("memory") {
 		n, err := cgroup.ParseSize(f.memory)
 		if err != nil {
-			return invalidf("--memory %q: %v", f.memory, err)
+			return invalidf("--memory %q: %s", f.memory, sizeAccepted)
 		}
 		l.Memory = n
 	}
 	if set("memory-high") {
 		n, err := cgroup.ParseSize(f.memoryHigh)
 		if err != nil {
-			return invalidf("--memory-high %q: %v", f.memoryHigh, err)
+			return invalidf("--memory-high %q: %s", f.memoryHigh, sizeAccepted)
 		}
 		l.MemoryHigh = n
 	}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// flagError rewrites a flag-parsing error as one line that names the flag, what was wrong and what is
+// accepted, without the parser's internals (strconv.ParseInt, "for \"--pids\" flag").
+func flagError(cmd *cobra.Command, err error) error {
+	var inv *pflag.InvalidValueError
+	if errors.As(err, &inv) {
+		f := inv.GetFlag()
+		return invalidf("%s--%s %s: want %s", cmdPrefix(cmd), f.Name, quote(inv.GetValue()), accepted(f))
+	}
+	var req *pflag.ValueRequiredError
+	if errors.As(err, &req) {
+		f := req.GetFlag()
+		return invalidf("%s--%s needs a value: %s", cmdPrefix(cmd), f.Name, accepted(f))
+	}
+	var ne *pflag.NotExistError
+	if errors.As(err, &ne) {
+		name := "--" + ne.GetSpecifiedName()
+		if ne.GetSpecifiedName() == "" {
+			name = "-" + ne.GetSpecifiedShortnames()
+		}
+		msg := "unknown flag " + name
+		if s := similarFlag(cmd, ne.GetSpecifiedName()); s != "" {
+			msg += "; did you mean --" + s + "?"
+		}
+		return invalidf("%s%s (see hlaunch %s--help)", cmdPrefix(cmd), msg, subName(cmd))
+	}
+	return invalidf("%s%s", cmdPrefix(cmd), strings.TrimSuffix(err.Error(), "\n"))
+}
+
+// subName is "exec " for a subcommand and "" for the root.
+func subName(cmd *cobra.Command) string {
+	if !cmd.HasParent() {
+		return ""
+	}
+	return cmd.Name() + " "
+}
+
+// accepted says what a flag of this type takes.
+func accepted(f *pflag.Flag) string {
+	switch f.Value.Type() {
+	case "int", "int64", "int32":
+		return "a whole number"
+	case "uint", "uint64", "uint32":
+		return "a whole number, 0 or more"
+	case "float64", "float32":
+		return "a number, e.g. 0.5"
+	case "bool":
+		return "true or false"
+	case "duration":
+		return "a duration such as 500ms, 30s or 10m"
+	default:
+		return "a value (" + f.Usage + ")"
+	}
+}
+
+// similarFlag is a flag of cmd whose name is within two edits of name, or "".
+func similarFlag(cmd *cobra.Command, name string) string {
+	if name == "" {
+		return ""
+	}
+	best, bestD := "", 3
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if f.Hidden {
+			return
+		}
+		if d := editDistance(name, f.Name); d < bestD {
+			best, bestD = f.Name, d
+		}
+	})
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
