@@ -27,6 +27,14 @@
 // RemoveParentIfEmpty refuse unmarked directories too. A worker's limits are recorded next to the marker
 // (trusted.hlaunch.limits, JSON) so that Load can report them.
 //
+// # Holding a worker's cgroup later
+//
+// Host.Hold is the one place that decides "this cgroup is this worker's", from a Claim (what was recorded
+// at start). A raw cgroup must be the marked directory named after the worker, under a marked parent,
+// with the recorded cgroup id. A systemd scope is made by the manager and never carries the marker: it is
+// held on the recorded cgroup id (never reused within a boot), the unit's name as the directory's name, and
+// the InvocationID where the manager wrote it on the directory; a held scope is never removed here.
+//
 // # Why not containerd/cgroups
 //
 // Every cgroup file is read and written here with os and x/sys/unix: directory creation (mkdir must fail on

@@ -23,6 +23,7 @@ type Group struct {
 	primary string            // v2 directory, else the freezer directory
 	id      uint64
 	limits  Limits
+	scope   bool // held by Host.Hold as a systemd scope: the manager's, never removed here
 }
 
 // finish fills the derived fields after v2 and v1 are known.
@@ -172,8 +173,12 @@ func (g *Group) Populated() (bool, error) {
 }
 
 // Delete removes the group's directory in every hierarchy. It fails with ErrPopulated while members
-// remain (kill first); a directory already gone is not an error.
+// remain (kill first), and with ErrNotOurs for a scope (Host.Hold); a directory already gone is not an
+// error.
 func (g *Group) Delete() error {
+	if g.scope {
+		return fmt.Errorf("%w: %s is a systemd scope; its manager removes it", ErrNotOurs, g.path)
+	}
 	pop, err := g.Populated()
 	if err != nil {
 		return err

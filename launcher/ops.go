@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hlaunch/hlaunch/cgroup"
 	"github.com/hlaunch/hlaunch/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/state"
 	"github.com/hlaunch/hlaunch/internal/sysfile"
@@ -75,8 +76,8 @@ func (l *Launcher) record(rc Receipt, ident fingerprint.Identity) (Record, error
 			rec.applyExit(ex)
 		}
 	}
-	if v.State == fingerprint.Running && l.host != nil && rc.Cgroup != "" {
-		if g, err := l.host.Load(rc.Cgroup); err == nil {
+	if v.State == fingerprint.Running && ident.Cgroup != "" {
+		if g, err := l.workerGroup(rc, ident); err == nil {
 			if st, err := g.Stats(); err == nil {
 				rec.MemoryCurrent, rec.MemoryPeak, rec.PidsCurrent = st.MemoryCurrent, st.MemoryPeak, st.PidsCurrent
 				rec.CPUUsageNS, rec.OOMKills = st.CPUUsageNS, st.OOMKills
@@ -172,22 +173,22 @@ func refusalOr(h *fingerprint.Handle, v fingerprint.Verdict, err error) error {
 }
 
 // authorize pins the worker for signalling, or says why not. Zero signals are sent on refusal.
-func (l *Launcher) authorize(ref string) (*fingerprint.Handle, Receipt, error) {
+func (l *Launcher) authorize(ref string) (*fingerprint.Handle, Receipt, fingerprint.Identity, error) {
 	rc, ident, err := l.load(ref)
 	if err != nil {
-		return nil, rc, err
+		return nil, rc, ident, err
 	}
 	h, v, err := fingerprint.Authorize(l.src, ident)
 	if err = refusalOr(h, v, err); err != nil {
-		return nil, rc, err
+		return nil, rc, ident, err
 	}
-	return h, rc, nil
+	return h, rc, ident, nil
 }
 
 // Signal sends sig to the worker's leader, or with all to every process in its cgroup, only when its
 // identity verifies as running.
 func (l *Launcher) Signal(ctx context.Context, ref string, sig syscall.Signal, all bool) error {
-	h, rc, err := l.authorize(ref)
+	h, rc, _, err := l.authorize(ref)
 	if err != nil {
 		return err
 	}
@@ -201,7 +202,7 @@ func (l *Launcher) Signal(ctx context.Context, ref string, sig syscall.Signal, a
 // Stop sends SIGTERM to the whole worker, waits up to grace for its cgroup to empty, then kills the whole
 // cgroup. It returns the final record, and an error unless the cgroup is verified empty.
 func (l *Launcher) Stop(ctx context.Context, ref string, grace time.Duration) (Record, error) {
-	h, rc, err := l.authorize(ref)
+	h, rc, ident, err := l.authorize(ref)
 	if err != nil {
 		return Record{}, err
 	}
@@ -213,8 +214,8 @@ func (l *Launcher) Stop(ctx context.Context, ref string, grace time.Duration) (R
 	if rc.ID != "" {
 		l.recordStopped(rc, killed)
 	}
-	if rc.Mode == ModeCgroup && l.host != nil && rc.Cgroup != "" {
-		if g, err := l.host.Load(rc.Cgroup); err == nil {
+	if rc.Mode == ModeCgroup && ident.Cgroup != "" {
+		if g, err := l.workerGroup(rc, ident); err == nil {
 			_ = g.Delete()
 		}
 	}
@@ -384,10 +385,12 @@ func (l *Launcher) GC(ctx context.Context) ([]string, error) {
 		if r.State != string(fingerprint.Exited) {
 			continue
 		}
-		if r.Mode == ModeCgroup && l.host != nil && r.Cgroup != "" {
-			if g, err := l.host.Load(r.Cgroup); err == nil {
-				if err := g.Delete(); err != nil {
-					continue
+		if r.Mode == ModeCgroup && r.Cgroup != "" {
+			if ident, err := fingerprint.ParseToken(r.Token); err == nil {
+				if g, err := l.workerGroup(r.Receipt, ident); err == nil {
+					if err := g.Delete(); err != nil {
+						continue
+					}
 				}
 			}
 		}
@@ -429,9 +432,9 @@ func (l *Launcher) gcOrphans(recs []Record) []string {
 		if !e.IsDir() || !isID(e.Name()) || known[path] {
 			continue
 		}
-		g, err := l.host.Load(path)
+		g, err := l.host.Hold(cgroup.Claim{Path: path, Worker: e.Name()})
 		if err != nil {
-			continue // not hlaunch's (no marker): never touched
+			continue // not hlaunch's (no marker on it or its parent): never touched
 		}
 		if pop, err := g.Populated(); err != nil || pop {
 			continue

@@ -151,10 +151,7 @@ func shimMain() {
 		_ = sc.Init.CPUs.ApplyToAll()
 	}
 
-	var group *cgroup.Group
-	if host != nil && sc.Cgroup != "" {
-		group, _ = host.Load(sc.Cgroup)
-	}
+	group := shimGroup(host, &sc, ident)
 	timedOut := make(chan struct{})
 	if sc.Timeout > 0 {
 		time.AfterFunc(sc.Timeout, func() {
@@ -193,6 +190,22 @@ func shimMain() {
 	}
 	finishLedger(sc.Ledger, sc.ID, rec)
 	os.Exit(0)
+}
+
+// shimGroup is the worker's cgroup as its shim holds it, or nil (then only the leader is reached). The
+// launcher made the cgroup (or had the manager make the scope) and named it in the config; the identity
+// the shim captured says the leader is in it and gives its cgroup id. A scope carries no marker of
+// hlaunch's, so it is held on that id and the unit's name and InvocationID (cgroup.Host.Hold).
+func shimGroup(host *cgroup.Host, sc *shimConfig, ident fingerprint.Identity) *cgroup.Group {
+	if host == nil || sc.Cgroup == "" {
+		return nil
+	}
+	g, err := host.Hold(cgroup.Claim{Path: sc.Cgroup, ID: ident.CgroupID, Worker: sc.ID, Unit: sc.Unit, InvocationID: sc.InvocationID})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "hlaunch shim: %s: the deadline reaches only the leader: %v\n", sc.ID, err)
+		return nil
+	}
+	return g
 }
 
 // shimStart starts the worker as the shim's child, in its own session: directly, or through the init stub
