@@ -379,6 +379,10 @@ func (h *Host) RemoveParentIfEmpty(parent string) error {
 		dirs = append(dirs, d)
 	}
 	for _, d := range dirs {
+		// The shims' exit leaf (ExitLeaf) goes first; a shim in it right now keeps the parent.
+		if err := removeExitLeaf(d); err != nil {
+			return err
+		}
 		if err := rmdir(d); err != nil {
 			if errors.Is(err, unix.EBUSY) || errors.Is(err, unix.ENOTEMPTY) {
 				return fmt.Errorf("%w: %v", ErrPopulated, err)

@@ -230,6 +230,26 @@ func (h *Handle) WaitEmpty(ctx context.Context) error {
 	return err
 }
 
+// Members lists the PIDs in the worker's cgroup and its descendants, read through the pinned fd (nil once
+// the cgroup was removed). A worker's shim, which is a member itself, uses it to see when nothing but itself
+// is left: the worker has ended when its cgroup is empty, not when its leader exits. Without a cgroup it is
+// the leader while it runs.
+func (h *Handle) Members() ([]int, error) {
+	if h.closed {
+		return nil, errClosed
+	}
+	if h.dir < 0 {
+		if running, err := h.leaderRunning(); err != nil || !running {
+			return nil, err
+		}
+		return []int{h.id.PID}, nil
+	}
+	if gone, _ := h.cgroupRemoved(); gone {
+		return nil, nil
+	}
+	return walkProcs(h.dir)
+}
+
 // cgroupRemoved reports whether the pinned cgroup was removed (rmdir succeeds only on an empty cgroup, so
 // its worker is over). The fd still refers to the removed cgroup: its files are gone (ENOENT), and nothing
 // created since at the same path can be reached through it. Removal is ErrNotRunning, not a failure.

@@ -89,7 +89,7 @@ func (l *Launcher) record(rc Receipt, ident fingerprint.Identity) (Record, error
 }
 
 func (r *Record) applyExit(ex exitRecord) {
-	r.ExitCode, r.Signal, r.EndedAt = ex.ExitCode, ex.Signal, ex.EndedAt
+	r.ExitCode, r.Signal, r.EndedAt, r.LeaderEndedAt = ex.ExitCode, ex.Signal, ex.EndedAt, ex.LeaderEndedAt
 	r.TimedOut, r.OOMKilled = ex.TimedOut, ex.OOMKilled
 	if ex.MemoryPeak > r.MemoryPeak {
 		r.MemoryPeak = ex.MemoryPeak

@@ -42,11 +42,12 @@ type Receipt struct {
 // Record is a receipt plus what is known about the worker now; `hlaunch ps --json` prints a list of them.
 type Record struct {
 	Receipt
-	State         string `json:"state"`               // running, exited, foreign-boot, foreign-machine, recycled, unverified
-	Reason        string `json:"reason,omitempty"`    // one line: why this state
-	ExitCode      *int   `json:"exit_code,omitempty"` // when it exited normally and the status is known
-	Signal        string `json:"signal,omitempty"`    // when a signal ended it, e.g. "SIGKILL"
-	EndedAt       string `json:"ended_at,omitempty"`
+	State         string `json:"state"`                     // running, exited, foreign-boot, foreign-machine, recycled, unverified
+	Reason        string `json:"reason,omitempty"`          // one line: why this state
+	ExitCode      *int   `json:"exit_code,omitempty"`       // when it exited normally and the status is known
+	Signal        string `json:"signal,omitempty"`          // when a signal ended it, e.g. "SIGKILL"
+	EndedAt       string `json:"ended_at,omitempty"`        // when the worker ended: nothing of its tree left
+	LeaderEndedAt string `json:"leader_ended_at,omitempty"` // when its leader ended (exit_code, signal are the leader's)
 	TimedOut      bool   `json:"timed_out,omitempty"`
 	OOMKilled     bool   `json:"oom_killed,omitempty"`
 	MemoryCurrent uint64 `json:"memory_current,omitempty"`

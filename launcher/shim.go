@@ -2,7 +2,6 @@ package launcher
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -63,13 +62,16 @@ func prepareShim() shimPrep {
 
 // exitRecord is what the shim learns when the worker's leader ends; stored as <id>.exit beside the receipt.
 type exitRecord struct {
-	ExitCode   *int   `json:"exit_code,omitempty"`
-	Signal     string `json:"signal,omitempty"`
-	EndedAt    string `json:"ended_at"`
-	TimedOut   bool   `json:"timed_out,omitempty"`
-	OOMKilled  bool   `json:"oom_killed,omitempty"`
-	MemoryPeak uint64 `json:"memory_peak,omitempty"`
-	Stopped    bool   `json:"stopped,omitempty"` // ended by `hlaunch stop` (recorded by stop when the shim died with it)
+	ExitCode *int   `json:"exit_code,omitempty"` // the leader's
+	Signal   string `json:"signal,omitempty"`    // the signal that ended the leader
+	// LeaderEndedAt is when the leader ended; EndedAt when the worker did: when nothing of its tree was
+	// left (the same moment, or later when children outlived the leader).
+	LeaderEndedAt string `json:"leader_ended_at,omitempty"`
+	EndedAt       string `json:"ended_at"`
+	TimedOut      bool   `json:"timed_out,omitempty"`
+	OOMKilled     bool   `json:"oom_killed,omitempty"`
+	MemoryPeak    uint64 `json:"memory_peak,omitempty"`
+	Stopped       bool   `json:"stopped,omitempty"` // ended by `hlaunch stop` (recorded by stop when the shim died with it)
 }
 
 // shimMain is the shim's life: start the worker as its child, report the worker's identity, enforce the
@@ -136,7 +138,7 @@ func shimMain() {
 	}
 	if err != nil {
 		// Unrecorded, the worker could be neither found nor stopped: end it and say why.
-		shimSignal(nil, proc, false, syscall.SIGKILL)
+		_ = proc.Signal(syscall.SIGKILL)
 		_, _ = proc.Wait()
 		_ = handshake.WriteMsg(res, shimResult{Failure: &handshake.Failure{Stage: "record", Message: err.Error()}})
 		os.Exit(125)
@@ -151,48 +153,14 @@ func shimMain() {
 		_ = sc.Init.CPUs.ApplyToAll()
 	}
 
-	group := shimGroup(host, &sc, ident)
-	timedOut := make(chan struct{})
-	if sc.Timeout > 0 {
-		time.AfterFunc(sc.Timeout, func() {
-			close(timedOut)
-			shimSignal(group, proc, rc.Sandbox, syscall.SIGTERM)
-			time.AfterFunc(sc.Grace, func() { shimSignal(group, proc, false, syscall.SIGKILL) })
-		})
-	}
+	life := newShimLife(src, ident, proc, rc.Sandbox)
 	cfg.Close()
-	ws, werr := proc.Wait()
-	rec := exitRecord{EndedAt: time.Now().UTC().Format(time.RFC3339Nano)}
-	select {
-	case <-timedOut:
-		rec.TimedOut = true
-		// The deadline covers the whole tree: what the leader left behind goes too, after the grace.
-		if group != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), sc.Grace+time.Second)
-			if waitOnly(ctx, group, os.Getpid()) != nil {
-				_ = group.Signal(context.Background(), syscall.SIGKILL, os.Getpid())
-			}
-			cancel()
-		}
-	default:
-	}
-	if werr == nil {
-		fillStatus(&rec, ws)
-	}
-	if group != nil {
-		if st, err := group.Stats(); err == nil {
-			rec.OOMKilled = st.OOMKills > 0
-			rec.MemoryPeak = st.MemoryPeak
-		}
-	}
-	if d, err := state.Open(sc.Workers); err == nil {
-		_ = d.Write(sc.ID+".exit", rec, true)
-	}
-	finishLedger(sc.Ledger, sc.ID, rec)
+	group := shimGroup(host, &sc, ident)
+	life.finish(&sc, group, life.supervise(sc.Timeout, sc.Grace))
 	os.Exit(0)
 }
 
-// shimGroup is the worker's cgroup as its shim holds it, or nil (then only the leader is reached). The
+// shimGroup is the worker's cgroup as its shim holds it for its figures and its removal, or nil. The
 // launcher made the cgroup (or had the manager make the scope) and named it in the config; the identity
 // the shim captured says the leader is in it and gives its cgroup id. A scope carries no marker of
 // hlaunch's, so it is held on that id and the unit's name and InvocationID (cgroup.Host.Hold).
@@ -202,7 +170,7 @@ func shimGroup(host *cgroup.Host, sc *shimConfig, ident fingerprint.Identity) *c
 	}
 	g, err := host.Hold(cgroup.Claim{Path: sc.Cgroup, ID: ident.CgroupID, Worker: sc.ID, Unit: sc.Unit, InvocationID: sc.InvocationID})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "hlaunch shim: %s: the deadline reaches only the leader: %v\n", sc.ID, err)
+		fmt.Fprintf(os.Stderr, "hlaunch shim: %s: no cgroup figures (OOM kills, peak memory) and no removal of the cgroup: %v\n", sc.ID, err)
 		return nil
 	}
 	return g
@@ -245,21 +213,6 @@ func shimStart(sc *shimConfig) (*handshake.Proc, error) {
 	return child.Proc, nil
 }
 
-// shimSignal signals the whole worker (every member but the shim) when its cgroup is known, else the leader.
-// With sandboxInit the leader is a sandbox's init, which forwards to the target: it is left out too, so that
-// the target hears sig once.
-func shimSignal(g *cgroup.Group, p *handshake.Proc, sandboxInit bool, sig syscall.Signal) {
-	if g != nil {
-		skip := []int{os.Getpid()}
-		if sandboxInit {
-			skip = append(skip, p.Pid) // our unreaped child: the number is still its own
-		}
-		_ = g.Signal(context.Background(), sig, skip...)
-		return
-	}
-	_ = p.Signal(sig)
-}
-
 func fillStatus(rec *exitRecord, ws syscall.WaitStatus) {
 	if ws.Signaled() {
 		rec.Signal = SignalName(ws.Signal())
@@ -267,22 +220,4 @@ func fillStatus(rec *exitRecord, ws syscall.WaitStatus) {
 	}
 	code := ws.ExitStatus()
 	rec.ExitCode = &code
-}
-
-// waitOnly waits until self is the only member of g (the tree the leader left behind is gone).
-func waitOnly(ctx context.Context, g *cgroup.Group, self int) error {
-	for {
-		procs, err := g.Procs()
-		if err != nil {
-			return err
-		}
-		if len(procs) == 0 || (len(procs) == 1 && procs[0] == self) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
 }
