@@ -92,7 +92,7 @@ func Compose(req Request) (Environ, error) {
 		}
 		up := upperASCII(k)
 		if m.isTier1(up) {
-			return nil, fmt.Errorf("--env %s: %w: a Tier-1 name never reaches a child", k, ErrRefusedName)
+			return nil, fmt.Errorf("--env %q: %w: %s", k, ErrRefusedName, tier1Why(up))
 		}
 		if isPinned(up) {
 			return nil, fmt.Errorf("--env %s: %w: it names the child's profile and is always derived from -p", k, ErrRefusedName)
@@ -111,7 +111,7 @@ func Compose(req Request) (Environ, error) {
 			return nil, fmt.Errorf("--pass %q: %w", k, err)
 		}
 		if m.isTier1(upperASCII(k)) {
-			return nil, fmt.Errorf("--pass %s: %w: a Tier-1 name never reaches a child", k, ErrRefusedName)
+			return nil, fmt.Errorf("--pass %q: %w: %s", k, ErrRefusedName, tier1Why(upperASCII(k)))
 		}
 	}
 
@@ -248,7 +248,7 @@ func lastByName(e Environ) Environ {
 func (m *matcher) refuseInherit(up string) string {
 	switch {
 	case m.isTier1(up):
-		return "a Tier-1 name never reaches a child"
+		return tier1Why(up)
 	case m.isCredential(up):
 		return "a credential comes only from the target profile's .env (--secrets, --pass), never from the launcher"
 	case m.isLaunchSetting(up):
@@ -257,6 +257,14 @@ func (m *matcher) refuseInherit(up string) string {
 		return "a profile gate belongs to one profile and never reaches another profile's child"
 	}
 	return ""
+}
+
+// tier1Why says why a Tier-1 name (upper-cased) is refused.
+func tier1Why(up string) string {
+	if !isASCII(up) {
+		return "a name outside ASCII never reaches a child (hermes upper-cases names with Unicode rules, so it may be a Tier-1 name in disguise)"
+	}
+	return "a Tier-1 name never reaches a child"
 }
 
 // lookupFirst finds name in an os.Environ()-style list; the first occurrence wins, as with os.Getenv.

@@ -23,8 +23,10 @@ const utf8BOM = "\xEF\xBB\xBF"
 
 // ParseDotenv tokenizes a .env the way hermes' load_env_file (agent/secret_scope.py) does, rule for rule:
 //
-//   - the bytes lose a leading UTF-8 BOM and are decoded as UTF-8, or as latin-1 when they are not valid
-//     UTF-8 (so every byte is a character and nothing is lost);
+//   - the bytes lose a leading UTF-8 BOM and must be valid UTF-8 (hermes' utf-8-sig). A file that is not
+//     is refused with ErrNotUTF8 naming the byte offset (counted in the file, BOM included): hermes reads
+//     such a file as an empty map, and re-encoding it (latin-1) would make keys hermes never sees, which
+//     could slip past the name lists;
 //   - lines are split as Python's str.splitlines splits them (\n \r \r\n \v \f \x1c \x1d \x1e \x85
 //     U+2028 U+2029) and stripped of Python whitespace; empty lines and lines starting '#' are skipped;
 //   - a leading "export " is dropped; the line splits at the first '='; the key is trimmed; a line
@@ -36,24 +38,29 @@ const utf8BOM = "\xEF\xBB\xBF"
 //     a bare value is trimmed. No ${VAR} interpolation, no multi-line values, no \n decoding.
 //
 // Entries come back in file order, duplicates included (hermes keeps the later one; so does Compose).
-// The only error is one from r.
+// The errors are one from r (ErrUnreadable) and ErrNotUTF8.
 func ParseDotenv(r io.Reader) ([]DotenvEntry, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf(".env: %w: %w", ErrUnreadable, err)
 	}
-	return parseDotenv(data), nil
+	entries, err := parseDotenv(data)
+	if err != nil {
+		return nil, fmt.Errorf(".env: %w", err)
+	}
+	return entries, nil
 }
 
-// parseDotenv is ParseDotenv over bytes already read.
-func parseDotenv(data []byte) []DotenvEntry {
-	data = bytes.TrimPrefix(data, []byte(utf8BOM))
-	var text string
-	if utf8.Valid(data) {
-		text = string(data)
-	} else {
-		text = latin1(data)
+// parseDotenv is ParseDotenv over bytes already read; the error (ErrNotUTF8) names no file.
+func parseDotenv(data []byte) ([]DotenvEntry, error) {
+	bom := 0
+	if bytes.HasPrefix(data, []byte(utf8BOM)) {
+		data, bom = data[len(utf8BOM):], len(utf8BOM)
 	}
+	if !utf8.Valid(data) {
+		return nil, fmt.Errorf("%w at byte %d: refused (hermes would read the file as empty, and a re-encoded key could slip past the name lists)", ErrNotUTF8, bom+invalidUTF8At(data))
+	}
+	text := string(data)
 	entries := make([]DotenvEntry, 0, bytes.Count(data, []byte{'\n'})+1)
 	lineNo := 0
 	for len(text) > 0 {
@@ -64,17 +71,20 @@ func parseDotenv(data []byte) []DotenvEntry {
 			entries = append(entries, DotenvEntry{Key: k, Value: v, Line: lineNo})
 		}
 	}
-	return entries
+	return entries, nil
 }
 
-// latin1 decodes ISO 8859-1: every byte is the code point of the same value.
-func latin1(b []byte) string {
-	var sb strings.Builder
-	sb.Grow(len(b) + len(b)/4)
-	for _, c := range b {
-		sb.WriteRune(rune(c))
+// invalidUTF8At is the offset of the first byte of b that does not start a valid UTF-8 sequence, the
+// position Python's UnicodeDecodeError reports as its start.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, size := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && size == 1 {
+			return i
+		}
+		i += size
 	}
-	return sb.String()
+	return len(b)
 }
 
 // nextLine returns the first line of s (without its terminator) and what follows, splitting where

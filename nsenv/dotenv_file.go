@@ -51,7 +51,11 @@ func ReadDotenv(p *Profile) ([]DotenvEntry, error) {
 	if len(data) > maxDotenvSize {
 		return nil, fmt.Errorf("%s: %w: larger than %d bytes", path, ErrUnreadable, maxDotenvSize)
 	}
-	return parseDotenv(data), nil
+	entries, err := parseDotenv(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return entries, nil
 }
 
 // dotenvTarget returns the file to open for path: path itself, or where its symbolic link leads when that

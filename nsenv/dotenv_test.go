@@ -2,6 +2,7 @@ package nsenv
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -41,10 +42,6 @@ func TestParseDotenvRules(t *testing.T) {
 		{"utf-8 BOM stripped", "\xEF\xBB\xBFKEY=v\n", []kv{{"KEY", "v", 1}}},
 		{"only one BOM stripped", "\xEF\xBB\xBF\xEF\xBB\xBFKEY=v", []kv{{"\uFEFFKEY", "v", 1}}},
 		{"utf-8 value", "K=caf\xc3\xa9\n", []kv{{"K", "café", 1}}},
-		{"invalid utf-8 falls back to latin-1", "K=caf\xe9\n", []kv{{"K", "café", 1}}},
-		{"latin-1 whole file, BOM stripped first", "\xEF\xBB\xBFA=\xff\nB=x", []kv{{"A", "ÿ", 1}, {"B", "x", 2}}},
-		{"latin-1 NEL is a line break", "A=1\x85B=2\xff", []kv{{"A", "1", 1}, {"B", "2ÿ", 2}}},
-		{"latin-1 NBSP is whitespace", "A=\xa0x\xff\xa0", []kv{{"A", "xÿ", 1}}},
 
 		// Lines.
 		{"no trailing newline", "A=1", []kv{{"A", "1", 1}}},
@@ -243,5 +240,32 @@ func TestReadDotenvSymlinks(t *testing.T) {
 				t.Fatalf("got %d entries, want %d", len(got), tt.values)
 			}
 		})
+	}
+}
+
+// TestParseDotenvRefusesNonUTF8: a .env that is not UTF-8 is refused, never re-encoded, and the error
+// names the byte offset in the file (a BOM counts). hermes reads such a file as empty.
+func TestParseDotenvRefusesNonUTF8(t *testing.T) {
+	for _, tt := range []struct {
+		in  string
+		off int
+	}{
+		{"K=caf\xe9\n", 5},
+		{"\xEF\xBB\xBFA=\xff\nB=x", 5},
+		{"A=1\nGH\xa0TOKEN=x\n", 6},
+		{"A=\xed\xa0\x80", 2}, // a UTF-8-encoded surrogate is not UTF-8
+		{"A=\xc0\xaf", 2},     // overlong
+		{"A=ok\n\xe2\x80", 5}, // truncated at the end
+		{"\xEF\xBB\xBF\xEF\xBB", 3},
+	} {
+		got, err := ParseDotenv(strings.NewReader(tt.in))
+		if !errors.Is(err, ErrNotUTF8) || got != nil || !strings.Contains(err.Error(), fmt.Sprintf("at byte %d:", tt.off)) {
+			t.Errorf("ParseDotenv(%q) = %v, %v; want ErrNotUTF8 at byte %d", tt.in, got, err, tt.off)
+		}
+	}
+	p := mkProfile(t, t.TempDir(), "b", "B=1\nSUDO_PASSWORD\xff=x\n")
+	_, err := ReadDotenv(p)
+	if !errors.Is(err, ErrNotUTF8) || !strings.HasPrefix(err.Error(), p.EnvFile()+": ") || !strings.Contains(err.Error(), "at byte 17") {
+		t.Fatalf("ReadDotenv: %v, want ErrNotUTF8 naming %s and byte 17", err, p.EnvFile())
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
 )
 
 // Sources recorded in Entry.Source.
@@ -80,8 +81,10 @@ func checkFlagName(name string) error {
 		return fmt.Errorf("%w: empty name", ErrBadAssignment)
 	}
 	for _, r := range name {
-		if r == '=' || r == 0 || pySpace(r) {
-			return fmt.Errorf("%w: name %q holds '=', NUL or whitespace", ErrBadAssignment, name)
+		// Control characters too: a name is printed back (errors, env --explain), and an escape sequence
+		// in it would be written to the caller's terminal.
+		if r == '=' || pySpace(r) || unicode.IsControl(r) {
+			return fmt.Errorf("%w: name %q holds '=', NUL, whitespace or a control character", ErrBadAssignment, name)
 		}
 	}
 	return nil

@@ -31,6 +31,9 @@ var (
 	ErrPolicy = errors.New("invalid policy")
 	// ErrUnreadable: a .env (or policy file) that exists but cannot be read as a regular file.
 	ErrUnreadable = errors.New("unreadable file")
+	// ErrNotUTF8: a .env that is not valid UTF-8 (after a leading BOM). hermes reads such a file as an
+	// empty map; the launcher refuses it, naming the file and the byte offset, rather than re-encode it.
+	ErrNotUTF8 = errors.New("not UTF-8")
 	// ErrInvalidEntry: a .env entry that cannot be put into an environ (a NUL byte in its name or value).
 	ErrInvalidEntry = errors.New("invalid .env entry")
 	// ErrInvalidRequest: a Request that cannot be composed (no profile, an unknown secrets mode).

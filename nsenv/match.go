@@ -37,11 +37,21 @@ func (s nameSet) match(name string) bool {
 		return true
 	}
 	for _, g := range s.globs {
-		if globMatch(g, name) {
+		if patternMatch(g, name) {
 			return true
 		}
 	}
 	return false
+}
+
+// patternMatch applies a policy pattern (see Policy): one '*' is hermes' startswith-and-endswith test,
+// in which the two parts may overlap; more are a glob.
+func patternMatch(pattern, name string) bool {
+	star := strings.IndexByte(pattern, '*')
+	if star >= 0 && strings.IndexByte(pattern[star+1:], '*') < 0 {
+		return strings.HasPrefix(name, pattern[:star]) && strings.HasSuffix(name, pattern[star+1:])
+	}
+	return globMatch(pattern, name)
 }
 
 // globMatch matches name against pattern, where '*' matches any run of bytes (possibly empty) and every
@@ -99,6 +109,16 @@ func (p *Policy) compile() *matcher {
 	}
 }
 
+// isASCII reports whether s holds only ASCII bytes, for which upperASCII is Python's str.upper().
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
 func upperAll(l []string) []string {
 	out := make([]string, len(l))
 	for i, s := range l {
@@ -107,10 +127,11 @@ func upperAll(l []string) []string {
 	return out
 }
 
-func (m *matcher) isTier1(up string) bool { return m.tier1.match(up) }
+// isTier1 is the Tier-1 test; a name outside ASCII is Tier 1 (see Policy.IsTier1).
+func (m *matcher) isTier1(up string) bool { return !isASCII(up) || m.tier1.match(up) }
 
 func (m *matcher) isCredential(up string) bool {
-	if m.tier1.match(up) || m.credentials.match(up) {
+	if m.isTier1(up) || m.credentials.match(up) {
 		return true
 	}
 	for _, s := range m.suffixes {

@@ -11,8 +11,11 @@ import (
 )
 
 // Policy holds the name lists that decide what may enter a child's environ. Matching is case-insensitive
-// over ASCII. An entry holding '*' is a glob in which '*' matches any run of characters (possibly empty);
-// any other entry is an exact name. DefaultPolicy mirrors hermes; a policy file extends it (LoadPolicy),
+// over ASCII, which is exactly Python's str.upper() for ASCII names; a name holding any other character is
+// Tier 1 (see IsTier1). An entry holding one '*' matches a name that starts with the part before it and
+// ends with the part after it, as hermes tests them with startswith and endswith (so the parts may share
+// characters: AUXILIARY_*_API_KEY matches AUXILIARY_API_KEY); an entry with several '*' is a glob in
+// which each '*' matches any run of characters; any other entry is an exact name. DefaultPolicy mirrors hermes; a policy file extends it (LoadPolicy),
 // because hermes computes its Tier-2 list at run time from its provider registry and no static copy is
 // ever complete.
 type Policy struct {
@@ -44,23 +47,41 @@ func DefaultPolicy() *Policy {
 			"SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "GATEWAY_ALLOWED_USERS", "GATEWAY_ALLOW_ALL_USERS",
 			"GATEWAY_RELAY_ID", "GATEWAY_RELAY_SECRET", "GATEWAY_RELAY_DELIVERY_KEY", "HASS_TOKEN",
 			"EMAIL_PASSWORD", "HERMES_DASHBOARD_SESSION_TOKEN", "MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET",
-			"DAYTONA_API_KEY",
+			"DAYTONA_API_KEY", "SUDO_PASSWORD",
 		},
+		// hermes tests these as startswith(prefix) and endswith(suffix), so AUXILIARY_API_KEY and
+		// GATEWAY_RELAY_KEY match too (the parts share the '_'): a one-'*' pattern means exactly that.
 		Tier1Patterns: []string{
 			"_HERMES_FORCE_*", "AUXILIARY_*_API_KEY", "AUXILIARY_*_BASE_URL",
 			"GATEWAY_RELAY_*_SECRET", "GATEWAY_RELAY_*_KEY", "GATEWAY_RELAY_*_TOKEN",
 		},
-		// A static snapshot of hermes' provider registry; the gateway extends it with --policy.
+		// hermes' static Tier-2 list (hermes-contract.md), which holds profile settings too (home channels,
+		// allow lists, the model), then names of hermes' provider registry as last read; the gateway
+		// extends it with --policy, because the rest of hermes' list is computed at run time.
 		Credentials: []string{
-			"OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
-			"ANTHROPIC_TOKEN", "OPENROUTER_API_KEY", "OPENROUTER_BASE_URL", "GOOGLE_API_KEY",
-			"GEMINI_API_KEY", "FIRECRAWL_API_KEY", "FIRECRAWL_API_URL", "BROWSERBASE_API_KEY",
-			"BROWSERBASE_PROJECT_ID", "NOUS_API_KEY", "NOUS_BASE_URL", "DEEPSEEK_API_KEY", "XAI_API_KEY",
-			"GROQ_API_KEY", "MISTRAL_API_KEY", "TOGETHER_API_KEY", "FIREWORKS_API_KEY", "HF_TOKEN",
-			"GLM_API_KEY", "KIMI_API_KEY", "MINIMAX_API_KEY", "DASHSCOPE_API_KEY", "TAVILY_API_KEY",
-			"EXA_API_KEY", "PARALLEL_API_KEY", "ELEVENLABS_API_KEY", "FAL_KEY", "VOICE_TOOLS_OPENAI_KEY",
-			"HONCHO_API_KEY", "GITHUB_COPILOT_TOKEN", "COPILOT_GITHUB_TOKEN", "AWS_ACCESS_KEY_ID",
-			"AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "API_SERVER_KEY",
+			"OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_API_BASE", "OPENAI_ORG_ID", "OPENAI_ORGANIZATION",
+			"OPENROUTER_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_TOKEN", "LLM_MODEL",
+			"GOOGLE_API_KEY", "VERTEX_CREDENTIALS_PATH", "GOOGLE_APPLICATION_CREDENTIALS", "DEEPSEEK_API_KEY",
+			"MISTRAL_API_KEY", "GROQ_API_KEY", "TOGETHER_API_KEY", "PERPLEXITY_API_KEY", "COHERE_API_KEY",
+			"FIREWORKS_API_KEY", "XAI_API_KEY", "HELICONE_API_KEY", "PARALLEL_API_KEY", "FIRECRAWL_API_KEY",
+			"FIRECRAWL_API_URL", "TELEGRAM_HOME_CHANNEL", "TELEGRAM_HOME_CHANNEL_NAME", "DISCORD_HOME_CHANNEL",
+			"DISCORD_HOME_CHANNEL_NAME", "DISCORD_REQUIRE_MENTION", "DISCORD_FREE_RESPONSE_CHANNELS",
+			"DISCORD_AUTO_THREAD", "SLACK_HOME_CHANNEL", "SLACK_HOME_CHANNEL_NAME", "SLACK_ALLOWED_USERS",
+			"WHATSAPP_ENABLED", "WHATSAPP_MODE", "WHATSAPP_ALLOWED_USERS", "SIGNAL_HTTP_URL", "SIGNAL_ACCOUNT",
+			"SIGNAL_ALLOWED_USERS", "SIGNAL_GROUP_ALLOWED_USERS", "SIGNAL_HOME_CHANNEL",
+			"SIGNAL_HOME_CHANNEL_NAME", "SIGNAL_IGNORE_STORIES", "HASS_TOKEN", "HASS_URL", "EMAIL_ADDRESS",
+			"EMAIL_PASSWORD", "EMAIL_IMAP_HOST", "EMAIL_SMTP_HOST", "EMAIL_HOME_ADDRESS",
+			"EMAIL_HOME_ADDRESS_NAME", "HERMES_DASHBOARD_SESSION_TOKEN", "GATEWAY_ALLOWED_USERS", "GH_TOKEN",
+			"GITHUB_APP_ID", "GITHUB_APP_PRIVATE_KEY_PATH", "GITHUB_APP_INSTALLATION_ID", "MODAL_TOKEN_ID",
+			"MODAL_TOKEN_SECRET", "DAYTONA_API_KEY", "GATEWAY_RELAY_ID", "GATEWAY_RELAY_SECRET",
+			"GATEWAY_RELAY_DELIVERY_KEY", "VERCEL_OIDC_TOKEN", "VERCEL_TOKEN", "VERCEL_PROJECT_ID",
+			"VERCEL_TEAM_ID", "AWS_BEARER_TOKEN_BEDROCK",
+			// provider registry
+			"OPENROUTER_BASE_URL", "GEMINI_API_KEY", "BROWSERBASE_API_KEY", "BROWSERBASE_PROJECT_ID",
+			"NOUS_API_KEY", "NOUS_BASE_URL", "HF_TOKEN", "GLM_API_KEY", "KIMI_API_KEY", "MINIMAX_API_KEY",
+			"DASHSCOPE_API_KEY", "TAVILY_API_KEY", "EXA_API_KEY", "ELEVENLABS_API_KEY", "FAL_KEY",
+			"VOICE_TOOLS_OPENAI_KEY", "HONCHO_API_KEY", "GITHUB_COPILOT_TOKEN", "COPILOT_GITHUB_TOKEN",
+			"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "API_SERVER_KEY",
 		},
 		CredentialSuffixes:    []string{"_API_KEY", "_TOKEN", "_SECRET", "_PASSWORD", "_KEY", "_JSON"},
 		ProfileGateMarkers:    []string{"_ALLOWED_", "_ALLOW_ALL_", "_ALLOW_FROM"},
@@ -123,7 +144,10 @@ func LoadPolicyFile(path string) (*Policy, error) {
 	return p, nil
 }
 
-// IsTier1 reports whether name is a Tier-1 name (exact list or pattern).
+// IsTier1 reports whether name is a Tier-1 name (exact list or pattern), or a name holding a character
+// outside ASCII: hermes upper-cases with Python's Unicode str.upper() ('ſ' is 'S', 'ß' is "SS", so
+// "ſudo_password" is SUDO_PASSWORD to hermes), and rather than reproduce every full case mapping here such
+// a name is never let into a child.
 func (p *Policy) IsTier1(name string) bool { return p.compile().isTier1(upperASCII(name)) }
 
 // IsCredential reports whether name is a credential: Tier 1, the Tier-2 list, or credential-shaped (ends

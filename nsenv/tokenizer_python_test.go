@@ -3,15 +3,18 @@ package nsenv
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 )
 
 // TestTokenizerMatchesPython runs the reference tokenizer (testdata/hermes_dotenv_ref.py, hermes'
 // load_env_file transcribed) under a real Python over thousands of random adversarial inputs (BOMs,
-// latin-1 bytes, Unicode whitespace and line breaks, quotes, backslashes, '#', "export ") and requires
+// bytes that are not UTF-8 (refused at Python's offset), Unicode whitespace and line breaks, quotes, backslashes, '#', "export ") and requires
 // the Go tokenizer to give the same entries. Python's str.strip, str.splitlines and re's \s are the
 // ground truth the hand-written Go rules must reproduce.
 func TestTokenizerMatchesPython(t *testing.T) {
@@ -32,13 +35,27 @@ func TestTokenizerMatchesPython(t *testing.T) {
 		var cases []struct {
 			In  []byte
 			Out [][]any
+			Bad *int
 		}
 		if err := json.Unmarshal(out, &cases); err != nil {
 			t.Fatal(err)
 		}
 		bad := 0
 		for _, c := range cases {
-			got := parseDotenv(c.In)
+			got, err := parseDotenv(c.In)
+			if c.Bad != nil || err != nil {
+				// Not UTF-8: refused, at the offset Python's decoder reports.
+				want := ""
+				if c.Bad != nil {
+					want = fmt.Sprintf("at byte %d:", *c.Bad)
+				}
+				if c.Bad == nil || err == nil || !errors.Is(err, ErrNotUTF8) || !strings.Contains(err.Error(), want) {
+					if bad++; bad <= 5 {
+						t.Errorf("input %q\n go: %v\n py: bad at %v", c.In, err, c.Bad)
+					}
+				}
+				continue
+			}
 			ok := len(got) == len(c.Out)
 			for i := 0; ok && i < len(got); i++ {
 				k, _ := c.Out[i][0].(string)

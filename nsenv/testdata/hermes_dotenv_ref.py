@@ -1,11 +1,14 @@
 """Reference tokenizer for nsenv's differential test (tokenizer_python_test.go).
 
 load_env_file and _strip_inline_comment are transcribed from hermes-agent's agent/secret_scope.py;
-the latin-1 fallback and the value unquoting (_parse_env_value: strip one pair of matching quotes,
+the decoding (utf-8-sig, no fallback: a file that is not UTF-8 is reported with the byte offset of the
+first bad byte, counted in the file, where hermes would return an empty map and hlaunch refuses it) and
+the value unquoting (_parse_env_value: strip one pair of matching quotes,
 unescape only \\" and \\\\ inside double quotes) follow docs/hermes-contract.md. Running it under a real
 Python gives Python's own str.strip, str.splitlines and re \\s semantics, which the Go code must match.
 
-Usage: python3 hermes_dotenv_ref.py SEED COUNT  -> JSON list of {"in": [bytes], "out": [[key, value, line]]}
+Usage: python3 hermes_dotenv_ref.py SEED COUNT
+  -> JSON list of {"in": [bytes], "out": [[key, value, line]], "bad": offset or null}
 """
 import json
 import random
@@ -47,9 +50,10 @@ def _parse_env_value(v):
         return inner
     return v
 def load(data):
-    if data.startswith(b'\xef\xbb\xbf'): data=data[3:]
-    try: text=data.decode('utf-8')
-    except UnicodeDecodeError: text=data.decode('latin-1')
+    """Returns (entries, None), or (None, offset of the first byte that is not UTF-8)."""
+    bom = 3 if data.startswith(b'\xef\xbb\xbf') else 0
+    try: text=data[bom:].decode('utf-8')
+    except UnicodeDecodeError as e: return None, bom + e.start
     res=[]
     for n, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
@@ -60,7 +64,7 @@ def load(data):
         key = key.strip()
         if not key: continue
         res.append([key, _parse_env_value(_strip_inline_comment(value)), n])
-    return res
+    return res, None
 
 
 def main():
@@ -70,7 +74,8 @@ def main():
     cases=[]
     for _ in range(int(sys.argv[2])):
         data=b''.join(random.choice(alphabet) for _ in range(random.randint(0,120)))
-        cases.append({"in": list(data), "out": load(data)})
+        out, bad = load(data)
+        cases.append({"in": list(data), "out": out or [], "bad": bad})
     json.dump(cases, sys.stdout)
 
 if __name__ == '__main__':
