@@ -73,7 +73,7 @@ race() {
 	pkgs=$(go list ./... | grep -v -e '/integration$' -e '/integration/') || return 1
 	# shellcheck disable=SC2086
 	if go test -race -count=1 -timeout "$UNIT_TIMEOUT" $pkgs >"$LOGDIR/race.log" 2>&1; then
-		grep -E '^(ok|FAIL|---)' || true
+		grep -E '^(ok|FAIL|---)' "$LOGDIR/race.log" || true
 		extra_pass=$((extra_pass + 1))
 	else
 		cat "$LOGDIR/race.log"
