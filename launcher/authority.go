@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/hlaunch/hlaunch/cgroup"
@@ -28,4 +29,37 @@ func (l *Launcher) workerGroup(rc Receipt, ident fingerprint.Identity) (*cgroup.
 		return nil, fmt.Errorf("%w: worker %s has no cgroup", cgroup.ErrNotFound, rc.ID)
 	}
 	return l.host.Hold(claimOf(rc.ID, ident))
+}
+
+// owns is the signal authority beyond the identity: a worker is signalled only when hlaunch recorded it
+// (a record in the state directory whose token is this identity: a token alone names nothing, anyone can
+// mint one) and its cgroup is the one the record
+// names (workerGroup: the ownership marks and name of a raw cgroup, the id, unit and InvocationID of a
+// scope). A token minted for a parent of workers or another tool's cgroup verifies as "running" against
+// the live system; this is what refuses it.
+func (l *Launcher) owns(rc Receipt, ident fingerprint.Identity) error {
+	if rc.ID == "" {
+		return fmt.Errorf("%w: no worker is recorded with this token in state dir %s", ErrRefused, l.state)
+	}
+	if rc.Cgroup != ident.Cgroup {
+		return fmt.Errorf("%w: record %s names cgroup %q, its token %q", ErrRefused, rc.ID, rc.Cgroup, ident.Cgroup)
+	}
+	if ident.Cgroup == "" {
+		return nil // placement none or degraded: the leader's pidfd is the whole authority
+	}
+	if _, err := l.workerGroup(rc, ident); err != nil {
+		if errors.Is(err, cgroup.ErrNotFound) {
+			return fmt.Errorf("%w: %w", ErrNotRunning, err)
+		}
+		return fmt.Errorf("%w: cgroup %s is not worker %s's: %w", ErrRefused, ident.Cgroup, rc.ID, err)
+	}
+	return nil
+}
+
+// joinReason appends a clause to a verdict's one-line reason.
+func joinReason(reason, more string) string {
+	if reason == "" {
+		return more
+	}
+	return reason + "; " + more
 }

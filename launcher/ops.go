@@ -37,8 +37,9 @@ func (l *Launcher) load(ref string) (Receipt, fingerprint.Identity, error) {
 	if err != nil {
 		return Receipt{}, fingerprint.Identity{}, fmt.Errorf("%w: not a worker id (w-<12 hex>) nor a valid token: %w", ErrInvalid, err)
 	}
-	rc := receiptOf(ident)
-	// A token of a worker we recorded gets its record's detail (profile, exit status).
+	// A token of a worker we recorded gets its record's detail (profile, exit status). A token without a
+	// record is verified like any other (status answers), but it is no authority to signal (owns): anyone
+	// can mint one, the codec is public.
 	if ids, err := (&state.Dir{Path: l.workersDir()}).Names("w-"); err == nil {
 		for _, id := range ids {
 			var r Receipt
@@ -47,7 +48,7 @@ func (l *Launcher) load(ref string) (Receipt, fingerprint.Identity, error) {
 			}
 		}
 	}
-	return rc, ident, nil
+	return receiptOf(ident), ident, nil
 }
 
 // receiptOf is the receipt a bare token implies.
@@ -70,6 +71,9 @@ func (l *Launcher) record(rc Receipt, ident fingerprint.Identity) (Record, error
 		return Record{}, fmt.Errorf("verify %s: %w", rc.ID, err)
 	}
 	rec := Record{Receipt: rc, State: string(v.State), Reason: v.Reason}
+	if rc.ID == "" && v.State == fingerprint.Running {
+		rec.Reason = joinReason(rec.Reason, "no record of it in state dir "+l.state+": signals are refused")
+	}
 	if rc.ID != "" {
 		var ex exitRecord
 		if (&state.Dir{Path: l.workersDir()}).Read(rc.ID+".exit", &ex) == nil {
@@ -172,7 +176,9 @@ func refusalOr(h *fingerprint.Handle, v fingerprint.Verdict, err error) error {
 	return nil
 }
 
-// authorize pins the worker for signalling, or says why not. Zero signals are sent on refusal.
+// authorize pins the worker for signalling, or says why not: the identity must verify as running (pinned
+// through fingerprint.Authorize) and its cgroup must be the one hlaunch recorded for it (owns). Zero
+// signals are sent on refusal.
 func (l *Launcher) authorize(ref string) (*fingerprint.Handle, Receipt, fingerprint.Identity, error) {
 	rc, ident, err := l.load(ref)
 	if err != nil {
@@ -180,6 +186,10 @@ func (l *Launcher) authorize(ref string) (*fingerprint.Handle, Receipt, fingerpr
 	}
 	h, v, err := fingerprint.Authorize(l.src, ident)
 	if err = refusalOr(h, v, err); err != nil {
+		return nil, rc, ident, err
+	}
+	if err := l.owns(rc, ident); err != nil {
+		h.Close()
 		return nil, rc, ident, err
 	}
 	return h, rc, ident, nil
