@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hlaunch/hlaunch/internal/testutil"
 	"io"
 	"net"
 	"os"
@@ -19,7 +20,7 @@ func TestMain(m *testing.M) {
 	if sock := os.Getenv("HLAUNCH_SIDECAR_TEST_CLIENT"); sock != "" {
 		os.Exit(peerClientMain(sock))
 	}
-	os.Exit(m.Run())
+	os.Exit(testutil.RunWithLeakCheck(m))
 }
 
 // peerClientMain does GET /v1/health on sock and prints "<status> <error code>"; it exits 0 unless the

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/hlaunch/hlaunch/internal/testutil"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,7 +21,7 @@ func TestMain(m *testing.M) {
 		relayChild()
 		os.Exit(3) // release must not return after re-raising SIGTERM
 	}
-	os.Exit(m.Run())
+	os.Exit(testutil.RunWithLeakCheck(m))
 }
 
 // demoRoot makes a hermes root with profile b (B_MARKER=b) in a temporary directory.

@@ -3,6 +3,7 @@ package handshake
 import (
 	"bufio"
 	"errors"
+	"github.com/hlaunch/hlaunch/internal/testutil"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,7 +30,7 @@ func TestMain(m *testing.M) {
 		time.Sleep(time.Minute) // killed by the test
 		os.Exit(1)
 	}
-	os.Exit(m.Run())
+	os.Exit(testutil.RunWithLeakCheck(m))
 }
 
 // procStat returns the state letter and the tracer of pid.

@@ -1,0 +1,23 @@
+// Package testutil holds helpers shared by hlaunch's tests. It is imported only from _test.go files.
+package testutil
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// RunWithLeakCheck runs the package's tests and fails the run when a goroutine the tests started is still
+// running after the last one: a watcher, a relay or a bus reader that outlives its owner is a leak in a
+// daemon that runs for months (the sidecar). It returns the exit code for os.Exit.
+func RunWithLeakCheck(m *testing.M) int {
+	code := m.Run()
+	if code != 0 {
+		return code
+	}
+	if err := goleak.Find(); err != nil {
+		println("testutil: goroutines left running after the tests:", err.Error())
+		return 1
+	}
+	return 0
+}
