@@ -107,7 +107,8 @@ func (c *creation) rollback() {
 
 // Create makes the worker cgroup <parent>/<name> and applies lim; see the package doc for where each
 // piece lives on each host mode. Directories it creates carry hlaunch's marker. It fails with ErrBadParent,
-// ErrNotOurs (parent exists without the marker), ErrExists (worker exists), or ErrUnsupportedLimit, and on
+// ErrNotWritable (the parent, or where it would be made, is not writable by this process), ErrNotOurs
+// (parent exists without the marker), ErrExists (worker exists), or ErrUnsupportedLimit, and on
 // any failure removes what it made and returns nil.
 func (h *Host) Create(parent, name string, lim Limits) (*Group, error) {
 	parent, err := cleanParent(parent)
@@ -185,7 +186,7 @@ func (h *Host) Create(parent, name string, lim Limits) (*Group, error) {
 }
 
 // ensureParent creates root+parent (and missing ancestors below root) with the marker, or checks that an
-// existing parent carries it.
+// existing parent is usable (usableParent: writable, then marked).
 func ensureParent(root, parent string, cr *creation) error {
 	dir := root
 	comps := strings.Split(strings.TrimPrefix(parent, "/"), "/")
@@ -200,13 +201,16 @@ func ensureParent(root, parent string, cr *creation) error {
 			}
 			continue
 		}
+		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+			return notWritable(filepath.Dir(dir), err)
+		}
 		if !errors.Is(err, unix.EEXIST) {
 			return err
 		}
 		if !last {
 			continue // an existing ancestor above our parent need not be ours; we never write to it
 		}
-		if err := waitMarked(dir); err != nil {
+		if err := usableParent(dir); err != nil {
 			return err
 		}
 	}

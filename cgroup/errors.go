@@ -9,6 +9,9 @@ var (
 	// ErrNotOurs is returned when a parent or worker cgroup exists but was not created by hlaunch
 	// (it has no hlaunch marker). hlaunch never places workers in, or removes, a cgroup it does not own.
 	ErrNotOurs = errors.New("cgroup: cgroup exists but was not created by hlaunch")
+	// ErrNotWritable is returned when a parent (or the directory a missing parent would be made in) is
+	// not writable by this process: a parent made by root, seen by a non-root hlaunch, is this.
+	ErrNotWritable = errors.New("cgroup: cgroup parent not writable")
 	// ErrExists is returned by Create when the worker cgroup already exists.
 	ErrExists = errors.New("cgroup: worker cgroup already exists")
 	// ErrUnsupportedLimit is returned when a requested limit cannot be applied on this host; the

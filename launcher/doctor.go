@@ -72,7 +72,13 @@ func (l *Launcher) Doctor(ctx context.Context) (Report, error) {
 		r.Pidfd = true
 	}
 	r.UserNamespaces = userns()
-	r.SystemBus = l.probeBus(ctx, false)
+	// A non-root hlaunch never uses the system manager (it may not make scopes there): its line says so
+	// rather than showing the user bus under the system bus's name.
+	if os.Geteuid() == 0 {
+		r.SystemBus = l.probeBus(ctx, false)
+	} else {
+		r.SystemBus = Check{false, fmt.Sprintf("not used by uid %d: a non-root hlaunch makes its scopes in its own user manager (user bus)", os.Geteuid())}
+	}
 	r.UserBus = l.probeBus(ctx, true)
 	r.Linger = linger()
 	useUser := os.Geteuid() != 0 || l.cfg.Defaults.UserManager
@@ -93,31 +99,18 @@ func (l *Launcher) Doctor(ctx context.Context) (Report, error) {
 	return r, nil
 }
 
-// delegated checks that the configured cgroup parent exists and is writable, or can be created.
+// delegated checks that the configured cgroup parent can be used or created (cgroup.Host.CheckParent:
+// the same decision Create makes, so the same words).
 func (l *Launcher) delegated() Check {
 	parent, err := l.host.CleanParent(l.cfg.Defaults.CgroupParent)
 	if err != nil {
 		return Check{false, err.Error()}
 	}
-	root := l.host.Unified
-	if root == "" {
-		for _, m := range l.host.V1 {
-			root = m
-			break
-		}
+	dir, err := l.host.CheckParent(parent)
+	if err != nil {
+		return Check{false, err.Error()}
 	}
-	dir := filepath.Join(root, parent)
-	for d := dir; ; d = filepath.Dir(d) {
-		if _, err := os.Stat(d); err == nil {
-			if err := unix.Access(d, unix.W_OK); err != nil {
-				return Check{false, fmt.Sprintf("%s is not writable: %v", d, err)}
-			}
-			return Check{true, fmt.Sprintf("%s (parent %s)", dir, parent)}
-		}
-		if d == root || d == "/" {
-			return Check{false, fmt.Sprintf("%s does not exist", root)}
-		}
-	}
+	return Check{true, fmt.Sprintf("%s (parent %s)", dir, parent)}
 }
 
 func (l *Launcher) probeBus(ctx context.Context, user bool) Check {

@@ -92,7 +92,8 @@ func (l *Launcher) prepareCgroup(spec Spec, id string) (*placement, error) {
 	}
 	g, err := l.host.Create(spec.CgroupParent, id, spec.Limits)
 	if err != nil {
-		if errors.Is(err, cgroup.ErrBadParent) || errors.Is(err, cgroup.ErrNotOurs) || errors.Is(err, cgroup.ErrUnsupportedLimit) {
+		if errors.Is(err, cgroup.ErrBadParent) || errors.Is(err, cgroup.ErrNotOurs) || errors.Is(err, cgroup.ErrNotWritable) ||
+			errors.Is(err, cgroup.ErrUnsupportedLimit) {
 			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 		return nil, err
