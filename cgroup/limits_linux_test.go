@@ -72,9 +72,6 @@ func TestV1LimitsLand(t *testing.T) {
 // TestForkBombStopsAtPids: a shell forking 200 sleeps ends up with exactly Pids tasks.
 func TestForkBombStopsAtPids(t *testing.T) {
 	h := testHost(t)
-	if h.Mode == Unified {
-		requireV1(t, h, "pids")
-	}
 	parent := testParent(t, h)
 	g, err := h.Create(parent, "w-bomb", Limits{Pids: 20})
 	if errors.Is(err, ErrUnsupportedLimit) {
