@@ -25,7 +25,9 @@ if [ "$layout" = hybrid ]; then
 	u=/sys/fs/cgroup/unified
 	if [ -e /sys/fs/cgroup/systemd/release_agent ]; then refuse "the name=systemd mount is the host's root"; fi
 else
-	mount -t cgroup2 cgroup2 /sys/fs/cgroup
+	# The source name is our own: mount(8) refuses a second "cgroup2" on /sys/fs/cgroup as "already
+	# mounted" (a pure-v2 host has one there); the kernel stacks the fresh, namespace-rooted mount on it.
+	mount -t cgroup2 systemdtest-cgroup2 /sys/fs/cgroup
 	u=/sys/fs/cgroup
 fi
 if [ ! -e "$u/cgroup.events" ]; then refuse "$u/cgroup.events is missing: the cgroup2 mount is the host's root"; fi
