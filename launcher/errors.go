@@ -18,12 +18,18 @@ var (
 	ErrUnverified = errors.New("refused: identity unverified")
 	// ErrNotRunning: the worker has already exited.
 	ErrNotRunning = errors.New("worker is not running")
+	// ErrLeaderExited: a signal for the worker's leader, whose leader has exited while the rest of its tree
+	// still runs (the worker runs: it is its whole tree). It wraps ErrNotRunning (exit 1); --all signals the
+	// tree.
+	ErrLeaderExited = fmt.Errorf("%w: its leader has exited and the rest of its tree still runs (signal it with --all)", ErrNotRunning)
 	// ErrDegraded: no restart-safe placement exists and the launch required one; nothing was started.
 	ErrDegraded = errors.New("no restart-safe placement")
 	// ErrKeyHeld: another worker holding the same key verifies as running; nothing was started.
 	ErrKeyHeld = errors.New("key is held by a running worker")
 	// ErrNotEmpty: the worker's cgroup could not be verified empty.
 	ErrNotEmpty = errors.New("worker cgroup not verified empty")
+	// ErrTimedOut: a foreground worker ran past its --timeout and was stopped (exit 124, as timeout(1)).
+	ErrTimedOut = errors.New("worker timed out")
 	// ErrCannotRun: the command exists but could not be executed (exit 126).
 	ErrCannotRun = errors.New("command cannot run")
 	// ErrCommandNotFound: the command was not found in the child's PATH (exit 127).
@@ -41,6 +47,7 @@ const (
 	ExitUnverified = 4   // unverified identity: zero signals sent
 	ExitKeyHeld    = 73  // --key held by a running worker
 	ExitDegraded   = 75  // --require-scope and no restart-safe placement (EX_TEMPFAIL: a host-level condition)
+	ExitTimeout    = 124 // a foreground --timeout was reached (as timeout(1)); wait --timeout ran out
 	ExitInternal   = 125 // hlaunch's own error or bad input; nothing started
 	ExitCannotRun  = 126
 	ExitNotFound   = 127
@@ -59,6 +66,8 @@ func ExitCode(err error) int {
 		return ExitKeyHeld
 	case errors.Is(err, ErrDegraded):
 		return ExitDegraded
+	case errors.Is(err, ErrTimedOut):
+		return ExitTimeout
 	case errors.Is(err, ErrCannotRun):
 		return ExitCannotRun
 	case errors.Is(err, ErrCommandNotFound):
@@ -81,12 +90,16 @@ func Code(err error) string {
 		return "refused"
 	case errors.Is(err, ErrUnverified):
 		return "unverified"
+	case errors.Is(err, ErrLeaderExited):
+		return "leader_exited"
 	case errors.Is(err, ErrNotRunning):
 		return "not_running"
 	case errors.Is(err, ErrDegraded):
 		return "degraded"
 	case errors.Is(err, ErrKeyHeld):
 		return "key_held"
+	case errors.Is(err, ErrTimedOut):
+		return "timeout"
 	case errors.Is(err, ErrNotEmpty):
 		return "not_empty"
 	case errors.Is(err, ErrCannotRun):

@@ -1,10 +1,8 @@
 package launcher
 
 import (
-	"math"
+	"fmt"
 	"os"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/hlaunch/hlaunch/internal/handshake"
 )
@@ -16,7 +14,11 @@ func MaybeRunInternal() bool {
 	// A worker gets stdin, stdout and stderr and nothing else (hermes' close_fds=True): whatever this
 	// process inherited without close-on-exec (a supervisor's sockets, a shell's fds) stops here. The
 	// descriptors stay usable in this process; they are only closed across execve.
-	_ = unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC)
+	if err := markInheritedCloexec(); err != nil {
+		// A worker would get what we inherited: start nothing rather than leak it.
+		fmt.Fprintf(os.Stderr, "hlaunch: marking inherited descriptors close-on-exec: %v\n", err)
+		os.Exit(ExitInternal)
+	}
 	if len(os.Args) != 2 {
 		return false
 	}

@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -52,7 +53,9 @@ func (l *Launcher) Ledger(ctx context.Context, q LedgerQuery) ([]Record, error) 
 	var out []Record
 	for _, id := range ids {
 		var rec Record
-		if err := d.Read(id, &rec); err != nil {
+		if err := d.Read(id, &rec); errors.Is(err, state.ErrNotFound) {
+			continue // pruned since the listing (retention, a concurrent gc)
+		} else if err != nil {
 			return nil, err
 		}
 		if q.Key != "" && rec.Key != q.Key {

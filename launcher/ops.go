@@ -121,6 +121,9 @@ func (l *Launcher) List(ctx context.Context) ([]Record, error) {
 	var out []Record
 	for _, id := range ids {
 		rec, err := l.Get(ctx, id)
+		if errors.Is(err, ErrNotFound) {
+			continue // removed since the listing (a concurrent gc): it is not a worker any more
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -206,13 +209,24 @@ func (l *Launcher) Signal(ctx context.Context, ref string, sig syscall.Signal, a
 	if all {
 		return signalAll(ctx, h, rc.Sandbox, sig)
 	}
-	return h.SignalLeader(sig)
+	if err := h.SignalLeader(sig); errors.Is(err, fingerprint.ErrNotRunning) {
+		// The worker runs (its tree lives) but the one process this signal was for is gone.
+		return fmt.Errorf("%w: %s: leader PID %d", ErrLeaderExited, refOf(rc, ref), rc.PID)
+	} else if err != nil {
+		return fmt.Errorf("signal: %w", err)
+	}
+	return nil
 }
 
 // Stop sends SIGTERM to the whole worker, waits up to grace for its cgroup to empty, then kills the whole
 // cgroup. It returns the final record, and an error unless the cgroup is verified empty.
 func (l *Launcher) Stop(ctx context.Context, ref string, grace time.Duration) (Record, error) {
 	h, rc, ident, err := l.authorize(ref)
+	if errors.Is(err, ErrNotRunning) {
+		// Idempotent, as systemctl stop and docker stop are: an ended worker is stopped; its final record.
+		l.removeEnded(rc, ident)
+		return l.Get(ctx, refOf(rc, ref))
+	}
 	if err != nil {
 		return Record{}, err
 	}
@@ -224,11 +238,7 @@ func (l *Launcher) Stop(ctx context.Context, ref string, grace time.Duration) (R
 	if rc.ID != "" {
 		l.recordStopped(rc, killed)
 	}
-	if rc.Mode == ModeCgroup && ident.Cgroup != "" {
-		if g, err := l.workerGroup(rc, ident); err == nil {
-			_ = g.Delete()
-		}
-	}
+	l.removeEnded(rc, ident)
 	rec, err := l.Get(ctx, refOf(rc, ref))
 	if err != nil {
 		return Record{}, err
@@ -237,6 +247,15 @@ func (l *Launcher) Stop(ctx context.Context, ref string, grace time.Duration) (R
 		return rec, fmt.Errorf("%w: still running after stop", ErrNotEmpty)
 	}
 	return rec, nil
+}
+
+// removeEnded removes an ended worker's raw cgroup when it is empty (its shim, killed with it, could not).
+func (l *Launcher) removeEnded(rc Receipt, ident fingerprint.Identity) {
+	if rc.Mode == ModeCgroup && ident.Cgroup != "" {
+		if g, err := l.workerGroup(rc, ident); err == nil {
+			_ = g.Delete()
+		}
+	}
 }
 
 // stopHandle is the stop sequence on a verified worker: SIGTERM to every member (but a sandbox's

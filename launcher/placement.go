@@ -155,6 +155,10 @@ func (l *Launcher) prepareSystemdAsync(ctx context.Context, spec Spec) (*placeme
 	}
 	go func() {
 		q, err := l.prepareSystemd(ctx, spec)
+		if err != nil && !errors.Is(err, ErrInvalid) {
+			// No manager answered: a host-level condition (exit 75, 503), never the caller's bad input.
+			err = fmt.Errorf("%w: --scope systemd: %w", ErrDegraded, err)
+		}
 		p.dialed <- dialResult{q, err}
 	}()
 	// Let the dials reach the bus before the child's fork: a pinned launch has one P, and the fork (a raw

@@ -6,11 +6,13 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hlaunch/hlaunch/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/handshake"
 )
 
@@ -29,11 +31,11 @@ type Signals struct {
 // received on sigs.C to it, waits, removes its cgroup, and returns its exit code (128+N for signal N).
 // A launch that fails before the target runs returns ExitCode(err) and err.
 func (l *Launcher) Run(ctx context.Context, spec Spec, stdio Stdio, sigs Signals) (int, error) {
-	spec = spec.withDefaults(l.cfg.Defaults)
 	if spec.Detach {
 		return ExitInternal, fmt.Errorf("%w: Run is for foreground launches; use Start with --detach", ErrInvalid)
 	}
-	if err := spec.Validate(); err != nil {
+	spec, err := l.resolve(spec, false)
+	if err != nil {
 		return ExitCode(err), err
 	}
 	env, prof, err := l.compose(spec)
@@ -89,11 +91,27 @@ func (l *Launcher) Run(ctx context.Context, spec Spec, stdio Stdio, sigs Signals
 	stopTimer := l.enforceTimeout(spec, p, proc)
 	ws, err := proc.Wait()
 	close(done)
-	stopTimer()
+	timedOut := stopTimer()
 	if err != nil {
 		return ExitInternal, fmt.Errorf("wait: %w", err)
 	}
+	if timedOut {
+		// As timeout(1): 124, and said, so that a deadline is never mistaken for the command's own 143.
+		return ExitTimeout, fmt.Errorf("%w: --timeout %s reached: the worker was stopped (SIGTERM, the whole cgroup killed after the grace; it ended with %d)", ErrTimedOut, spec.Timeout, handshake.ExitCode(ws))
+	}
+	l.sayOOM(p, ws)
 	return handshake.ExitCode(ws), nil
+}
+
+// sayOOM says on stderr, in one line, when the kernel's OOM killer ended the worker: its 137 is otherwise
+// indistinguishable from any SIGKILL.
+func (l *Launcher) sayOOM(p *placement, ws syscall.WaitStatus) {
+	if !ws.Signaled() || ws.Signal() != syscall.SIGKILL || p.group == nil {
+		return
+	}
+	if st, err := p.group.Stats(); err == nil && st.OOMKills > 0 {
+		fmt.Fprintf(l.cfg.Stderr, "hlaunch: the worker was killed by the kernel's OOM killer (memory limit %d bytes, %d OOM kills in its cgroup)\n", p.limits.Memory, st.OOMKills)
+	}
 }
 
 // forward relays signals to the leader until done. The leader is our unreaped child, so its PID cannot
@@ -115,24 +133,29 @@ func forward(proc *handshake.Proc, signals <-chan os.Signal, done <-chan struct{
 }
 
 // enforceTimeout sends SIGTERM at the deadline and kills the whole tree after the grace. It returns a
-// function that cancels both. A sandbox's init (the leader) gets no SIGTERM of its own: it would forward a
-// second copy to the target.
-func (l *Launcher) enforceTimeout(spec Spec, p *placement, proc *handshake.Proc) func() {
+// function that cancels both and reports whether the deadline was reached. A sandbox's init (the leader)
+// gets no SIGTERM of its own: it would forward a second copy to the target. The tree's SIGTERM goes
+// through a fingerprint handle pinned while the leader is our unreaped child (pidfds, never bare PIDs).
+func (l *Launcher) enforceTimeout(spec Spec, p *placement, proc *handshake.Proc) func() bool {
 	timeout, _ := spec.timeout()
 	if timeout == 0 {
-		return func() {}
+		return func() bool { return false }
 	}
 	grace, _ := spec.grace()
+	var fired atomic.Bool
 	term := time.AfterFunc(timeout, func() {
-		if p.group != nil {
-			var skip []int
-			if spec.Sandbox {
-				skip = append(skip, proc.Pid) // our unreaped child
-			}
-			_ = p.group.Signal(context.Background(), syscall.SIGTERM, skip...)
-		} else {
+		fired.Store(true)
+		if p.group == nil {
 			_ = proc.Signal(syscall.SIGTERM)
+			return
 		}
+		h, _, err := fingerprint.Authorize(l.src, fingerprint.CaptureChild(l.src, proc.Pid, p.group.Path()))
+		if err != nil || h == nil {
+			_ = proc.Signal(syscall.SIGTERM) // reaped meanwhile, or not verifiable: the leader alone, safely
+			return
+		}
+		defer h.Close()
+		_ = signalAll(context.Background(), h, spec.Sandbox, syscall.SIGTERM)
 	})
 	kill := time.AfterFunc(timeout+grace, func() {
 		if p.group != nil {
@@ -141,7 +164,11 @@ func (l *Launcher) enforceTimeout(spec Spec, p *placement, proc *handshake.Proc)
 			_ = proc.Signal(syscall.SIGKILL)
 		}
 	})
-	return func() { term.Stop(); kill.Stop() }
+	return func() bool {
+		term.Stop()
+		kill.Stop()
+		return fired.Load()
+	}
 }
 
 // foregroundTTY reports whether f is a terminal whose foreground process group is ours.

@@ -71,9 +71,8 @@ type detachedLaunch struct {
 
 // detached checks spec for a detached launch as worker id and takes its key lock.
 func (l *Launcher) detached(ctx context.Context, spec Spec, stdio Stdio, id string) (*detachedLaunch, error) {
-	spec = spec.withDefaults(l.cfg.Defaults)
-	spec.Detach = true
-	if err := spec.Validate(); err != nil {
+	spec, err := l.resolve(spec, true)
+	if err != nil {
 		return nil, err
 	}
 	env, prof, err := l.compose(spec)
@@ -165,6 +164,7 @@ func (l *Launcher) runShim(ctx context.Context, d *detachedLaunch, h *heldShim) 
 	if err != nil {
 		h.child.Abort()
 	} else if res.Failure != nil {
+		h.child.Done() // our end of the config pipe: one descriptor leaked per failed start before
 		_, _ = h.child.Proc.Wait()
 		err = execError(&handshake.Error{Failure: *res.Failure})
 	}

@@ -131,7 +131,10 @@ func parseUser(v string) (uid, gid int, err error) {
 	return uid, gid, nil
 }
 
-// withDefaults fills the placement fields s leaves empty from d.
+// withDefaults fills the placement fields s leaves empty from d, each only where it applies to s: the
+// network only for a sandbox, the slice only for a placement that may be a scope, --require-scope only for a
+// placement that is not "none" (resolve refuses that combination). A default never makes a spec invalid
+// that the caller wrote validly.
 func (s Spec) withDefaults(d Spec) Spec {
 	if s.Scope == "" {
 		s.Scope = d.Scope
@@ -142,13 +145,15 @@ func (s Spec) withDefaults(d Spec) Spec {
 	if s.CgroupParent == "" {
 		s.CgroupParent = d.CgroupParent
 	}
-	if s.Slice == "" {
+	if s.Slice == "" && (s.Scope == ScopeSystemd || s.Scope == ScopeAuto) {
 		s.Slice = d.Slice
 	}
-	if s.Net == "" {
+	if s.Net == "" && s.Sandbox {
 		s.Net = d.Net
 	}
-	s.RequireScope = s.RequireScope || d.RequireScope
+	if s.Scope != ScopeNone {
+		s.RequireScope = s.RequireScope || d.RequireScope
+	}
 	s.UserManager = s.UserManager || d.UserManager
 	return s
 }

@@ -98,6 +98,7 @@ func (s *Server) handleSpawn(w http.ResponseWriter, r *http.Request) {
 	ticket := s.beginSpawn()
 	rc, err := s.startWorker(ctx, spec, stdio)
 	s.endSpawn(ticket, rc)
+	s.noteSpawn(err)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -274,7 +275,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 
 // Health is the answer of GET /v1/health.
 type Health struct {
-	Status    string `json:"status"` // "ok", or "degraded" when the last list of workers failed
+	Status    string `json:"status"` // "ok", or "degraded" when the last list of workers failed or spawns cannot be placed
 	PID       int    `json:"pid"`
 	UID       int    `json:"uid"`
 	Uptime    string `json:"uptime"`
@@ -282,8 +283,11 @@ type Health struct {
 	Running   int    `json:"running"`
 	LastPoll  string `json:"last_poll,omitempty"`
 	PollError string `json:"poll_error,omitempty"`
-	LastEvent uint64 `json:"last_event"`     // seq of the newest event
-	Warm      *int   `json:"warm,omitempty"` // with --warm: warm slots ready now
+	// SpawnError is what the last spawn that failed for a host-level reason (no restart-safe placement:
+	// degraded, 503) said; cleared by the next spawn that starts a worker. Status is then "degraded".
+	SpawnError string `json:"spawn_error,omitempty"`
+	LastEvent  uint64 `json:"last_event"`     // seq of the newest event
+	Warm       *int   `json:"warm,omitempty"` // with --warm: warm slots ready now
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
@@ -296,6 +300,9 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.pollErr != nil {
 		h.Status, h.PollError = "degraded", s.pollErr.Error()
+	}
+	if s.spawnErr != "" {
+		h.Status, h.SpawnError = "degraded", s.spawnErr
 	}
 	s.mu.Unlock()
 	h.Uptime = s.now().Sub(s.start).Round(time.Millisecond).String()
@@ -351,4 +358,17 @@ func passedStdio(r *http.Request, spec launcher.Spec) (launcher.Stdio, func(), e
 		return launcher.Stdio{}, nil, fmt.Errorf("%w: stdio inherit: send exactly three descriptors (stdin, stdout, stderr) with the request as SCM_RIGHTS; got %d", launcher.ErrInvalid, len(files))
 	}
 	return launcher.Stdio{Stdin: files[0], Stdout: files[1], Stderr: files[2]}, closeAll, nil
+}
+
+// noteSpawn keeps what health reports of spawns: a failure for a host-level reason (launcher.ErrDegraded:
+// no systemd manager, no writable cgroup parent) until a spawn starts a worker again.
+func (s *Server) noteSpawn(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case err == nil:
+		s.spawnErr = ""
+	case errors.Is(err, launcher.ErrDegraded):
+		s.spawnErr = err.Error()
+	}
 }

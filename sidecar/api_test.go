@@ -308,14 +308,24 @@ func TestAPI(t *testing.T) {
 		}
 	}
 
+	// The degraded spawn is what health reports until a spawn starts a worker again.
 	var h Health
+	if ts.do(t, "GET", "/v1/health", "", &h); h.Status != "degraded" || !strings.Contains(h.SpawnError, "no restart-safe placement") {
+		t.Fatalf("health after a degraded spawn: %+v", h)
+	}
+	f.mu.Lock()
+	f.startErr = nil
+	f.mu.Unlock()
+	var rc4 launcher.Receipt
+	ts.do(t, "POST", "/v1/workers", `{"profile":"gamma","argv":["x"]}`, &rc4)
+	ts.do(t, "POST", "/v1/workers/"+rc4.ID+"/stop", `{"grace":"10ms"}`, &rec)
 	for range 500 { // the watcher notices the stop within a poll or two
 		if ts.do(t, "GET", "/v1/health", "", &h); h.Running == 0 {
 			break
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if st, _ := ts.do(t, "GET", "/v1/health", "", &h); st != 200 || h.Status != "ok" || h.Workers != 3 || h.Running != 0 || h.PID != os.Getpid() {
+	if st, _ := ts.do(t, "GET", "/v1/health", "", &h); st != 200 || h.Status != "ok" || h.Workers != 4 || h.Running != 0 || h.PID != os.Getpid() {
 		t.Fatalf("health: %d %+v", st, h)
 	}
 	f.mu.Lock()

@@ -72,7 +72,7 @@ func statusOf(code string) int {
 		return http.StatusMethodNotAllowed
 	case "timeout":
 		return http.StatusRequestTimeout
-	case "refused", "unverified", "not_running", "key_held":
+	case "refused", "unverified", "not_running", "leader_exited", "key_held":
 		return http.StatusConflict
 	case "too_large":
 		return http.StatusRequestEntityTooLarge

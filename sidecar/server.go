@@ -93,6 +93,7 @@ type Server struct {
 	alive           func(launcher.Record) bool // whether a worker's shim still runs (launcher.ShimAlive)
 	lastPoll        time.Time
 	pollErr         error
+	spawnErr        string // the last host-level spawn failure (see noteSpawn); "" when spawns work
 
 	// ready is closed once the listener is up and the start-up reconciliation is done.
 	ready    chan struct{}

@@ -42,6 +42,7 @@ __all__ = [
     "Refused",
     "Unverified",
     "NotRunning",
+    "LeaderExited",
     "KeyHeld",
     "Degraded",
     "NotEmpty",
@@ -117,6 +118,13 @@ class NotRunning(HlaunchError):
     """The worker has already exited."""
 
     code = "not_running"
+
+
+class LeaderExited(NotRunning):
+    """A signal for the worker's leader, which has exited while the rest of the worker still runs; send it
+    to the whole worker with ``all=True``."""
+
+    code = "leader_exited"
 
 
 class KeyHeld(HlaunchError):

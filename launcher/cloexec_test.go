@@ -1,0 +1,34 @@
+package launcher
+
+import (
+	"os"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// The walk that stands in for close_range(CLOSE_RANGE_CLOEXEC) on kernels 5.7-5.10 marks an inherited
+// descriptor close-on-exec. Before it existed, close_range's error was dropped and such kernels leaked
+// every inherited descriptor to workers.
+func TestCloexecByWalkMarksInherited(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	fd := int(r.Fd())
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, 0); err != nil { // as if inherited without the flag
+		t.Fatal(err)
+	}
+	if err := cloexecByWalk(3); err != nil {
+		t.Fatal(err)
+	}
+	flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if flags&unix.FD_CLOEXEC == 0 {
+		t.Fatalf("fd %d not close-on-exec after the walk", fd)
+	}
+}
