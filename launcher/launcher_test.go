@@ -67,10 +67,19 @@ func TestSpecValidate(t *testing.T) {
 }
 
 func TestWithDefaults(t *testing.T) {
-	d := Spec{Scope: ScopeCgroup, CgroupParent: "p", Slice: "s.slice", Net: "none", RequireScope: true, UserManager: true}
-	got := Spec{}.withDefaults(d)
-	if got.Scope != ScopeCgroup || got.CgroupParent != "p" || got.Slice != "s.slice" || got.Net != "none" || !got.RequireScope || !got.UserManager {
+	d := Spec{Scope: ScopeSystemd, CgroupParent: "p", Slice: "s.slice", Net: "none", RequireScope: true, UserManager: true}
+	got := Spec{Sandbox: true}.withDefaults(d)
+	if got.Scope != ScopeSystemd || got.CgroupParent != "p" || got.Slice != "s.slice" || got.Net != "none" || !got.RequireScope || !got.UserManager {
 		t.Fatalf("defaults not applied: %+v", got)
+	}
+	// Each default only where it applies: no network without a sandbox, no slice for a raw cgroup. A
+	// default must never make a valid spec invalid (sidecar --net none refused every unsandboxed spawn).
+	got = Spec{Scope: ScopeCgroup, Profile: "b", Argv: []string{"x"}}.withDefaults(d)
+	if got.Net != "" || got.Slice != "" {
+		t.Fatalf("defaults applied where they do not apply: %+v", got)
+	}
+	if err := got.Validate(); err != nil {
+		t.Fatalf("a valid spec with the defaults: %v", err)
 	}
 	got = Spec{Scope: ScopeNone, CgroupParent: "q"}.withDefaults(d)
 	if got.Scope != ScopeNone || got.CgroupParent != "q" {
