@@ -246,12 +246,23 @@ func scPython(t *testing.T) string {
 	return p
 }
 
-// scClientDir copies the Python client into dir (readable by every uid) and returns dir.
+// scClientDir copies the Python client's package (clients/python/hlaunch_client) into dir (readable by
+// every uid) and returns dir, which then goes on the PYTHONPATH.
 func scClientDir(t *testing.T, dir string) string {
 	t.Helper()
-	b, err := os.ReadFile("../clients/python/hlaunch_client.py")
+	src := filepath.Join("..", "clients", "python", "hlaunch_client")
+	ents, err := os.ReadDir(src)
 	must(t, err)
-	must(t, os.WriteFile(filepath.Join(dir, "hlaunch_client.py"), b, 0o644))
+	dst := filepath.Join(dir, "hlaunch_client")
+	must(t, os.MkdirAll(dst, 0o755))
+	for _, e := range ents {
+		if e.IsDir() {
+			continue // __pycache__
+		}
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		must(t, err)
+		must(t, os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644))
+	}
 	return dir
 }
 

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hlaunch/hlaunch/internal/version"
 	"github.com/hlaunch/hlaunch/launcher"
 )
 
@@ -275,7 +276,8 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 
 // Health is the answer of GET /v1/health.
 type Health struct {
-	Status    string `json:"status"` // "ok", or "degraded" when the last list of workers failed or spawns cannot be placed
+	Status    string `json:"status"`  // "ok", or "degraded" when the last list of workers failed or spawns cannot be placed
+	Version   string `json:"version"` // hlaunch's release version (internal/version), as hlaunch --version
 	PID       int    `json:"pid"`
 	UID       int    `json:"uid"`
 	Uptime    string `json:"uptime"`
@@ -293,7 +295,7 @@ type Health struct {
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	total, running := s.counts()
 	s.mu.Lock()
-	h := Health{Status: "ok", PID: os.Getpid(), UID: os.Geteuid(), Workers: total, Running: running,
+	h := Health{Status: "ok", Version: version.Version, PID: os.Getpid(), UID: os.Geteuid(), Workers: total, Running: running,
 		LastEvent: s.events.lastSeq()}
 	if !s.lastPoll.IsZero() {
 		h.LastPoll = s.lastPoll.UTC().Format(time.RFC3339Nano)

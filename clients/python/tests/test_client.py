@@ -189,7 +189,7 @@ class ClientTest(unittest.TestCase):
         self.route("GET", "/v1/events", 400, [])
         # The stub answers an error without a JSON body: still an exception, never an empty iterator.
         with self.assertRaises(hc.ProtocolError):
-            list(self.client.events(since=-1))
+            list(self.client.events(since=5))
 
     def test_default_socket(self):
         old = os.environ.get("HLAUNCH_SOCKET")

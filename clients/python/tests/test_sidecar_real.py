@@ -5,9 +5,12 @@ test creates no cgroups and runs as any user; the sidecar's cgroup placement is 
 (integration/sidecar_test.go).
 """
 
+import asyncio
+import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
@@ -24,8 +27,24 @@ def _write(path, text, mode=0o600):
     os.chmod(path, mode)
 
 
-@unittest.skipUnless(HLAUNCH_BIN and os.access(HLAUNCH_BIN, os.X_OK),
-                     "set HLAUNCH_BIN to an hlaunch binary (make test does) to run against a real sidecar")
+def _socket_fds():
+    """This process's open sockets (their /proc/self/fd link targets), to tell a leaked connection."""
+    out = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink("/proc/self/fd/" + fd)
+        except OSError:
+            continue
+        if target.startswith("socket:"):
+            out.append(target)
+    return sorted(out)
+
+
+_NEEDS_BIN = unittest.skipUnless(HLAUNCH_BIN and os.access(HLAUNCH_BIN, os.X_OK),
+                                 "set HLAUNCH_BIN to an hlaunch binary (make test does) to run against a real sidecar")
+
+
+@_NEEDS_BIN
 class RealSidecarTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -184,6 +203,142 @@ class RealSidecarTest(unittest.TestCase):
     def test_no_descriptors_with_inherit_is_refused(self):
         with self.assertRaises(hc.InvalidSpec):
             self.client.spawn({"profile": "alpha", "argv": ["true"], "stdio": "inherit"})
+
+    def test_version_matches_the_binaries(self):
+        out = subprocess.run([HLAUNCH_BIN, "version", "--json"], check=True, capture_output=True).stdout
+        self.assertEqual(json.loads(out)["version"], hc.__version__)
+        self.assertEqual(self.client.health()["version"], hc.__version__)
+
+    def test_installed_package_is_tested(self):
+        """make test runs this suite against the package pip installed, not the source tree."""
+        if os.environ.get("HLAUNCH_CLIENT_INSTALLED") != "1":
+            self.skipTest("not run from an installed package (scripts/test.sh sets HLAUNCH_CLIENT_INSTALLED)")
+        pkg = os.path.dirname(hc.__file__)
+        self.assertIn("site-packages", pkg)
+        self.assertTrue(os.path.isfile(os.path.join(pkg, "py.typed")), pkg)
+
+    def test_durations_as_seconds(self):
+        rc = self.spawn("beta", "exec sleep 30", timeout=0.3, grace=0.2)
+        final = self.client.wait(rc["id"], timeout=20)
+        self.assertTrue(final.get("timed_out"), final)
+        with self.assertRaises(hc.InvalidSpec):
+            self.client.list(state="bogus")
+
+    def test_async_spawn_wait_events(self):
+        async def go():
+            c = hc.AsyncClient(self.sock, timeout=10)
+            rc = await c.spawn({"profile": "alpha", "argv": ["/bin/sh", "-c", "exit 5"], "timeout": 20})
+            final = await c.wait(rc["id"], timeout=20)
+            self.assertEqual(final["exit_code"], 5)
+            types = []
+            async with c.events(since=0) as evs:
+                async for ev in evs:
+                    if ev.get("id") == rc["id"]:
+                        types.append(ev["type"])
+                        if ev["type"] == "exited":
+                            break
+            self.assertEqual(types, ["started", "exited"])
+            self.assertIn(rc["id"], [r["id"] for r in await c.list(state="exited")])
+            self.assertEqual((await c.get(rc["token"]))["id"], rc["id"])
+            with self.assertRaises(hc.NotFound):
+                await c.get("w-000000000000")
+            with self.assertRaises(hc.InvalidSpec):
+                await c.spawn({"profile": "alpha", "argv": ["true"], "detatch": True})
+        asyncio.run(go())
+
+    def test_async_wait_timeout_stop_signal(self):
+        async def go():
+            c = hc.AsyncClient(self.sock, timeout=10)
+            rc = await c.spawn({"profile": "beta", "argv": ["/bin/sh", "-c", "exec sleep 30"]})
+            with self.assertRaises(hc.WaitTimeout):
+                await c.wait(rc["id"], timeout=0.2)
+            self.assertEqual((await c.signal(rc["id"], "CONT"))["signal"], "SIGCONT")
+            final = await c.stop(rc["id"], grace=1)
+            self.assertEqual(final["state"], "exited")
+            with self.assertRaises(hc.NotRunning):
+                await c.signal(rc["id"], "TERM")
+        asyncio.run(go())
+
+    def test_async_passed_pipes(self):
+        async def go():
+            c = hc.AsyncClient(self.sock, timeout=10)
+            r, w = os.pipe()
+            try:
+                rc = await c.spawn({"profile": "alpha", "argv": ["/bin/sh", "-c", "echo via-pipe"]}, stdout=w)
+                os.close(w)
+                w = None
+                final = await c.wait(rc["id"], timeout=20)
+                self.assertEqual(final.get("exit_code"), 0)
+                with os.fdopen(r, "rb") as f:
+                    r = None
+                    self.assertEqual(f.read(), b"via-pipe\n")
+            finally:
+                for fd in (r, w):
+                    if fd is not None:
+                        os.close(fd)
+        asyncio.run(go())
+
+    def test_async_cancellation_closes_connections(self):
+        """A cancelled wait or event stream leaves no connection open, and the event loop was never blocked."""
+        async def go():
+            c = hc.AsyncClient(self.sock, timeout=10)
+            rc = await c.spawn({"profile": "beta", "argv": ["/bin/sh", "-c", "exec sleep 30"]})
+            before = _socket_fds()
+            ticks = 0
+
+            async def ticker():
+                nonlocal ticks
+                while True:
+                    await asyncio.sleep(0.01)
+                    ticks += 1
+
+            t = asyncio.create_task(ticker())
+            waiter = asyncio.create_task(c.wait(rc["id"]))
+
+            # Held here, so that only the stream's own closing (not the garbage collector) can free it.
+            evs = c.events()
+
+            async def read_events():
+                async for _ in evs:
+                    pass
+
+            streamer = asyncio.create_task(read_events())
+            # Both requests are in flight once the sidecar has answered the stream's headers and holds the
+            # wait; the ticker keeps running meanwhile (nothing blocks the loop).
+            while ticks < 20:
+                await asyncio.sleep(0.01)
+            self.assertGreater(len(_socket_fds()), len(before))
+            waiter.cancel()
+            streamer.cancel()
+            for task in (waiter, streamer):
+                with self.assertRaises(asyncio.CancelledError):
+                    await task
+            for _ in range(5):
+                await asyncio.sleep(0)  # the transports' close callbacks
+            self.assertEqual(_socket_fds(), before)
+            self.assertIsNotNone(evs)
+            t.cancel()
+            # The worker is not affected by a cancelled wait.
+            self.assertEqual((await c.get(rc["id"]))["state"], "running")
+            await c.stop(rc["id"], grace=0.5)
+        asyncio.run(go())
+
+    def test_gateway_example(self):
+        """The README's gateway: tool calls with deadlines and a watcher reacting to events, run as a script."""
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "gateway.py")
+        # The script imports the package under test: the installed one (make test), else the source tree's.
+        env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(hc.__file__))))
+        p = subprocess.run([sys.executable, script, self.sock, "alpha"], capture_output=True, timeout=120, env=env)
+        self.assertEqual(p.returncode, 0, p.stderr.decode())
+        out = json.loads(p.stdout)
+        ok, failed, overrun = out["results"]
+        self.assertEqual((ok["state"], ok["exit_code"]), ("exited", 0))
+        self.assertEqual((failed["state"], failed["exit_code"]), ("exited", 3))
+        self.assertEqual(overrun["state"], "exited")
+        self.assertIn(overrun["signal"], ("SIGTERM", "SIGKILL"))
+        for wid, types in out["events"].items():
+            self.assertEqual(types[0], "started", wid)
+            self.assertIn("exited", types, wid)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,84 @@
+"""Client for the hlaunch sidecar: spawn, track and stop workers over its Unix socket.
+
+Standard library only. Two clients with the same methods:
+
+- ``Client``: blocking, one HTTP request per call on a fresh connection (safe to share between threads,
+  survives sidecar restarts without reconnect logic);
+- ``AsyncClient``: the same as coroutines for an asyncio program, with ``async for`` over events and
+  cancellation that closes the call's connection.
+
+Workers, receipts and events are plain dicts with the same fields as ``hlaunch exec --detach`` and
+``hlaunch ps --json`` print (``id``, ``token``, ``pid``, ``state``, ``exit_code``, ...). Durations
+(``timeout``, ``grace``, also inside a spec) are seconds, a ``timedelta`` or a string such as ``"10m"``.
+
+Example::
+
+    from hlaunch_client import AsyncClient
+
+    c = AsyncClient("/run/hlaunch/sidecar.sock")
+    receipt = await c.spawn({"profile": "alice", "argv": ["hermes", "chat", "-q", "hi"], "timeout": 600})
+    final = await c.wait(receipt["id"], timeout=630)
+    print(final["exit_code"])
+
+Errors are typed: every error answer of the sidecar raises a subclass of ``HlaunchError`` chosen by its
+stable code (``InvalidSpec`` for ``invalid``, ``KeyHeld`` for ``key_held``, ...), with ``.code``,
+``.status`` and the message. Arguments the client can check itself raise ``InvalidSpec`` (also a
+``ValueError``) before anything is sent.
+"""
+
+from ._args import STATES, Duration, Signal
+from ._async import AsyncClient, EventStream
+from ._errors import (
+    CannotRun,
+    CommandNotFound,
+    Degraded,
+    Forbidden,
+    HlaunchError,
+    InvalidSpec,
+    KeyHeld,
+    LeaderExited,
+    NotEmpty,
+    NotFound,
+    NotRunning,
+    ProtocolError,
+    Refused,
+    SidecarUnavailable,
+    TooLarge,
+    Unsupported,
+    Unverified,
+    WaitTimeout,
+    error_for,
+)
+from ._sync import Client, Record, default_socket
+from ._version import __version__
+
+__all__ = [
+    "__version__",
+    "AsyncClient",
+    "Client",
+    "Duration",
+    "EventStream",
+    "Record",
+    "Signal",
+    "STATES",
+    "HlaunchError",
+    "SidecarUnavailable",
+    "ProtocolError",
+    "InvalidSpec",
+    "NotFound",
+    "Refused",
+    "Unverified",
+    "NotRunning",
+    "LeaderExited",
+    "KeyHeld",
+    "Degraded",
+    "NotEmpty",
+    "CannotRun",
+    "CommandNotFound",
+    "Forbidden",
+    "TooLarge",
+    "WaitTimeout",
+    "Unsupported",
+    "default_socket",
+    "error_for",
+]

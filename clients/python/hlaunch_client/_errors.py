@@ -1,0 +1,157 @@
+"""The exceptions of the hlaunch client, one per stable error code of the sidecar."""
+
+from __future__ import annotations
+
+from typing import Any, Dict, Optional, Type
+
+
+class HlaunchError(Exception):
+    """An error answer of the sidecar, or a failure to get one.
+
+    Attributes:
+        code: the stable error code (``"invalid"``, ``"key_held"``, ...; see the sidecar's API document).
+        status: the HTTP status, or None when no answer was received.
+        message: the sidecar's one-line message.
+    """
+
+    code: str = "internal"
+
+    def __init__(self, message: str, code: Optional[str] = None, status: Optional[int] = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        self.status = status
+
+    def __str__(self) -> str:
+        return "%s (%s)" % (self.message, self.code)
+
+
+class SidecarUnavailable(HlaunchError):
+    """The socket could not be reached (no sidecar, wrong path, or no permission on the socket file)."""
+
+    code = "unavailable"
+
+
+class ProtocolError(HlaunchError):
+    """The sidecar's answer was not the JSON it should be."""
+
+    code = "protocol"
+
+
+class InvalidSpec(HlaunchError, ValueError):
+    """Bad input: a spec field, a profile name, a signal, a duration, an argument. Nothing was started.
+
+    Also a ``ValueError``, so code that checks arguments the usual way catches it.
+    """
+
+    code = "invalid"
+
+
+class NotFound(HlaunchError):
+    """No worker with that id or token."""
+
+    code = "not_found"
+
+
+class Refused(HlaunchError):
+    """The worker's identity does not verify (foreign boot or machine, recycled PID): no signal was sent."""
+
+    code = "refused"
+
+
+class Unverified(Refused):
+    """The worker's identity was never captured; such a worker is never signalled."""
+
+    code = "unverified"
+
+
+class NotRunning(HlaunchError):
+    """The worker has already exited."""
+
+    code = "not_running"
+
+
+class LeaderExited(NotRunning):
+    """A signal for the worker's leader, which has exited while the rest of the worker still runs; send it
+    to the whole worker with ``all=True``."""
+
+    code = "leader_exited"
+
+
+class KeyHeld(HlaunchError):
+    """Another worker holding the same ``key`` verifies as running. Nothing was started."""
+
+    code = "key_held"
+
+
+class Degraded(HlaunchError):
+    """No restart-safe placement exists and the spec (or the sidecar) requires one.
+
+    This is a host-level condition, not a failure of the job: do not charge retry budgets for it.
+    """
+
+    code = "degraded"
+
+
+class NotEmpty(HlaunchError):
+    """A stop could not verify the worker's cgroup empty."""
+
+    code = "not_empty"
+
+
+class CannotRun(HlaunchError):
+    """The command exists but could not be executed (the CLI's exit 126)."""
+
+    code = "cannot_run"
+
+
+class CommandNotFound(CannotRun):
+    """The command was not found in the child's PATH (the CLI's exit 127)."""
+
+    code = "command_not_found"
+
+
+class Forbidden(HlaunchError):
+    """This process's uid is not the sidecar's, not root, and not in its socket group."""
+
+    code = "forbidden"
+
+
+class TooLarge(HlaunchError):
+    """The request body exceeded the sidecar's limit (1 MiB by default)."""
+
+    code = "too_large"
+
+
+class WaitTimeout(HlaunchError):
+    """``wait(timeout=...)`` elapsed while the worker still runs."""
+
+    code = "timeout"
+
+
+class Unsupported(HlaunchError):
+    """The endpoint is not implemented by this sidecar."""
+
+    code = "not_implemented"
+
+
+def _all_subclasses(cls: Type[HlaunchError]) -> "list[Type[HlaunchError]]":
+    out = []
+    for sub in cls.__subclasses__():
+        out.append(sub)
+        out.extend(_all_subclasses(sub))
+    return out
+
+
+_BY_CODE: Dict[str, Type[HlaunchError]] = {cls.code: cls for cls in _all_subclasses(HlaunchError)}
+
+
+def error_for(status: int, payload: Any) -> HlaunchError:
+    """Return the exception for an error answer ``payload`` (the decoded JSON) with HTTP ``status``."""
+    err = payload.get("error") if isinstance(payload, dict) else None
+    if not isinstance(err, dict) or "code" not in err:
+        return ProtocolError("HTTP %d without a JSON error body" % status, status=status)
+    code = str(err.get("code"))
+    cls = _BY_CODE.get(code, HlaunchError)
+    return cls(str(err.get("message", "")), code=code, status=status)
