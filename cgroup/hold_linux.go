@@ -2,6 +2,7 @@ package cgroup
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -115,4 +116,28 @@ func (h *Host) holdScope(rel string, c Claim) (*Group, error) {
 	g := &Group{host: h, path: rel, v2: dir, v1: map[string]string{}, id: id, scope: true}
 	g.finish()
 	return g, nil
+}
+
+// MarkedAncestor returns the nearest cgroup at or above rel (a v2 path, relative to the root) that
+// carries hlaunch's ownership marker, or "" when none does: a process whose cgroup has one runs inside a
+// cgroup hlaunch made (a worker's, or a parent of workers). A path that leaves the root ("/.." parts, as
+// /proc shows a cgroup outside the reader's cgroup namespace) has no such ancestor here. Legacy hosts
+// (no v2 tree) answer "".
+func (h *Host) MarkedAncestor(rel string) (string, error) {
+	if h.Unified == "" || !strings.HasPrefix(rel, "/") || strings.Contains(rel, "/..") {
+		return "", nil
+	}
+	for p := path.Clean(rel); p != "/"; p = path.Dir(p) {
+		ok, err := marked(filepath.Join(h.Unified, p))
+		if errors.Is(err, os.ErrNotExist) {
+			continue // gone since /proc named it
+		}
+		if err != nil {
+			return "", err
+		}
+		if ok {
+			return p, nil
+		}
+	}
+	return "", nil
 }

@@ -224,6 +224,9 @@ func check(kind, arg string) string {
 		if c, err = net.Dial("unix", arg); err == nil {
 			c.Close()
 		}
+	case "sidecar":
+		// Ask the sidecar on socket arg for an unsandboxed worker: "ok:<status> <error code>".
+		return askSidecar(arg)
 	default:
 		return "unknown check"
 	}
@@ -269,4 +272,38 @@ func threadCPUs(pid int) []string {
 		}
 	}
 	return lists
+}
+
+// askSidecar connects to the sidecar's socket at sock, asks it for an unsandboxed worker of profile b,
+// and answers "ok:<HTTP status> <error code>" (the code is empty on success), or why it could not ask.
+func askSidecar(sock string) string {
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		return err.Error()
+	}
+	defer c.Close()
+	body := `{"profile":"b","argv":["true"]}`
+	req := "POST /v1/workers HTTP/1.1\r\nHost: sidecar\r\nContent-Type: application/json\r\nConnection: close\r\n" +
+		"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+	if _, err := io.WriteString(c, req); err != nil {
+		return err.Error()
+	}
+	resp, err := io.ReadAll(c)
+	if err != nil && len(resp) == 0 {
+		return err.Error()
+	}
+	head, rest, _ := strings.Cut(string(resp), "\r\n\r\n")
+	status := strings.Fields(head)
+	if len(status) < 2 {
+		return "no HTTP answer: " + head
+	}
+	var eb struct {
+		Error struct {
+			Code string `json:"code"`
+		} `json:"error"`
+	}
+	if i := strings.Index(rest, "{"); i >= 0 { // a chunked body has its size before the JSON, a 0 after
+		_ = json.NewDecoder(strings.NewReader(rest[i:])).Decode(&eb)
+	}
+	return "ok:" + status[1] + " " + eb.Error.Code
 }

@@ -1,6 +1,11 @@
 package integration
 
 import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/hlaunch/hlaunch/fingerprint"
 )
@@ -121,5 +128,107 @@ func TestHostileMintedTokens(t *testing.T) {
 	end, _ := e.record(rc.ID)
 	if end.ExitCode == nil || *end.ExitCode != 10 {
 		t.Fatalf("the worker's exit %v (signal %q): want 10, no SIGUSR1 ever reached it", end.ExitCode, end.Signal)
+	}
+}
+
+// openPath opens p with O_PATH: a descriptor that names the socket without the view having to show it.
+// A worker given it as its stdin connects to /proc/self/fd/0 (the magic link reaches the socket wherever
+// it is), so the sidecar's own refusal is tested, independent of what the sandbox's view hides.
+func openPath(t *testing.T, p string) *os.File {
+	t.Helper()
+	fd, err := syscall.Open(p, unix.O_PATH|syscall.O_CLOEXEC, 0)
+	must(t, err)
+	f := os.NewFile(uintptr(fd), p)
+	t.Cleanup(func() { f.Close() })
+	return f
+}
+
+// execWithStdin runs `hlaunch exec ARGS -- child report CHECKS` with stdin as the child's fd 0.
+func (e *env) execWithStdin(stdin *os.File, args []string, checks ...string) childReport {
+	e.t.Helper()
+	full := append([]string{"--root", e.Root, "--state-dir", e.State, "exec"}, args...)
+	full = append(append(full, "--", selfBin, "child", "report"), checks...)
+	cmd := exec.Command(hlaunchBin, full...)
+	cmd.Env, cmd.Stdin = e.Launcher, stdin
+	r := runResult(e.t, cmd)
+	if r.Code != 0 {
+		e.t.Fatalf("hlaunch %v: exit %d: %s", full, r.Code, r.Stderr)
+	}
+	var rep childReport
+	must(e.t, json.Unmarshal([]byte(r.Stdout), &rep))
+	return rep
+}
+
+// sidecarSpawnWithFDs asks the sidecar on sock for a worker (spec, stdio inherit) with fds as its stdin,
+// stdout and stderr (SCM_RIGHTS), and returns the HTTP status and body.
+func sidecarSpawnWithFDs(t *testing.T, sock, spec string, fds ...int) (int, string) {
+	t.Helper()
+	c, err := net.Dial("unix", sock)
+	must(t, err)
+	defer c.Close()
+	req := "POST /v1/workers HTTP/1.1\r\nHost: sidecar\r\nContent-Type: application/json\r\nConnection: close\r\n" +
+		"Content-Length: " + strconv.Itoa(len(spec)) + "\r\n\r\n" + spec
+	_, _, err = c.(*net.UnixConn).WriteMsgUnix([]byte(req), syscall.UnixRights(fds...), nil)
+	must(t, err)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	must(t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// Class 2, the sidecar's side: a peer that is a worker - sandboxed (another pid namespace; a root
+// launcher's sandboxed worker is uid 0 to SO_PEERCRED) or unsandboxed in a cgroup hlaunch made - is
+// refused with 403 "forbidden" and gets no worker, however it reached the socket. The socket reaches the
+// child as an O_PATH descriptor, so what the view hides does not matter here. On the old code each got
+// 201 and an unsandboxed worker.
+func TestHostileSidecarRefusesWorkerPeers(t *testing.T) {
+	requireRoot(t)
+	e := newEnv(t)
+	sock := filepath.Join(scSocketDir(t), "s.sock")
+	p := startSidecarProc(t, e, sock)
+	const via = "sidecar:/proc/self/fd/0"
+	before := len(p.list())
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"cli --sandbox", []string{"-p", "b", "--sandbox", "--scope", "cgroup", "--cgroup-parent", e.Parent}},
+		{"cli --sandbox --scope none", []string{"-p", "b", "--sandbox", "--scope", "none"}},
+		{"cli unsandboxed in its cgroup", []string{"-p", "b", "--scope", "cgroup", "--cgroup-parent", e.Parent}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			rep := e.with(t).execWithStdin(openPath(t, sock), c.args, via)
+			if got := rep.Checks[via]; got != "ok:403 forbidden" {
+				t.Errorf("a worker's request to the sidecar: %q, want \"ok:403 forbidden\"", got)
+			}
+		})
+	}
+	t.Run("through the sidecar, sandboxed", func(t *testing.T) {
+		pr, pw, err := os.Pipe()
+		must(t, err)
+		defer pr.Close()
+		spec := `{"profile":"b","sandbox":true,"stdio":"inherit","argv":["` + selfBin + `","child","report","` + via + `"]}`
+		sockFD := openPath(t, sock)
+		st, body := sidecarSpawnWithFDs(t, sock, spec, int(sockFD.Fd()), int(pw.Fd()), int(pw.Fd()))
+		pw.Close()
+		if st != 201 {
+			t.Fatalf("spawn: %d %s", st, body)
+		}
+		out, _ := io.ReadAll(pr) // the worker's report; EOF once it and its shim have closed the pipe
+		var rep childReport
+		if err := json.Unmarshal(out, &rep); err != nil {
+			t.Fatalf("report: %v: %q", err, out)
+		}
+		if got := rep.Checks[via]; got != "ok:403 forbidden" {
+			t.Errorf("a sandboxed worker's request to the sidecar: %q, want \"ok:403 forbidden\"", got)
+		}
+	})
+	// Only the one worker this test asked for through the sidecar exists: no peer obtained one.
+	if n := len(p.list()); n != before+1 {
+		t.Errorf("the sidecar has %d records, want %d: a refused peer got a worker", n, before+1)
+	}
+	if !strings.Contains(p.log.String(), "another pid namespace") {
+		t.Errorf("the sidecar's log does not say why it refused the sandboxed peer:\n%s", p.log.String())
 	}
 }

@@ -63,3 +63,13 @@ func joinReason(reason, more string) string {
 	}
 	return reason + "; " + more
 }
+
+// MarkedCgroup returns the cgroup hlaunch made (a worker's or a parent of workers) that contains the v2
+// cgroup path (as /proc/<pid>/cgroup names it in this process's cgroup namespace), or "" when there is
+// none. The sidecar refuses peers that run inside one.
+func (l *Launcher) MarkedCgroup(path string) (string, error) {
+	if l.host == nil {
+		return "", nil
+	}
+	return l.host.MarkedAncestor(path)
+}

@@ -3,7 +3,11 @@ package sidecar
 import (
 	"context"
 	"fmt"
+	"net"
+	"path"
 	"slices"
+
+	"github.com/hlaunch/hlaunch/launcher"
 )
 
 // Peer is the identity of a connected client as the kernel reported it when it connected (SO_PEERCRED and
@@ -57,4 +61,57 @@ func withConnAuth(ctx context.Context, a *connAuth) context.Context {
 func connAuthFrom(ctx context.Context) *connAuth {
 	a, _ := ctx.Value(connAuthKey{}).(*connAuth)
 	return a
+}
+
+// unconfined decides, after the uid check, whether the peer runs where a worker of hlaunch's runs: a
+// sandboxed worker (another pid namespace than the sidecar's, whoever it claims to be by uid: a root
+// launcher's sandboxed worker is uid 0 to SO_PEERCRED) or a worker's cgroup (one hlaunch made and marked,
+// or a running scoped worker's scope). Such peers are refused: a worker must not obtain another worker,
+// least of all an unsandboxed one, through the sidecar. A peer whose place cannot be read is refused too.
+func (s *Server) unconfined(c net.Conn, p Peer) (bool, string) {
+	pl, err := placeOf(c, p.PID)
+	if err != nil {
+		return false, "cannot tell where the peer runs: " + err.Error()
+	}
+	if pl.pidNS != s.selfNS {
+		return false, fmt.Sprintf("the peer runs in another pid namespace (%s, the sidecar's is %s): a sandboxed worker", pl.pidNS, s.selfNS)
+	}
+	cg, err := s.b.MarkedCgroup(pl.cgroup)
+	if err != nil {
+		return false, "cannot tell where the peer runs: " + err.Error()
+	}
+	if cg != "" {
+		return false, fmt.Sprintf("the peer runs in cgroup %s, which hlaunch made for its workers", cg)
+	}
+	if id := s.scopeOf(pl.cgroup); id != "" {
+		return false, fmt.Sprintf("the peer runs in the scope of worker %s", id)
+	}
+	return true, ""
+}
+
+// scopeOf returns the id of the running scoped worker whose cgroup contains cg, or "".
+func (s *Server) scopeOf(cg string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.scopes) == 0 {
+		return ""
+	}
+	for p := path.Clean("/" + cg); p != "/"; p = path.Dir(p) {
+		if id, ok := s.scopes[p]; ok {
+			return id
+		}
+	}
+	return ""
+}
+
+// noteScope keeps the scopes of the running scoped workers for scopeOf (under s.mu).
+func (s *Server) noteScope(r launcher.Record) {
+	if r.Unit == "" || r.Cgroup == "" {
+		return
+	}
+	if r.State == stateRunning {
+		s.scopes[r.Cgroup] = r.ID
+	} else if s.scopes[r.Cgroup] == r.ID {
+		delete(s.scopes, r.Cgroup)
+	}
 }

@@ -176,3 +176,5 @@ func (f *fakeBackend) add(r launcher.Record) {
 	f.recs[r.ID] = r
 	f.order = append(f.order, r.ID)
 }
+
+func (f *fakeBackend) MarkedCgroup(path string) (string, error) { return "", nil }

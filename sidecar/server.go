@@ -69,6 +69,8 @@ type backend interface {
 	Signal(ctx context.Context, ref string, sig syscall.Signal, all bool) error
 	Stop(ctx context.Context, ref string, grace time.Duration) (launcher.Record, error)
 	Wait(ctx context.Context, ref string) (launcher.Record, error)
+	// MarkedCgroup names the cgroup hlaunch made that contains a v2 cgroup path, or "" (peer checks).
+	MarkedCgroup(path string) (string, error)
 }
 
 // Server is the sidecar: one per socket. Create it with New, run it with Serve.
@@ -76,6 +78,7 @@ type Server struct {
 	cfg    Config
 	b      backend
 	auth   authPolicy
+	selfNS string // this process's pid namespace (/proc/self/ns/pid): peers in another are sandboxed
 	events *broker
 	pool   *warmPool // nil without Config.Warm
 	log    *log.Logger
@@ -88,6 +91,7 @@ type Server struct {
 	unknown  map[string]uint64    // records not in the view, held back -> nextTicket when first seen
 	final    map[string]struct{}  // reported in a state no later poll can change (see isFinal): not re-read
 	inflight map[uint64]struct{}  // tickets of spawns that have not answered
+	scopes   map[string]string    // cgroup -> id of the running scoped workers the sidecar knows (peer checks)
 	// nextTicket numbers spawns; gen counts the workers spawns put in the view (see poll).
 	nextTicket, gen uint64
 	alive           func(launcher.Record) bool // whether a worker's shim still runs (launcher.ShimAlive)
@@ -145,9 +149,13 @@ func newServer(cfg Config, b backend) (*Server, error) {
 		unknown:  map[string]uint64{},
 		final:    map[string]struct{}{},
 		inflight: map[uint64]struct{}{},
+		scopes:   map[string]string{},
 		alive:    func(r launcher.Record) bool { return launcher.ShimAlive(r.Receipt) },
 		ready:    make(chan struct{}),
 		shutdown: make(chan struct{}),
+	}
+	if s.selfNS, err = os.Readlink("/proc/self/ns/pid"); err != nil {
+		return nil, fmt.Errorf("%w: own pid namespace: %w", ErrConfig, err)
 	}
 	s.events = newBroker(cfg.EventRing, s.now)
 	if w, ok := b.(warmer); ok && cfg.Warm > 0 {
@@ -267,6 +275,9 @@ func (s *Server) connContext(ctx context.Context, c net.Conn) context.Context {
 	a.peer, a.credErr = peerOf(c)
 	if a.credErr == nil {
 		a.ok, a.reason = s.auth.allow(a.peer)
+		if a.ok {
+			a.ok, a.reason = s.unconfined(c, a.peer)
+		}
 	} else {
 		a.reason = a.credErr.Error()
 	}

@@ -158,6 +158,7 @@ func (s *Server) poll(ctx context.Context, initial bool) error {
 		}
 		evs = append(evs, transition(prev.state, known, r, initial)...)
 		s.view[r.ID] = viewEntry{state: r.State}
+		s.noteScope(r)
 		if isFinal(r, s.alive) {
 			s.final[r.ID] = struct{}{}
 		}
@@ -170,6 +171,11 @@ func (s *Server) poll(ctx context.Context, initial bool) error {
 	for id, v := range s.view {
 		if _, ok := seen[id]; !ok && v.gen <= gen0 {
 			delete(s.view, id) // the record was removed (hlaunch gc, or by hand): nothing left to report
+		}
+	}
+	for cg, id := range s.scopes {
+		if _, ok := s.view[id]; !ok {
+			delete(s.scopes, cg)
 		}
 	}
 	for id := range s.pending {
@@ -259,6 +265,7 @@ func (s *Server) endSpawn(ticket uint64, rc *launcher.Receipt) {
 	}
 	s.gen++
 	s.view[rc.ID] = viewEntry{state: stateRunning, gen: s.gen}
+	s.noteScope(launcher.Record{Receipt: *rc, State: stateRunning})
 	delete(s.unknown, rc.ID)
 	s.events.publish(eventFor(EventStarted, launcher.Record{Receipt: *rc, State: stateRunning}, false))
 }

@@ -1,0 +1,34 @@
+package sidecar
+
+import (
+	"testing"
+
+	"github.com/hlaunch/hlaunch/launcher"
+)
+
+// A peer inside a running scoped worker's scope (or a cgroup below it) is a worker; once the worker has
+// exited, its scope no longer refuses anyone.
+func TestScopeOfPeer(t *testing.T) {
+	s := &Server{scopes: map[string]string{}}
+	w := launcher.Record{Receipt: launcher.Receipt{ID: "w-0123456789ab", Unit: "hlaunch-b-0123456789ab.scope",
+		Cgroup: "/app.slice/hlaunch-b-0123456789ab.scope"}, State: stateRunning}
+	s.noteScope(w)
+	s.noteScope(launcher.Record{Receipt: launcher.Receipt{ID: "w-1", Cgroup: "/hlaunch/w-1"}, State: stateRunning})
+	for cg, want := range map[string]string{
+		"/app.slice/hlaunch-b-0123456789ab.scope":       w.ID,
+		"/app.slice/hlaunch-b-0123456789ab.scope/inner": w.ID,
+		"/app.slice/hlaunch-b-0123456789ab.scope2":      "",
+		"/app.slice":   "",
+		"/hlaunch/w-1": "", // a raw cgroup is told by its mark, not here
+		"":             "",
+	} {
+		if got := s.scopeOf(cg); got != want {
+			t.Errorf("scopeOf(%q) = %q, want %q", cg, got, want)
+		}
+	}
+	w.State = stateExited
+	s.noteScope(w)
+	if got := s.scopeOf(w.Cgroup); got != "" {
+		t.Errorf("after the worker exited, scopeOf = %q", got)
+	}
+}
