@@ -400,44 +400,6 @@ func (l *Launcher) LegacySignal(ctx context.Context, pid int, fp string, sig sys
 	return h.SignalLeader(sig)
 }
 
-// GC removes the records of ended workers, their empty cgroups and, when empty, the cgroup parent; it
-// returns the ids removed. Records of
-// running workers, and of workers whose identity does not verify, stay (they are shown, never touched).
-func (l *Launcher) GC(ctx context.Context) ([]string, error) {
-	recs, err := l.List(ctx)
-	if err != nil {
-		return nil, err
-	}
-	d := &state.Dir{Path: l.workersDir()}
-	var removed []string
-	for _, r := range recs {
-		if r.State != string(fingerprint.Exited) {
-			continue
-		}
-		if r.Mode == ModeCgroup && r.Cgroup != "" {
-			if ident, err := fingerprint.ParseToken(r.Token); err == nil {
-				if g, err := l.workerGroup(r.Receipt, ident); err == nil {
-					if err := g.Delete(); err != nil {
-						continue
-					}
-				}
-			}
-		}
-		_ = d.Remove(r.ID + ".exit")
-		if err := d.Remove(r.ID); err != nil {
-			return removed, err
-		}
-		removed = append(removed, r.ID)
-	}
-	// Empty worker cgroups without a record (a foreground hlaunch that was SIGKILLed could not remove its own).
-	removed = append(removed, l.gcOrphans(recs)...)
-	// The parent itself goes too once nothing is left under it (it is re-created by the next launch).
-	if l.host != nil {
-		_ = l.host.RemoveParentIfEmpty(l.cfg.Defaults.CgroupParent)
-	}
-	return removed, nil
-}
-
 // gcOrphans removes empty worker cgroups under the default parent that no record names.
 func (l *Launcher) gcOrphans(recs []Record) []string {
 	if l.host == nil || l.host.Unified == "" {

@@ -26,6 +26,7 @@ const (
 	DefaultPollInterval = 150 * time.Millisecond
 	DefaultSlowPoll     = 2 * time.Second
 	DefaultEventRing    = 4096
+	DefaultGCInterval   = 30 * time.Second
 )
 
 // Config is what a Server needs; zero fields take the defaults given.
@@ -57,6 +58,11 @@ type Config struct {
 	// a worker's shim already started and, for a systemd scope, already in its scope, so a spawn that fits
 	// one skips both. Zero means none. An unused slot costs one idle shim (about 1.2 MB PSS).
 	Warm int
+	// Retention is what the sidecar collects by, on its own, every GCInterval (off the spawn path): ended
+	// workers' records and logs, empty cgroups, the ledger's bound. nil means launcher.DefaultRetention.
+	Retention *launcher.Retention
+	// GCInterval is the time between two collections; zero means DefaultGCInterval.
+	GCInterval time.Duration
 }
 
 // backend is what the server needs from a launcher. *launcher.Launcher is the production implementation;
@@ -126,6 +132,13 @@ func newServer(cfg Config, b backend) (*Server, error) {
 	}
 	if cfg.SlowPoll <= 0 {
 		cfg.SlowPoll = DefaultSlowPoll
+	}
+	if cfg.GCInterval <= 0 {
+		cfg.GCInterval = DefaultGCInterval
+	}
+	if cfg.Retention == nil {
+		r := launcher.DefaultRetention()
+		cfg.Retention = &r
 	}
 	if cfg.EventRing <= 0 {
 		cfg.EventRing = DefaultEventRing
@@ -235,6 +248,10 @@ func (s *Server) serveListener(ctx context.Context, ln net.Listener) error {
 	if s.pool != nil {
 		wg.Add(1)
 		go func() { defer wg.Done(); s.pool.run(ctx) }()
+	}
+	if c, ok := s.b.(collector); ok {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.collect(ctx, c) }()
 	}
 
 	errc := make(chan error, 1)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hlaunch/hlaunch/internal/retentionflag"
 	"github.com/hlaunch/hlaunch/internal/version"
 	"github.com/hlaunch/hlaunch/launcher"
 	"github.com/hlaunch/hlaunch/sidecar"
@@ -68,6 +69,8 @@ type sidecarFlags struct {
 	pollInterval        time.Duration
 	slowPoll            time.Duration
 	warm                int
+	retention           launcher.Retention
+	gcInterval          time.Duration
 }
 
 // newSidecarCmd is the daemon's whole command line (see docs/sidecar.md).
@@ -118,6 +121,8 @@ share/doc/hlaunch/sidecar.md.`,
 	fs.Int64Var(&f.maxBody, "max-body", sidecar.DefaultMaxBody, "largest request body in bytes (larger: 413)")
 	fs.DurationVar(&f.pollInterval, "poll-interval", sidecar.DefaultPollInterval, "shortest time between two checks of the worker records (exits are noticed through inotify)")
 	fs.DurationVar(&f.slowPoll, "slow-poll", sidecar.DefaultSlowPoll, "longest time between two checks of the worker records")
+	retentionflag.Add(fs, &f.retention)
+	fs.DurationVar(&f.gcInterval, "gc-interval", sidecar.DefaultGCInterval, "how often the sidecar collects ended workers and prunes the ledger by the retention flags (off the spawn path)")
 	fs.IntVar(&f.warm, "warm", 0, "worker slots kept ready for spawns of the default placement (cgroup or scope made, shim started; ADR 0007), 0..64")
 	return cmd
 }
@@ -149,6 +154,12 @@ func (f *sidecarFlags) run(cmd *cobra.Command) error {
 	}
 	if f.warm < 0 || f.warm > maxWarm {
 		return invalidf("sidecar: --warm %d: want 0..%d", f.warm, maxWarm)
+	}
+	if err := retentionflag.Check(f.retention); err != nil {
+		return fmt.Errorf("sidecar: %w", err)
+	}
+	if f.gcInterval < time.Millisecond {
+		return invalidf("sidecar: --gc-interval %s: want at least 1ms", f.gcInterval)
 	}
 	if f.pollInterval < time.Millisecond || f.slowPoll < f.pollInterval {
 		return invalidf("sidecar: want 1ms <= --poll-interval (%s) <= --slow-poll (%s)", f.pollInterval, f.slowPoll)
@@ -198,6 +209,8 @@ func (f *sidecarFlags) run(cmd *cobra.Command) error {
 		PollInterval: f.pollInterval,
 		SlowPoll:     f.slowPoll,
 		Warm:         f.warm,
+		Retention:    &f.retention,
+		GCInterval:   f.gcInterval,
 		Log:          cmd.ErrOrStderr(),
 	})
 	if err != nil {

@@ -5,45 +5,52 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hlaunch/hlaunch/internal/retentionflag"
 	"github.com/hlaunch/hlaunch/launcher"
 )
 
-// gcResult is `hlaunch gc --json`'s answer.
-type gcResult struct {
-	Removed []string `json:"removed"`
-}
-
 func newGCCmd(a *app) *cobra.Command {
-	var parent string
+	var (
+		parent string
+		ret    launcher.Retention
+	)
 	cmd := &cobra.Command{
-		Use:   "gc",
-		Short: "Remove empty worker cgroups and records of ended workers that hlaunch created",
+		Use:   "gc [--keep N] [--max-age DUR] [--ledger-keep N] [--ledger-max-age DUR]",
+		Short: "Remove ended workers beyond the retention (records, logs, empty cgroups) and prune the ledger",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := retentionflag.Check(ret); err != nil {
+				return err
+			}
 			cfg := a.config()
 			cfg.Defaults.CgroupParent = parent
 			l, err := launcher.New(cfg)
 			if err != nil {
 				return err
 			}
-			ids, err := l.GC(cmd.Context())
+			rep, err := l.GC(cmd.Context(), ret)
 			if err != nil {
 				return err
 			}
 			if a.json {
-				if ids == nil {
-					ids = []string{}
+				if rep.Removed == nil {
+					rep.Removed = []string{}
 				}
-				return printJSON(a.stdout, gcResult{Removed: ids})
+				return printJSON(a.stdout, rep)
 			}
-			for _, id := range ids {
+			for _, id := range rep.Removed {
 				if _, err := fmt.Fprintf(a.stdout, "removed %s\n", id); err != nil {
 					return err
 				}
+			}
+			if rep.LedgerPruned > 0 {
+				_, err := fmt.Fprintf(a.stdout, "pruned %d ledger records\n", rep.LedgerPruned)
+				return err
 			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&parent, "cgroup-parent", "", "the cgroup parent to sweep for empty worker cgroups (default hlaunch)")
+	retentionflag.Add(cmd.Flags(), &ret)
 	return cmd
 }

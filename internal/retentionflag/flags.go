@@ -1,0 +1,29 @@
+// Package retentionflag is the one definition of the retention flags that `hlaunch gc` and
+// `hlaunch sidecar` share (launcher.Retention), so that both take the same names, defaults and help.
+package retentionflag
+
+import (
+	"fmt"
+
+	"github.com/spf13/pflag"
+
+	"github.com/hlaunch/hlaunch/launcher"
+)
+
+// Add registers --keep, --max-age, --ledger-keep and --ledger-max-age on fs into r, defaulting to
+// launcher.DefaultRetention.
+func Add(fs *pflag.FlagSet, r *launcher.Retention) {
+	*r = launcher.DefaultRetention()
+	fs.IntVar(&r.Keep, "keep", r.Keep, "ended workers kept (records, exit records, their logs), the most recently ended first; 0 keeps none")
+	fs.DurationVar(&r.MaxAge, "max-age", r.MaxAge, "remove ended workers that ended longer ago than this; 0: no age limit")
+	fs.IntVar(&r.LedgerKeep, "ledger-keep", r.LedgerKeep, "ledger records kept, the most recent first (never one of an execution that has not ended); 0: no bound")
+	fs.DurationVar(&r.LedgerMaxAge, "ledger-max-age", r.LedgerMaxAge, "remove ended ledger records older than this; 0: no age limit")
+}
+
+// Check refuses negative values, naming the flags.
+func Check(r launcher.Retention) error {
+	if r.Keep < 0 || r.LedgerKeep < 0 || r.MaxAge < 0 || r.LedgerMaxAge < 0 {
+		return fmt.Errorf("%w: --keep, --max-age, --ledger-keep and --ledger-max-age must not be negative", launcher.ErrInvalid)
+	}
+	return nil
+}

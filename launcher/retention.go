@@ -1,0 +1,156 @@
+package launcher
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/hlaunch/hlaunch/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/state"
+)
+
+// Retention is how long what hlaunch keeps of ended workers lives: their records, exit records and the
+// per-worker logs hlaunch made (<state-dir>/logs), and the ledger's records. docs/cli.md gives the
+// defaults and the bound they put on the state directory.
+type Retention struct {
+	// Keep is how many ended workers are kept, the most recently ended first; 0 keeps none.
+	Keep int
+	// MaxAge removes an ended worker whose end is older than this, whatever Keep says; 0: no age limit.
+	MaxAge time.Duration
+	// LedgerKeep bounds the ledger: the records beyond the LedgerKeep most recently written go, except
+	// those of executions that have not ended; 0 keeps every record.
+	LedgerKeep int
+	// LedgerMaxAge removes ended ledger records last written longer ago than this; 0: no age limit.
+	LedgerMaxAge time.Duration
+}
+
+// DefaultRetention is what the sidecar collects by, on its own, and what `hlaunch gc` applies unless told
+// otherwise: the last 1,000 ended workers or 24 hours of them, and a ledger of at most 10,000 records or 7
+// days (about 1 KB each: 10 MB at most).
+func DefaultRetention() Retention {
+	return Retention{Keep: 1000, MaxAge: 24 * time.Hour, LedgerKeep: 10000, LedgerMaxAge: 7 * 24 * time.Hour}
+}
+
+// GCReport is what one collection removed.
+type GCReport struct {
+	Removed      []string `json:"removed"`       // worker ids whose records (and logs, cgroups) were removed
+	LedgerPruned int      `json:"ledger_pruned"` // ledger records removed
+}
+
+// GC applies r in one pass: the records of ended workers beyond it, with their exit records, the logs
+// hlaunch made for them and their empty cgroups; empty worker cgroups no record names; the cgroup parent
+// once empty; and the ledger records beyond its bound. Running workers, and workers whose identity does not
+// verify, are never touched (they are shown, never removed). It is safe beside a live sidecar and another
+// gc: a record removed meanwhile is skipped.
+func (l *Launcher) GC(ctx context.Context, r Retention) (GCReport, error) {
+	var rep GCReport
+	recs, err := l.List(ctx)
+	if err != nil {
+		return rep, err
+	}
+	var ended []Record
+	for _, rec := range recs {
+		if rec.State == string(fingerprint.Exited) {
+			ended = append(ended, rec)
+		}
+	}
+	// Most recently ended first; an end not recorded (a killed shim) counts as its start.
+	sort.SliceStable(ended, func(i, j int) bool { return endOf(ended[i]) > endOf(ended[j]) })
+	cutoff := ""
+	if r.MaxAge > 0 {
+		cutoff = time.Now().Add(-r.MaxAge).UTC().Format(time.RFC3339Nano)
+	}
+	d := &state.Dir{Path: l.workersDir()}
+	for i, rec := range ended {
+		if i < r.Keep && (cutoff == "" || endOf(rec) >= cutoff) {
+			continue
+		}
+		if rec.Mode == ModeCgroup && rec.Cgroup != "" {
+			if ident, err := fingerprint.ParseToken(rec.Token); err == nil {
+				if g, err := l.workerGroup(rec.Receipt, ident); err == nil {
+					if err := g.Delete(); err != nil {
+						continue // members left: not over after all
+					}
+				}
+			}
+		}
+		l.removeOwnLog(rec.Log)
+		_ = d.Remove(rec.ID + ".exit")
+		if err := d.Remove(rec.ID); err != nil {
+			return rep, err
+		}
+		rep.Removed = append(rep.Removed, rec.ID)
+	}
+	// Empty worker cgroups without a record (a foreground hlaunch that was SIGKILLed could not remove its own).
+	rep.Removed = append(rep.Removed, l.gcOrphans(recs)...)
+	// The parent itself goes too once nothing is left under it (it is re-created by the next launch).
+	if l.host != nil {
+		_ = l.host.RemoveParentIfEmpty(l.cfg.Defaults.CgroupParent)
+	}
+	rep.LedgerPruned = l.pruneLedger(r)
+	return rep, nil
+}
+
+// endOf is when a record's worker ended, else when it started (RFC 3339 UTC strings sort by time).
+func endOf(r Record) string {
+	if r.EndedAt != "" {
+		return r.EndedAt
+	}
+	return r.StartedAt
+}
+
+// removeOwnLog removes a worker's log and its rotated copy when hlaunch made it (<state-dir>/logs); a log
+// the caller named (--log) is the caller's.
+func (l *Launcher) removeOwnLog(log string) {
+	if log == "" || filepath.Dir(log) != filepath.Join(l.state, "logs") {
+		return
+	}
+	_ = os.Remove(log)
+	_ = os.Remove(log + ".1")
+}
+
+// pruneLedger removes the ledger records beyond r's bound, newest kept, never one whose execution has not
+// ended. Age is the record file's last write (the end, for an ended execution). It returns how many went.
+func (l *Launcher) pruneLedger(r Retention) int {
+	if r.LedgerKeep == 0 && r.LedgerMaxAge == 0 {
+		return 0
+	}
+	ents, err := os.ReadDir(l.ledger)
+	if err != nil {
+		return 0
+	}
+	type ent struct {
+		id  string
+		mod time.Time
+	}
+	var all []ent
+	for _, e := range ents {
+		n := e.Name()
+		if !strings.HasPrefix(n, "w-") || !strings.HasSuffix(n, ".json") {
+			continue
+		}
+		if info, err := e.Info(); err == nil {
+			all = append(all, ent{strings.TrimSuffix(n, ".json"), info.ModTime()})
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].mod.After(all[j].mod) })
+	d := &state.Dir{Path: l.ledger}
+	old := time.Now().Add(-r.LedgerMaxAge)
+	n := 0
+	for i, e := range all {
+		if (r.LedgerKeep == 0 || i < r.LedgerKeep) && (r.LedgerMaxAge == 0 || e.mod.After(old)) {
+			continue
+		}
+		var rec Record
+		if d.Read(e.id, &rec) != nil || rec.EndedAt == "" {
+			continue // unreadable now, or not ended: kept
+		}
+		if d.Remove(e.id) == nil {
+			n++
+		}
+	}
+	return n
+}
