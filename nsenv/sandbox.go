@@ -56,6 +56,9 @@ type Sandbox struct {
 	// inheritable, ambient, bounding) is emptied, because a child holding CAP_SYS_ADMIN could simply
 	// unmount the view and read other profiles' files.
 	KeepCaps bool
+	// SeccompOff leaves out the system-call filter (internal/seccomp) that the init stub otherwise installs
+	// right before it starts the target. Zero value: the filter is installed.
+	SeccompOff bool
 }
 
 // Validate checks the Sandbox before anything is started: absolute clean paths, Home equal to Root or

@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/internal/seccomp"
 )
 
 // Main is the stub's whole life: read the Config (the go-ahead), enter the sandbox if asked, and exec the
@@ -69,6 +71,13 @@ func Main() {
 	path, err := LookPath(cfg.Argv[0], envPath(cfg.Env))
 	if err != nil {
 		fail("lookup", err, ExitCodeFor(err))
+	}
+	if cfg.Sandbox != nil && !cfg.Sandbox.SeccompOff {
+		// Last, right before the target starts: after no_new_privs (Sandbox.Enter) and after every call
+		// the stub needs that the filter refuses. It covers the init too, which stays.
+		if err := installFilter(); err != nil {
+			fail("seccomp", err, 125)
+		}
 	}
 	if cfg.Sandbox != nil {
 		// In a new pid namespace the stub stays as its init: PID 1 gets only the signals it has handlers
@@ -131,4 +140,13 @@ func envPath(env []string) string {
 		}
 	}
 	return ""
+}
+
+// installFilter assembles the default system-call filter and puts it on every thread of the stub.
+func installFilter() error {
+	f, err := seccomp.Default()
+	if err != nil {
+		return err
+	}
+	return f.Install()
 }

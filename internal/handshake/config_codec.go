@@ -17,7 +17,7 @@ import (
 //
 // Layout: configMagic, then uvarint-prefixed byte strings and lists: argv, env, cwd, cpus (the
 // affinity.Set's list form); a presence byte for the sandbox, then its Root, Home, Cwd, RW, Hide, Net,
-// UID and GID (varints) and a flag byte (1 SetUser, 2 KeepCaps).
+// UID and GID (varints) and a flag byte (1 SetUser, 2 KeepCaps, 4 SeccompOff).
 const configMagic = "hlc1"
 
 // errConfigCodec wraps every malformed Config encoding.
@@ -50,6 +50,9 @@ func (c Config) MarshalBinary() ([]byte, error) {
 	if s.KeepCaps {
 		flags |= 2
 	}
+	if s.SeccompOff {
+		flags |= 4
+	}
 	return append(b, flags), nil
 }
 
@@ -77,8 +80,8 @@ func (c *Config) UnmarshalBinary(data []byte) error {
 		s.Net = d.str()
 		s.UID, s.GID = d.varint(), d.varint()
 		flags := d.octet()
-		s.SetUser, s.KeepCaps = flags&1 != 0, flags&2 != 0
-		if flags&^3 != 0 && d.err == nil {
+		s.SetUser, s.KeepCaps, s.SeccompOff = flags&1 != 0, flags&2 != 0, flags&4 != 0
+		if flags&^7 != 0 && d.err == nil {
 			d.err = fmt.Errorf("%w: unknown sandbox flags %#x", errConfigCodec, flags)
 		}
 		out.Sandbox = s

@@ -20,7 +20,8 @@ import (
 //	  StartTransientUnit naming its PID)
 //	  write Config (length-prefixed,   ---->  read Config: this IS the go-ahead
 //	    its binary encoding)
-//	                                            enter sandbox, chdir, look up argv[0]
+//	                                            enter sandbox, chdir, look up argv[0],
+//	                                            install the seccomp filter (sandbox)
 //	                                            execve(target)   (fd 4 is close-on-exec)
 //	  read fd 4: EOF                     <----  exec succeeded
 //	        or a Failure JSON            <----  something failed; the stub exits 126/127
@@ -50,7 +51,7 @@ type Config struct {
 
 // Failure is the stub's report of why the target did not start.
 type Failure struct {
-	Stage   string `json:"stage"` // "config", "sandbox", "chdir", "lookup", "exec"
+	Stage   string `json:"stage"` // "config", "sandbox", "chdir", "lookup", "seccomp", "exec"
 	Errno   int    `json:"errno,omitempty"`
 	Message string `json:"message"`
 }
