@@ -28,6 +28,9 @@ type Receipt struct {
 	// Sandbox says the leader is the sandbox's init, which forwards signals to the target: a whole-worker
 	// signal leaves it out so that the target hears the signal once.
 	Sandbox bool `json:"sandbox,omitempty"`
+	// Seccomp is, for a sandboxed worker, SeccompDefault or SeccompOff: whether it runs under the
+	// system-call filter. Empty without a sandbox.
+	Seccomp string `json:"seccomp,omitempty"`
 
 	BootID             string `json:"boot_id"`
 	MachineID          string `json:"machine_id"`

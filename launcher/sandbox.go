@@ -25,6 +25,8 @@ func (l *Launcher) sandbox(spec Spec, prof *nsenv.Profile, cwd string) (*nsenv.S
 		RW:   spec.RW,
 		Hide: append([]string{l.state, l.ledger}, l.cfg.Hide...),
 		Net:  spec.Net,
+		// The filter is on unless the spec turns it off by name.
+		SeccompOff: spec.Seccomp == SeccompOff,
 	}
 	if spec.User != "" {
 		sb.UID, sb.GID, _ = parseUser(spec.User) // checked by Validate

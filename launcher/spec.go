@@ -21,6 +21,12 @@ const (
 	SecretsNone    = "none"    // the target's .env minus every credential; Pass adds named ones back
 )
 
+// Seccomp modes for Spec.Seccomp.
+const (
+	SeccompDefault = "default" // the system-call filter of internal/seccomp (docs/security.md)
+	SeccompOff     = "off"     // no filter: the sandbox's namespaces, view and dropped capabilities only
+)
+
 // Spec describes one launch. It is shared by `hlaunch exec` flags, `hlaunch exec --spec` and the sidecar's
 // POST /v1/workers body; JSON names match the flags. Every zero value has the meaning given.
 type Spec struct {
@@ -58,6 +64,10 @@ type Spec struct {
 	Sandbox bool `json:"sandbox,omitempty"`
 	// Net is "host" (the zero value) or "none" (a new, empty network namespace); sandbox only.
 	Net string `json:"net,omitempty"`
+	// Seccomp is SeccompDefault (the zero value means the same: every sandboxed worker runs under the
+	// system-call filter) or SeccompOff; sandbox only. A sidecar refuses SeccompOff unless it was started
+	// with --allow-seccomp-off.
+	Seccomp string `json:"seccomp,omitempty"`
 	// RW lists extra host paths that stay writable inside the sandbox.
 	RW []string `json:"rw,omitempty"`
 	// User is "UID:GID" to drop to before exec; empty keeps the launcher's credentials.

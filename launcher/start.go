@@ -180,10 +180,17 @@ func (l *Launcher) runShim(ctx context.Context, d *detachedLaunch, h *heldShim) 
 
 // receipt describes a worker about to start; setIdentity completes it once the worker runs.
 func (l *Launcher) receipt(spec Spec, profile, home, id string, p *placement) *Receipt {
-	return &Receipt{
+	rc := &Receipt{
 		ID: id, Mode: p.mode, Profile: profile, Home: home, Argv: redactArgv(spec.Argv, l.policy),
 		Limits: p.limits, Key: spec.Key, Warning: p.warning, Log: spec.Log, Sandbox: spec.Sandbox,
 	}
+	if spec.Sandbox {
+		rc.Seccomp = SeccompDefault
+		if spec.Seccomp == SeccompOff {
+			rc.Seccomp = SeccompOff
+		}
+	}
+	return rc
 }
 
 // setIdentity fills in who the worker is.

@@ -57,6 +57,15 @@ func (s *Spec) Validate() error {
 	default:
 		return bad("--net %q: want host or none", s.Net)
 	}
+	switch s.Seccomp {
+	case "":
+	case SeccompDefault, SeccompOff:
+		if !s.Sandbox {
+			return bad("--seccomp needs --sandbox (the filter is part of the sandbox)")
+		}
+	default:
+		return bad("--seccomp %q: want default or off", s.Seccomp)
+	}
 	if len(s.RW) > 0 && !s.Sandbox {
 		return bad("--rw needs --sandbox")
 	}

@@ -83,6 +83,10 @@ func (s *Server) handleSpawn(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
+	if spec.Seccomp == launcher.SeccompOff && !s.cfg.AllowSeccompOff {
+		writeError(w, fmt.Errorf("%w: seccomp %q: this sidecar does not turn the system-call filter off (it was not started with --allow-seccomp-off)", launcher.ErrInvalid, spec.Seccomp))
+		return
+	}
 	// Every sidecar spawn is detached: the worker's parent is its shim, never this process, so a sidecar
 	// restart cannot take it down or lose its exit status.
 	spec.Detach = true

@@ -211,6 +211,7 @@ func TestAPI(t *testing.T) {
 		code                     string
 	}{
 		{"unknown field", "POST", "/v1/workers", `{"profile":"alpha","argv":["true"],"detatch":true}`, 400, "invalid"},
+		{"seccomp off by default", "POST", "/v1/workers", `{"profile":"alpha","argv":["true"],"sandbox":true,"seccomp":"off"}`, 400, "invalid"},
 		{"malformed", "POST", "/v1/workers", `{"profile":"alpha",`, 400, "invalid"},
 		{"two documents", "POST", "/v1/workers", `{"profile":"a","argv":["x"]}{}`, 400, "invalid"},
 		{"empty body", "POST", "/v1/workers", ``, 400, "invalid"},
@@ -545,5 +546,16 @@ func TestPollSkipsFinalRecords(t *testing.T) {
 			t.Fatal("a removed final record is still remembered")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A sidecar started with --allow-seccomp-off passes the opt-out to the launcher; without it the same body
+// is refused before anything starts (TestAPI's "seccomp off by default").
+func TestSeccompOffAllowedByConfig(t *testing.T) {
+	f := newFake()
+	ts := startTest(t, f, Config{AllowSeccompOff: true})
+	st, code := ts.do(t, "POST", "/v1/workers", `{"profile":"alpha","argv":["true"],"sandbox":true,"seccomp":"off"}`, nil)
+	if st != 201 || f.lastSpec.Seccomp != launcher.SeccompOff {
+		t.Fatalf("spawn with --allow-seccomp-off: %d %s, spec %+v", st, code, f.lastSpec)
 	}
 }

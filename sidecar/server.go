@@ -63,6 +63,10 @@ type Config struct {
 	Retention *launcher.Retention
 	// GCInterval is the time between two collections; zero means DefaultGCInterval.
 	GCInterval time.Duration
+	// AllowSeccompOff serves spawns whose spec turns the sandbox's system-call filter off ("seccomp":
+	// "off"). Zero value: they are refused (400 invalid), because the sidecar's clients pass it work for
+	// hostile code and the filter is the sandbox's defence in depth; the receipt says which a worker got.
+	AllowSeccompOff bool
 }
 
 // backend is what the server needs from a launcher. *launcher.Launcher is the production implementation;

@@ -71,6 +71,7 @@ type sidecarFlags struct {
 	warm                int
 	retention           launcher.Retention
 	gcInterval          time.Duration
+	allowSeccompOff     bool
 }
 
 // newSidecarCmd is the daemon's whole command line (see docs/sidecar.md).
@@ -123,6 +124,7 @@ share/doc/hlaunch/sidecar.md.`,
 	fs.DurationVar(&f.slowPoll, "slow-poll", sidecar.DefaultSlowPoll, "longest time between two checks of the worker records")
 	retentionflag.Add(fs, &f.retention)
 	fs.DurationVar(&f.gcInterval, "gc-interval", sidecar.DefaultGCInterval, "how often the sidecar collects ended workers and prunes the ledger by the retention flags (off the spawn path)")
+	fs.BoolVar(&f.allowSeccompOff, "allow-seccomp-off", false, `serve sandboxed spawns whose spec says "seccomp": "off" (refused by default)`)
 	fs.IntVar(&f.warm, "warm", 0, "worker slots kept ready for spawns of the default placement (cgroup or scope made, shim started; ADR 0007), 0..64")
 	return cmd
 }
@@ -202,16 +204,17 @@ func (f *sidecarFlags) run(cmd *cobra.Command) error {
 	}
 	defer l.Close()
 	srv, err := sidecar.New(sidecar.Config{
-		Socket:       f.socket,
-		SocketGroup:  f.socketGroup,
-		Launcher:     l,
-		MaxBody:      f.maxBody,
-		PollInterval: f.pollInterval,
-		SlowPoll:     f.slowPoll,
-		Warm:         f.warm,
-		Retention:    &f.retention,
-		GCInterval:   f.gcInterval,
-		Log:          cmd.ErrOrStderr(),
+		Socket:          f.socket,
+		SocketGroup:     f.socketGroup,
+		Launcher:        l,
+		MaxBody:         f.maxBody,
+		PollInterval:    f.pollInterval,
+		SlowPoll:        f.slowPoll,
+		Warm:            f.warm,
+		Retention:       &f.retention,
+		GCInterval:      f.gcInterval,
+		AllowSeccompOff: f.allowSeccompOff,
+		Log:             cmd.ErrOrStderr(),
 	})
 	if err != nil {
 		return invalidf("sidecar: %v", err)

@@ -35,6 +35,7 @@ type specFlags struct {
 
 	sandbox bool
 	net     string
+	seccomp string
 	rw      []string
 	as      string
 
@@ -67,6 +68,7 @@ func (f *specFlags) addExecFlags(fs *pflag.FlagSet) {
 
 	fs.BoolVar(&f.sandbox, "sandbox", false, "new mount, pid, ipc and uts namespaces; only the target profile is visible")
 	fs.StringVar(&f.net, "net", "host", "with --sandbox: host, or none (an empty network namespace)")
+	fs.StringVar(&f.seccomp, "seccomp", launcher.SeccompDefault, "with --sandbox: default (the system-call filter, docs/security.md), or off")
 	fs.StringArrayVar(&f.rw, "rw", nil, "with --sandbox: keep this host path writable (repeatable)")
 	fs.StringVar(&f.as, "as", "", "UID:GID to drop to before exec (empty capability sets)")
 
@@ -163,6 +165,9 @@ func (f *specFlags) apply(fs *pflag.FlagSet, s *launcher.Spec) error {
 	}
 	if set("net") {
 		s.Net = f.net
+	}
+	if set("seccomp") {
+		s.Seccomp = f.seccomp
 	}
 	if set("rw") {
 		s.RW = append([]string(nil), f.rw...)

@@ -65,10 +65,10 @@ func TestSpecFromFlags(t *testing.T) {
 		},
 		{
 			name: "sandbox and job flags",
-			args: []string{"-p", "b", "--sandbox", "--net", "none", "--rw", "/srv/a", "--rw", "/srv/b",
+			args: []string{"-p", "b", "--sandbox", "--net", "none", "--seccomp", "off", "--rw", "/srv/a", "--rw", "/srv/b",
 				"--as", "1000:1000", "--key", "cron-7", "--timeout", "30s", "--grace", "2s", "--log", "/tmp/l",
 				"--detach", "--", "sleep", "1"},
-			want: launcher.Spec{Profile: "b", Argv: []string{"sleep", "1"}, Sandbox: true, Net: "none",
+			want: launcher.Spec{Profile: "b", Argv: []string{"sleep", "1"}, Sandbox: true, Net: "none", Seccomp: "off",
 				RW: []string{"/srv/a", "/srv/b"}, User: "1000:1000", Key: "cron-7", Timeout: "30s", Grace: "2s",
 				Log: "/tmp/l", Detach: true},
 		},
