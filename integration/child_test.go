@@ -36,7 +36,8 @@ type childReport struct {
 
 // childMain is the test binary acting as the child. Modes:
 //
-//	report [CHECK...]    print a childReport; checks are open:P, write:P, ls:P, kill:PID, connect:SOCK, cpus:PID|ppid
+//	report [CHECK...]    print a childReport; checks are open:P, write:P, ls:P, kill:PID, connect:SOCK, cpus:PID|ppid,
+//	                     syscall:NAME (a probe of syscalls_test.go)
 //	exit N               exit with N
 //	hexargs ARG...       print $HL_BYTES and each ARG in hex, each after an "x", space-separated
 //	sleep DUR            sleep, then exit 0
@@ -157,7 +158,7 @@ func report(cg string, checks []string) int {
 	if b, err := os.ReadFile("/proc/self/status"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
 			k, v, ok := strings.Cut(line, ":")
-			if ok && (k == "CapEff" || k == "CapPrm" || k == "TracerPid" || k == "NoNewPrivs" || k == "Uid" || k == "Gid" || k == "Cpus_allowed_list") {
+			if ok && (k == "CapEff" || k == "CapPrm" || k == "TracerPid" || k == "NoNewPrivs" || k == "Seccomp" || k == "Seccomp_filters" || k == "Uid" || k == "Gid" || k == "Cpus_allowed_list") {
 				r.Status[k] = strings.TrimSpace(v)
 			}
 		}
@@ -219,6 +220,9 @@ func check(kind, arg string) string {
 		lists := threadCPUs(pid)
 		sort.Strings(lists)
 		return "ok:" + strings.Join(lists, " ")
+	case "syscall":
+		// A raw system call (syscalls_test.go): "ok" or its errno's text.
+		err = syscallCheck(arg)
 	case "connect":
 		var c net.Conn
 		if c, err = net.Dial("unix", arg); err == nil {

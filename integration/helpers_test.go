@@ -219,11 +219,17 @@ func (e *env) report(execArgs []string, checks ...string) (childReport, result) 
 	if r.Code != 0 {
 		e.t.Fatalf("hlaunch %v: exit %d\nstderr: %s", args, r.Code, r.Stderr)
 	}
+	return decodeReport(e.t, r.Stdout), r
+}
+
+// decodeReport reads a child's report from its stdout.
+func decodeReport(t testing.TB, stdout string) childReport {
+	t.Helper()
 	var rep childReport
-	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
-		e.t.Fatalf("child report: %v\n%s", err, r.Stdout)
+	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+		t.Fatalf("child report: %v\n%s", err, stdout)
 	}
-	return rep, r
+	return rep
 }
 
 func must(t testing.TB, err error) {
