@@ -68,7 +68,7 @@ func (f *specFlags) addExecFlags(fs *pflag.FlagSet) {
 
 	fs.BoolVar(&f.sandbox, "sandbox", false, "new mount, pid, ipc and uts namespaces; only the target profile is visible")
 	fs.StringVar(&f.net, "net", "host", "with --sandbox: host, or none (an empty network namespace)")
-	fs.StringVar(&f.seccomp, "seccomp", launcher.SeccompDefault, "with --sandbox: default (the system-call filter, docs/security.md), or off")
+	fs.StringVar(&f.seccomp, "seccomp", launcher.SeccompDefault, "with --sandbox: default (the system-call filter: no mounts, namespaces, keyring, bpf, terminal injection, set-ID modes, ...) or off")
 	fs.StringArrayVar(&f.rw, "rw", nil, "with --sandbox: keep this host path writable (repeatable)")
 	fs.StringVar(&f.as, "as", "", "UID:GID to drop to before exec (empty capability sets)")
 
