@@ -5,7 +5,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // hostileSpecs are launch specs shaped so that a proxy, the JSON Schema or a first-key-wins reader sees
@@ -213,5 +217,182 @@ func TestDotenvNotUTF8IsRefused(t *testing.T) {
 	}
 	if r := e.run("env", "-p", "l1"); r.Code != 125 || !strings.Contains(r.Stderr, want) {
 		t.Fatalf("env: exit %d, stderr %q", r.Code, r.Stderr)
+	}
+}
+
+// exchanger swaps a and b with renameat2(RENAME_EXCHANGE) in a tight loop, as a worker racing its
+// launcher would, until the returned stop is called; stop returns how many swaps were made.
+func exchanger(t *testing.T, a, b string) (stop func() int) {
+	t.Helper()
+	done, finished := make(chan struct{}), make(chan struct{})
+	var n atomic.Int64
+	go func() {
+		defer close(finished)
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if err := unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE); err != nil {
+				t.Errorf("renameat2(%s, %s, RENAME_EXCHANGE): %v", a, b, err)
+				return
+			}
+			n.Add(1)
+		}
+	}()
+	return func() int { close(done); <-finished; return int(n.Load()) }
+}
+
+// raceLaunches runs launch up to 100 times (at most 5 s) while swap races it; launch reports whether the
+// attacker won that launch. The test fails if the attacker wins once.
+func raceLaunches(t *testing.T, a, b string, launch func() (won bool, ran bool)) {
+	t.Helper()
+	stop := exchanger(t, a, b)
+	deadline := time.Now().Add(5 * time.Second)
+	tries, ran, wins := 0, 0, 0
+	for ; tries < 100 && time.Now().Before(deadline); tries++ {
+		w, r := launch()
+		if w {
+			wins++
+		}
+		if r {
+			ran++
+		}
+	}
+	swaps := stop()
+	t.Logf("%d launches (%d ran), %d swaps, attacker won %d", tries, ran, swaps, wins)
+	if swaps == 0 {
+		t.Fatal("the attacker never swapped: the race was not run")
+	}
+	if wins > 0 {
+		t.Fatalf("the attacker won %d of %d launches", wins, tries)
+	}
+}
+
+// childEnvOf runs the child reporter for profile p and returns its environ, or nil when hlaunch refused
+// (exit 125: a refusal is a defence, not a failure).
+func childEnvOf(t *testing.T, e *env, args ...string) map[string]string {
+	t.Helper()
+	full := append([]string{"exec"}, args...)
+	full = append(full, "--scope", "none", "--", selfBin, "child", "report")
+	r := e.run(full...)
+	if r.Code == 125 {
+		return nil
+	}
+	if r.Code != 0 {
+		t.Fatalf("hlaunch %v: exit %d: %s", full, r.Code, r.Stderr)
+	}
+	var rep childReport
+	if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+		t.Fatalf("child report: %v\n%s", err, r.Stdout)
+	}
+	return rep.Env
+}
+
+// TestHostileProfileSwap (issue 15 class 5): while B's home is swapped with a symbolic link to C's home,
+// B's launches either run with B's .env or are refused; C's marker never reaches B's child.
+func TestHostileProfileSwap(t *testing.T) {
+	e := newEnv(t)
+	e.profile("c", "C_MARKER=c-secret\n")
+	profiles := filepath.Join(e.Root, "profiles")
+	must(t, os.Symlink("c", filepath.Join(profiles, "b-evil")))
+	raceLaunches(t, filepath.Join(profiles, "b"), filepath.Join(profiles, "b-evil"), func() (bool, bool) {
+		env := childEnvOf(t, e, "-p", "b")
+		if env == nil {
+			return false, false
+		}
+		if env["C_MARKER"] != "" {
+			return true, true
+		}
+		if env["B_MARKER"] != "b" {
+			t.Errorf("B's child without B's marker: %v", env)
+		}
+		return false, true
+	})
+}
+
+// TestHostileDotenvSwap (class 5): a worker inside its own home swaps its .env with a link to C's .env,
+// or swaps a directory its .env link passes through with a link to C's home.
+func TestHostileDotenvSwap(t *testing.T) {
+	e := newEnv(t)
+	e.profile("c", "C_MARKER=c-secret\n")
+	won := func(args ...string) func() (bool, bool) {
+		return func() (bool, bool) {
+			env := childEnvOf(t, e, args...)
+			return env != nil && env["C_MARKER"] != "", env != nil
+		}
+	}
+	t.Run("env and a link to C's env", func(t *testing.T) {
+		home := e.profile("b1", "B_MARKER=b\n")
+		must(t, os.Symlink("../c/.env", filepath.Join(home, ".env-evil")))
+		raceLaunches(t, filepath.Join(home, ".env"), filepath.Join(home, ".env-evil"), won("-p", "b1"))
+	})
+	t.Run("a directory the env link passes through", func(t *testing.T) {
+		home := e.profile("b2", "")
+		must(t, os.MkdirAll(filepath.Join(home, "sub"), 0o700))
+		must(t, os.WriteFile(filepath.Join(home, "sub", ".env"), []byte("B_MARKER=b\n"), 0o600))
+		must(t, os.Remove(filepath.Join(home, ".env")))
+		must(t, os.Symlink("sub/.env", filepath.Join(home, ".env")))
+		must(t, os.Symlink("../c", filepath.Join(home, "sub-evil")))
+		raceLaunches(t, filepath.Join(home, "sub"), filepath.Join(home, "sub-evil"), won("-p", "b2"))
+	})
+}
+
+// TestHostileLogSwap (class 5): a worker swaps the directory of its --log with a link to a directory it
+// wants a file created in (the test's own stand-in for /etc). No file is ever created there, and a .env
+// that is a FIFO or a device is refused without hanging.
+func TestHostileLogSwap(t *testing.T) {
+	e := newEnv(t)
+	base := t.TempDir()
+	victim := t.TempDir()
+	must(t, os.MkdirAll(filepath.Join(base, "logs"), 0o700))
+	must(t, os.Symlink(victim, filepath.Join(base, "logs-evil")))
+	logPath := filepath.Join(base, "logs", "w.log")
+	raceLaunches(t, filepath.Join(base, "logs"), filepath.Join(base, "logs-evil"), func() (bool, bool) {
+		r := e.run("exec", "-p", "b", "--scope", "none", "--log", logPath, "--log-max", "64", "--", "echo", "x")
+		ents, err := os.ReadDir(victim)
+		must(t, err)
+		return len(ents) > 0, r.Code == 0
+	})
+}
+
+// TestHostileDotenvKinds (class 5): a .env that is a symbolic link (even to a file inside the home), a
+// FIFO, a device or huge is refused - exit 125, one line naming the file, nothing started - and a FIFO
+// does not hang the launch.
+func TestHostileDotenvKinds(t *testing.T) {
+	e := newEnv(t)
+	kinds := map[string]func(env string){
+		"link inside the home": func(env string) {
+			must(t, os.WriteFile(env+"-real", []byte("X=1\n"), 0o600))
+			must(t, os.Symlink(".env-real", env))
+		},
+		"fifo": func(env string) { must(t, unix.Mkfifo(env, 0o600)) },
+		"huge": func(env string) {
+			must(t, os.WriteFile(env, nil, 0o600))
+			must(t, os.Truncate(env, 17<<20))
+		},
+	}
+	if os.Geteuid() == 0 {
+		kinds["device"] = func(env string) { must(t, unix.Mknod(env, unix.S_IFCHR|0o600, int(unix.Mkdev(1, 5)))) }
+	}
+	i := 0
+	for name, plant := range kinds {
+		i++
+		t.Run(name, func(t *testing.T) {
+			prof := "k" + string(rune('a'+i))
+			marker := filepath.Join(t.TempDir(), "started")
+			home := e.with(t).profile(prof, "")
+			env := filepath.Join(home, ".env")
+			must(t, os.Remove(env))
+			plant(env)
+			r := e.with(t).run("exec", "-p", prof, "--scope", "none", "--", "touch", marker)
+			if lines := strings.Split(strings.TrimSpace(r.Stderr), "\n"); r.Code != 125 || len(lines) != 1 || !strings.Contains(lines[0], env) {
+				t.Fatalf("exit %d, stderr %q; want 125 and one line naming %s", r.Code, r.Stderr, env)
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Fatal("the command ran")
+			}
+		})
 	}
 }

@@ -125,6 +125,9 @@ func (l *Launcher) compose(spec Spec) (nsenv.Environ, *nsenv.Profile, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
+	// The home's descriptor is needed only to read the .env; the caller keeps the names (a long-lived
+	// sidecar must not hold one descriptor per spawn until the garbage collector finds it).
+	defer p.Close()
 	env, err := nsenv.Compose(nsenv.Request{
 		Profile:  p,
 		Secrets:  spec.Secrets,

@@ -1,9 +1,16 @@
 package launcher
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/internal/beneath"
 )
 
 // LogRotateSize is the default size at which a worker log is rotated when a launch opens it: the old file
@@ -28,6 +35,14 @@ func logStdio(spec Spec, stdio Stdio) (Stdio, func(), error) {
 }
 
 // openLog opens path for appending, rotating it first when it has reached max bytes (0: LogRotateSize).
+//
+// A log often lies in a directory a worker can write (its profile's logs/), and a root launcher creates
+// it: resolved as a string, a worker that swaps that directory for a symbolic link to /etc would have a
+// root-owned file created, or appended to, where it chose. So the path is walked once from "/" through
+// descriptors (internal/beneath) and no symbolic link is followed anywhere on it; missing directories
+// are made (0700) with mkdirat in the directory just opened; the file is rotated and created relative to
+// its directory's descriptor, created with O_EXCL, and an existing file is opened for writing only after
+// fstat showed a regular file (a FIFO or a device planted as the log is never opened).
 func openLog(path string, max int64) (*os.File, error) {
 	if !filepath.IsAbs(path) {
 		return nil, fmt.Errorf("%w: --log %q must be absolute", ErrInvalid, path)
@@ -35,17 +50,79 @@ func openLog(path string, max int64) (*os.File, error) {
 	if max <= 0 {
 		max = LogRotateSize
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return nil, fmt.Errorf("%w: --log: %w", ErrInvalid, err)
+	path = filepath.Clean(path)
+	dir, base := filepath.Split(path)
+	if base == "" {
+		return nil, fmt.Errorf("%w: --log %q names a directory", ErrInvalid, path)
 	}
-	if st, err := os.Stat(path); err == nil && st.Size() >= max {
-		if err := os.Rename(path, path+".1"); err != nil {
-			return nil, fmt.Errorf("--log: rotate: %w", err)
+	top, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("--log: %w", os.NewSyscallError("open /", err))
+	}
+	defer unix.Close(top)
+	dfd, err := beneath.MkdirAll(top, strings.TrimPrefix(dir, "/"), 0o700, dir)
+	if err != nil {
+		return nil, logErr(path, err)
+	}
+	defer unix.Close(dfd)
+	var st unix.Stat_t
+	if err := unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
+		if st.Mode&unix.S_IFMT != unix.S_IFREG {
+			return nil, fmt.Errorf("%w: --log %q: not a regular file", ErrInvalid, path)
+		}
+		if st.Size >= max {
+			// renameat never follows a link, at either name.
+			if err := unix.Renameat(dfd, base, dfd, base+".1"); err != nil {
+				return nil, fmt.Errorf("--log: rotate: %w", &os.LinkError{Op: "renameat", Old: path, New: path + ".1", Err: err})
+			}
 		}
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("%w: --log: %w", ErrInvalid, err)
+	// Open what is there, or create it exclusively; a file made or removed in between is tried again.
+	for range 8 {
+		pfd, err := beneath.Open(dfd, base, unix.O_PATH, 0, path)
+		if errors.Is(err, fs.ErrNotExist) {
+			fd, err := beneath.Open(dfd, base, unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT|unix.O_EXCL|unix.O_NOCTTY, 0o600, path)
+			if errors.Is(err, fs.ErrExist) {
+				continue
+			}
+			if err != nil {
+				return nil, logErr(path, err)
+			}
+			return os.NewFile(uintptr(fd), path), nil
+		}
+		if err != nil {
+			return nil, logErr(path, err)
+		}
+		f, err := reopenRegular(pfd, path)
+		unix.Close(pfd)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		return f, err
 	}
-	return f, nil
+	return nil, fmt.Errorf("%w: --log %q: the file keeps changing while it is opened", ErrInvalid, path)
+}
+
+// reopenRegular opens the O_PATH descriptor pfd for appending if it is a regular file.
+func reopenRegular(pfd int, path string) (*os.File, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(pfd, &st); err != nil {
+		return nil, fmt.Errorf("--log: %w", os.NewSyscallError("fstat", err))
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, fmt.Errorf("%w: --log %q: not a regular file", ErrInvalid, path)
+	}
+	fd, err := beneath.Reopen(pfd, unix.O_WRONLY|unix.O_APPEND|unix.O_NOCTTY, path)
+	if err != nil {
+		return nil, logErr(path, err)
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// logErr words a failure to open or create the log.
+func logErr(path string, err error) error {
+	if beneath.IsUnsafe(err) {
+		return fmt.Errorf("%w: --log %q passes through a symbolic link (refused: name the real path; a worker could re-point a link between a check and the open)", ErrInvalid, path)
+	}
+	return fmt.Errorf("%w: --log: %w", ErrInvalid, err)
 }

@@ -3,12 +3,13 @@ package nsenv
 import (
 	"errors"
 	"fmt"
-	"github.com/hlaunch/hlaunch/internal/sysfile"
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
-	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/internal/beneath"
 )
 
 // maxDotenvSize bounds how much of a .env is read. hermes has no limit; a 16 MiB secrets file is not a
@@ -16,34 +17,49 @@ import (
 const maxDotenvSize = 16 << 20
 
 // ReadDotenv reads and tokenizes the profile's .env (see ParseDotenv). A missing file is an empty list,
-// as in hermes. A .env that is a symbolic link leading outside the profile's home gives ErrSymlinkEscape;
-// one that exists but cannot be read as a regular file gives ErrUnreadable. Both messages name the file.
+// as in hermes.
+//
+// The file is opened below the home's descriptor that OpenProfile kept, never through the Home string,
+// and never through a symbolic link: a .env that is a link - even to a file inside the home - gives
+// ErrSymlinkEscape, because a worker can re-point a link, or swap a directory the link passes through,
+// between any check and the open. It is first opened O_PATH and checked with fstat; only a regular file
+// is then opened for reading (through the same descriptor), so a FIFO or a device planted as .env is
+// never opened at all (ErrUnreadable). A file over 16 MiB is ErrUnreadable, one that is not UTF-8
+// ErrNotUTF8. Every message names the file.
 func ReadDotenv(p *Profile) ([]DotenvEntry, error) {
 	path := p.EnvFile()
-	target, err := dotenvTarget(p.Home, path)
-	if err != nil || target == "" {
-		return nil, err
+	if p.dir == nil {
+		return nil, fmt.Errorf("%s: %w: the profile was not opened with OpenProfile, or is closed", path, ErrUnreadable)
 	}
-	// O_NOFOLLOW: the checked path must be the opened file; a link swapped in after the check fails here.
-	// O_NONBLOCK: a FIFO planted as .env must not hang the launch; it is refused below as not regular.
-	f, err := sysfile.Open(target, syscall.O_NOFOLLOW|syscall.O_NONBLOCK)
+	pfd, err := beneath.Open(int(p.dir.Fd()), ".env", unix.O_PATH, 0, path)
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
 			return nil, nil
+		case beneath.IsUnsafe(err):
+			return nil, fmt.Errorf("%s is a symbolic link: %w (a profile's .env is read only as a regular file of its own home)", path, ErrSymlinkEscape)
 		}
 		return nil, fmt.Errorf("%s: %w: %w", path, ErrUnreadable, err)
 	}
-	defer f.Close()
-	st, err := f.Stat()
+	defer unix.Close(pfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(pfd, &st); err != nil {
+		return nil, fmt.Errorf("%s: %w: %w", path, ErrUnreadable, os.NewSyscallError("fstat", err))
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, fmt.Errorf("%s: %w: not a regular file (%s)", path, ErrUnreadable, fileType(st.Mode))
+	}
+	if st.Size > maxDotenvSize {
+		return nil, fmt.Errorf("%s: %w: larger than %d bytes", path, ErrUnreadable, maxDotenvSize)
+	}
+	fd, err := beneath.Reopen(pfd, unix.O_RDONLY|unix.O_NOCTTY, path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %w", path, ErrUnreadable, err)
 	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: %w: not a regular file (%s)", path, ErrUnreadable, st.Mode().Type())
-	}
-	if st.Size() > maxDotenvSize {
-		return nil, fmt.Errorf("%s: %w: larger than %d bytes", path, ErrUnreadable, maxDotenvSize)
-	}
+	// A blocking descriptor made by os.NewFile is never registered with the runtime's poller (see
+	// internal/sysfile).
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxDotenvSize+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %w", path, ErrUnreadable, err)
@@ -58,45 +74,21 @@ func ReadDotenv(p *Profile) ([]DotenvEntry, error) {
 	return entries, nil
 }
 
-// dotenvTarget returns the file to open for path: path itself, or where its symbolic link leads when that
-// is inside home. It returns "" with no error when the file does not exist (a dangling link inside home
-// counts as missing).
-func dotenvTarget(home, path string) (string, error) {
-	st, err := os.Lstat(path)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return "", nil
-		}
-		return "", fmt.Errorf("%s: %w: %w", path, ErrUnreadable, err)
+// fileType names a file type for messages.
+func fileType(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return "a directory"
+	case unix.S_IFIFO:
+		return "a FIFO"
+	case unix.S_IFCHR:
+		return "a character device"
+	case unix.S_IFBLK:
+		return "a block device"
+	case unix.S_IFSOCK:
+		return "a socket"
+	case unix.S_IFLNK:
+		return "a symbolic link"
 	}
-	if st.Mode()&fs.ModeSymlink == 0 {
-		return path, nil
-	}
-	realHome, err := filepath.EvalSymlinks(home)
-	if err != nil {
-		return "", fmt.Errorf("%s: %w: %w", path, ErrUnreadable, err)
-	}
-	target, err := filepath.EvalSymlinks(path)
-	missing := false
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			return "", fmt.Errorf("%s: %w: %w", path, ErrUnreadable, err)
-		}
-		// A dangling link: judge where it points (one hop, resolved as far as it exists).
-		link, lerr := os.Readlink(path)
-		if lerr != nil {
-			return "", fmt.Errorf("%s: %w: %w", path, ErrUnreadable, lerr)
-		}
-		if !filepath.IsAbs(link) {
-			link = filepath.Join(filepath.Dir(path), link)
-		}
-		target, missing = resolveLoose(filepath.Clean(link)), true
-	}
-	if !within(target, realHome, false) {
-		return "", fmt.Errorf("%s leads to %s, outside the profile home %s: %w", path, target, realHome, ErrSymlinkEscape)
-	}
-	if missing {
-		return "", nil
-	}
-	return target, nil
+	return fmt.Sprintf("mode %#o", mode&unix.S_IFMT)
 }

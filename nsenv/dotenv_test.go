@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 	"testing/iotest"
 )
@@ -188,7 +189,24 @@ func TestReadDotenvUnreadable(t *testing.T) {
 	if err := mkfifo(fifo.EnvFile()); err != nil {
 		t.Skipf("cannot make a FIFO here: %v", err)
 	}
-	for _, p := range []*Profile{dir, fifo} {
+	huge := mkProfile(t, root, "huge", "")
+	if err := os.WriteFile(huge.EnvFile(), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(huge.EnvFile(), maxDotenvSize+1); err != nil {
+		t.Fatal(err)
+	}
+	profiles := []*Profile{dir, fifo, huge}
+	if os.Geteuid() == 0 {
+		// A device node planted as .env (a root worker could make one): refused from fstat on an O_PATH
+		// descriptor, without ever being opened for reading.
+		dev := mkProfile(t, root, "dev", "")
+		if err := syscall.Mknod(dev.EnvFile(), syscall.S_IFCHR|0o600, 1<<8|3); err != nil {
+			t.Fatal(err)
+		}
+		profiles = append(profiles, dev)
+	}
+	for _, p := range profiles {
 		_, err := ReadDotenv(p)
 		if !errors.Is(err, ErrUnreadable) || !strings.Contains(err.Error(), p.EnvFile()) {
 			t.Errorf("%s: err = %v, want ErrUnreadable naming the file", p.Name, err)
@@ -209,18 +227,20 @@ func TestReadDotenvSymlinks(t *testing.T) {
 		want   error
 		values int
 	}{
+		// Even a link inside the home is refused: the worker can re-point it, or swap a directory it
+		// passes through for a link to another profile, between any check and the open.
 		{"inside the home", func(p *Profile) string {
 			in := filepath.Join(p.Home, "real.env")
 			if err := os.WriteFile(in, []byte("X=1\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			return "real.env"
-		}, nil, 1},
+		}, ErrSymlinkEscape, 0},
 		{"outside, absolute", func(*Profile) string { return outside }, ErrSymlinkEscape, 0},
 		{"another profile's .env", func(*Profile) string { return a.EnvFile() }, ErrSymlinkEscape, 0},
 		{"relative escape", func(*Profile) string { return "../a/.env" }, ErrSymlinkEscape, 0},
 		{"dangling outside", func(*Profile) string { return "/nonexistent/x.env" }, ErrSymlinkEscape, 0},
-		{"dangling inside is missing", func(*Profile) string { return "nothere.env" }, nil, 0},
+		{"dangling inside", func(*Profile) string { return "nothere.env" }, ErrSymlinkEscape, 0},
 		{"link to the home itself", func(p *Profile) string { return "." }, ErrSymlinkEscape, 0},
 	}
 	for i, tt := range tests {

@@ -14,9 +14,10 @@ var (
 	ErrNoProfile = errors.New("profile does not exist")
 	// ErrTombstoned: the profile was deleted; hermes leaves <root>/profiles/.deleted/<name> behind.
 	ErrTombstoned = errors.New("profile was deleted")
-	// ErrSymlinkEscape: a home, the profiles directory or a .env is a symbolic link leading outside the
-	// directory it must stay in.
-	ErrSymlinkEscape = errors.New("symbolic link leads outside its directory")
+	// ErrSymlinkEscape: a home, the profiles directory, a path on the way to them or a .env is a symbolic
+	// link. Nothing below the hermes root is followed through a link: a worker could re-point one between
+	// a check and the open.
+	ErrSymlinkEscape = errors.New("symbolic link refused")
 	// ErrBadAssignment: a --env value that is not NAME=VALUE (or has an invalid name or a NUL byte).
 	ErrBadAssignment = errors.New("malformed assignment")
 	// ErrRefusedInherit: an --inherit name the policy never lets through from the launcher (a credential,

@@ -6,6 +6,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/internal/beneath"
 )
 
 // Profile is one hermes profile on disk, opened and checked by OpenProfile.
@@ -15,18 +19,27 @@ type Profile struct {
 	// Root is the hermes root, absolute and clean.
 	Root string
 	// Home is the profile's home directory, absolute and clean: Root for the default profile, else
-	// Root/profiles/Name.
+	// Root/profiles/Name. It is what the child is told (HERMES_HOME) and what messages show; the files
+	// of the home are opened through dir, never through this string.
 	Home string
+	// dir is an O_PATH descriptor of the home, opened once by OpenProfile; nil for a Profile made by hand.
+	dir *os.File
 }
 
 // OpenProfile attaches to an existing profile under root; it creates nothing. The name is normalized
 // (NormalizeName) and refused before any path is built. The default profile's home is root itself;
 // any other profile's home is <root>/profiles/<name>.
 //
+// The root is the caller's choice (--root, HERMES_HOME) and may be or pass through a symbolic link; it is
+// opened once. Everything below it is resolved from that descriptor without following any symbolic
+// link (internal/beneath: openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS), and the
+// home's descriptor is kept: ReadDotenv opens the .env below it, so a worker that swaps its home, or a
+// directory on the way, for a link to another profile between this check and the read gains nothing.
+//
 // Errors: a tombstone at <root>/profiles/.deleted/<name> gives ErrTombstoned and a missing home gives
 // ErrNoProfile (both "profile 'x' does not exist", as hermes words it; never a fallback to another home);
-// a <root>/profiles that is a symbolic link leading outside root, or a home that is a symbolic link
-// leading anywhere but its own place under <root>/profiles, gives ErrSymlinkEscape.
+// a <root>/profiles or a home that is a symbolic link gives ErrSymlinkEscape. Close releases the
+// descriptor (a Profile that is dropped is closed by the garbage collector).
 func OpenProfile(root, name string) (*Profile, error) {
 	n, err := NormalizeName(name)
 	if err != nil {
@@ -39,61 +52,55 @@ func OpenProfile(root, name string) (*Profile, error) {
 	if err != nil {
 		return nil, err
 	}
+	rootFD, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, profileErr(n, root, err)
+	}
 	if n == DefaultProfile {
-		// The root is the user's choice (--root, HERMES_HOME); a symbolic link there is not an escape.
-		if err := requireDir(root, n); err != nil {
-			return nil, err
-		}
-		return &Profile{Name: n, Root: root, Home: root}, nil
+		return &Profile{Name: n, Root: root, Home: root, dir: os.NewFile(uintptr(rootFD), root)}, nil
 	}
-	profiles := filepath.Join(root, "profiles")
-	home := filepath.Join(profiles, n)
-	tomb := filepath.Join(profiles, ".deleted", n)
-	if _, err := os.Lstat(tomb); err == nil {
+	defer unix.Close(rootFD)
+	home := filepath.Join(root, "profiles", n)
+	tomb := filepath.Join(root, "profiles", ".deleted", n)
+	if _, err := beneath.Lstat(rootFD, "profiles/.deleted/"+n, tomb); err == nil {
 		return nil, fmt.Errorf("profile '%s' does not exist: %w (tombstone %s)", n, ErrTombstoned, tomb)
+	} else if beneath.IsUnsafe(err) {
+		return nil, profileErr(n, tomb, err)
 	}
-	if err := requireDir(home, n); err != nil {
-		return nil, err
-	}
-	realRoot, err := filepath.EvalSymlinks(root)
+	fd, err := beneath.Open(rootFD, "profiles/"+n, unix.O_PATH|unix.O_DIRECTORY, 0, home)
 	if err != nil {
-		return nil, fmt.Errorf("profile '%s': %w: %w", n, ErrNoProfile, err)
+		return nil, profileErr(n, home, err)
 	}
-	realProfiles, err := filepath.EvalSymlinks(profiles)
-	if err != nil {
-		return nil, fmt.Errorf("profile '%s': %w: %w", n, ErrNoProfile, err)
-	}
-	if !within(realProfiles, realRoot, false) {
-		return nil, fmt.Errorf("profile '%s': %s leads to %s, outside the root %s: %w", n, profiles, realProfiles, realRoot, ErrSymlinkEscape)
-	}
-	realHome, err := filepath.EvalSymlinks(home)
-	if err != nil {
-		return nil, fmt.Errorf("profile '%s': %w: %w", n, ErrNoProfile, err)
-	}
-	// The home must be its own directory: a link to anywhere else, even to a sibling profile inside
-	// profiles/, would hand one profile's files to another.
-	if realHome != filepath.Join(realProfiles, n) {
-		return nil, fmt.Errorf("profile '%s': home %s leads to %s, not its own directory under %s: %w", n, home, realHome, realProfiles, ErrSymlinkEscape)
-	}
-	return &Profile{Name: n, Root: root, Home: home}, nil
+	return &Profile{Name: n, Root: root, Home: home, dir: os.NewFile(uintptr(fd), home)}, nil
 }
 
-// requireDir checks that dir exists and is a directory (following links; escapes are checked apart).
-func requireDir(dir, name string) error {
-	st, err := os.Stat(dir)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("profile '%s' does not exist: %w (no directory %s)", name, ErrNoProfile, dir)
-		}
-		return fmt.Errorf("profile '%s': %w: %w", name, ErrNoProfile, err)
+// profileErr words a failure to open the home (or the root) at path.
+func profileErr(name, path string, err error) error {
+	switch {
+	case beneath.IsUnsafe(err):
+		// The home must be its own directory: a link to anywhere else, even to a sibling profile inside
+		// profiles/, would hand one profile's files to another.
+		return fmt.Errorf("profile '%s': %s is, or passes through, a symbolic link (refused: nothing under the root is followed): %w", name, path, ErrSymlinkEscape)
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("profile '%s' does not exist: %w (no directory %s)", name, ErrNoProfile, path)
+	case errors.Is(err, unix.ENOTDIR):
+		return fmt.Errorf("profile '%s' does not exist: %w (%s is not a directory)", name, ErrNoProfile, path)
 	}
-	if !st.IsDir() {
-		return fmt.Errorf("profile '%s' does not exist: %w (%s is not a directory)", name, ErrNoProfile, dir)
-	}
-	return nil
+	return fmt.Errorf("profile '%s': %w: %w", name, ErrNoProfile, err)
 }
 
-// EnvFile is the profile's secrets file, <home>/.env.
+// Close releases the home's descriptor. The Profile's strings stay usable; its files cannot be read.
+func (p *Profile) Close() error {
+	if p.dir == nil {
+		return nil
+	}
+	err := p.dir.Close()
+	p.dir = nil
+	return err
+}
+
+// EnvFile is the profile's secrets file, <home>/.env (for messages; it is opened below the home's
+// descriptor).
 func (p *Profile) EnvFile() string { return filepath.Join(p.Home, ".env") }
 
 // Scratch is the children's temporary directory, <home>/cache/scratch (TMPDIR, TMP and TEMP).

@@ -92,7 +92,16 @@ func TestOpenProfileSymlinks(t *testing.T) {
 		{"profiles links inside the root", func(t *testing.T, root string) {
 			mkdirs(t, filepath.Join(root, "real-profiles", "b"))
 			symlink(t, "real-profiles", filepath.Join(root, "profiles"))
-		}, nil},
+		}, ErrSymlinkEscape},
+		{"home links to its own place", func(t *testing.T, root string) {
+			mkdirs(t, filepath.Join(root, "profiles", "real-b"))
+			symlink(t, "real-b", filepath.Join(root, "profiles", "b"))
+		}, ErrSymlinkEscape},
+		{"tombstone is a link", func(t *testing.T, root string) {
+			mkdirs(t, filepath.Join(root, "profiles", "b"))
+			mkdirs(t, filepath.Join(root, "elsewhere"))
+			symlink(t, "../elsewhere", filepath.Join(root, "profiles", ".deleted"))
+		}, ErrSymlinkEscape},
 		{"root itself a link", nil, nil},
 	}
 	for _, tt := range tests {
