@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -231,4 +232,134 @@ func TestHostileSidecarRefusesWorkerPeers(t *testing.T) {
 	if !strings.Contains(p.log.String(), "another pid namespace") {
 		t.Errorf("the sidecar's log does not say why it refused the sandboxed peer:\n%s", p.log.String())
 	}
+}
+
+// throwawayUser adds a user (and its group) for the test and removes it afterwards.
+func throwawayUser(t *testing.T) (uid, gid int) {
+	t.Helper()
+	name := "hlt" + randHex(4)
+	out, err := exec.Command("useradd", "-M", "-U", "-s", "/usr/sbin/nologin", name).CombinedOutput()
+	if err != nil {
+		t.Fatalf("useradd %s: %v: %s", name, err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("userdel", name).CombinedOutput(); err != nil {
+			t.Errorf("userdel %s: %v: %s", name, err, out)
+		}
+	})
+	u, err := user.Lookup(name)
+	must(t, err)
+	uid, _ = strconv.Atoi(u.Uid)
+	gid, _ = strconv.Atoi(u.Gid)
+	return uid, gid
+}
+
+// asUser runs cmd with uid and gid and no supplementary groups.
+func asUser(cmd *exec.Cmd, uid, gid int) *exec.Cmd {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: false}}
+	return cmd
+}
+
+// Class 9: a directory hlaunch keeps records in is the launcher's alone, or it is refused (exit 125, one
+// line naming the directory) before anything starts. Another user (a throwaway one) pre-creates the
+// state directory, plants a symbolic link in its place, or owns the records' subdirectory; a root
+// launcher and an unprivileged one (its default under $TMPDIR, which anyone can make first) both refuse.
+// On the old code each launch ran and kept its records where the other user could forge or swap them.
+func TestHostileStateDir(t *testing.T) {
+	requireRoot(t)
+	e := newEnv(t)
+	attacker, agid := throwawayUser(t)
+	// A sticky, world-writable parent, as /tmp is.
+	pub, err := os.MkdirTemp("", "hlst-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(pub) })
+	must(t, os.Chmod(pub, 0o777|os.ModeSticky))
+	attackerDir := func(name string) string {
+		d := filepath.Join(pub, name)
+		must(t, os.Mkdir(d, 0o777))
+		must(t, os.Chmod(d, 0o777))
+		must(t, os.Chown(d, attacker, agid))
+		return d
+	}
+	planted := attackerDir("planted")
+	must(t, os.Symlink(attackerDir("elsewhere"), filepath.Join(pub, "link")))
+	loose := filepath.Join(pub, "loose")
+	must(t, os.Mkdir(loose, 0o700))
+	must(t, os.Chmod(loose, 0o777))
+	sub := filepath.Join(pub, "sub")
+	must(t, os.Mkdir(sub, 0o700))
+	must(t, os.Mkdir(filepath.Join(sub, "workers"), 0o700))
+	must(t, os.Chown(filepath.Join(sub, "workers"), attacker, agid))
+
+	for _, c := range []struct{ name, dir, blame string }{
+		{"made by another user", planted, planted},
+		{"a symbolic link", filepath.Join(pub, "link"), filepath.Join(pub, "link")},
+		{"writable by others", loose, loose},
+		{"records' subdirectory owned by another user", sub, filepath.Join(sub, "workers")},
+	} {
+		t.Run("root/"+c.name, func(t *testing.T) {
+			for _, args := range [][]string{
+				{"exec", "-p", "b", "--detach", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--", "sleep", "300"},
+				{"exec", "-p", "b", "--scope", "none", "--", "true"},
+				{"ps"},
+			} {
+				r := e.with(t).run(append([]string{"--state-dir", c.dir}, args...)...)
+				if r.Code != 125 || !strings.Contains(r.Stderr, c.blame) || strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 {
+					t.Errorf("%v: exit %d, stderr %q; want 125 and one line naming %s", args, r.Code, r.Stderr, c.blame)
+				}
+			}
+			ents, _ := os.ReadDir(filepath.Join(c.dir, "workers"))
+			if len(ents) != 0 {
+				t.Errorf("records were written in the refused directory: %v", ents)
+			}
+		})
+	}
+	if ents, _ := os.ReadDir(filepath.Join(requireCgroup2(t), e.Parent)); len(ents) != 0 {
+		for _, d := range ents {
+			if d.IsDir() {
+				t.Errorf("a refused launch made cgroup %s", d.Name())
+			}
+		}
+	}
+
+	// An unprivileged launcher's default state dir is $TMPDIR/hlaunch-<uid>; the attacker makes it first.
+	victim, vgid := throwawayUser(t)
+	world, err := os.MkdirTemp("", "hlsw-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(world) })
+	must(t, os.Chmod(world, 0o755))
+	bin := filepath.Join(world, "hlaunch")
+	must(t, copyExecutable(hlaunchBin, bin))
+	must(t, os.MkdirAll(filepath.Join(world, "hermes", "profiles", "b"), 0o755))
+	must(t, os.WriteFile(filepath.Join(world, "hermes", "profiles", "b", ".env"), []byte("B_MARKER=b\n"), 0o644))
+	victimRun := func(tmp string, args ...string) result {
+		cmd := exec.Command(bin, append([]string{"--root", filepath.Join(world, "hermes")}, args...)...)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/", "LANG=C.UTF-8", "TMPDIR=" + tmp}
+		return runResult(t, asUser(cmd, victim, vgid))
+	}
+	t.Run("unprivileged/default made by another user", func(t *testing.T) {
+		d := attackerDir("hlaunch-" + strconv.Itoa(victim))
+		r := victimRun(pub, "exec", "-p", "b", "--detach", "--scope", "none", "--", "true")
+		if r.Code != 125 || !strings.Contains(r.Stderr, d) {
+			t.Errorf("exit %d, stderr %q; want 125 naming %s", r.Code, r.Stderr, d)
+		}
+		if ents, _ := os.ReadDir(filepath.Join(d, "workers")); len(ents) != 0 {
+			t.Errorf("records were written in the attacker's directory: %v", ents)
+		}
+	})
+	t.Run("unprivileged/its own", func(t *testing.T) {
+		own, err := os.MkdirTemp("", "hlso-")
+		must(t, err)
+		t.Cleanup(func() { os.RemoveAll(own) })
+		must(t, os.Chmod(own, 0o777|os.ModeSticky))
+		r := victimRun(own, "exec", "-p", "b", "--detach", "--scope", "none", "--", "true")
+		if r.Code != 0 {
+			t.Fatalf("exit %d, stderr %q: a state dir the launcher made itself is refused", r.Code, r.Stderr)
+		}
+		var rc receipt
+		must(t, json.Unmarshal([]byte(r.Stdout), &rc))
+		if w := victimRun(own, "wait", "--timeout", "30s", rc.ID); w.Code != 0 {
+			t.Errorf("wait: %d %s", w.Code, w.Stderr)
+		}
+	})
 }

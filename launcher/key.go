@@ -11,18 +11,19 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hlaunch/hlaunch/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/state"
 )
 
 // holdKey takes the key's lock (so two launches with one key cannot race past the check) and refuses when
 // a worker holding the key verifies as running. A holder that does not verify is released: it is never
 // signalled, and it no longer blocks the key. The returned function drops the lock.
 func (l *Launcher) holdKey(ctx context.Context, key string) (func(), error) {
-	dir := filepath.Join(l.state, "keys")
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	dir := l.keysDir()
+	if _, err := state.Open(dir); err != nil {
 		return nil, fmt.Errorf("key lock: %w", err)
 	}
 	sum := sha256.Sum256([]byte(key))
-	f, err := os.OpenFile(filepath.Join(dir, hex.EncodeToString(sum[:16])+".lock"), os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(filepath.Join(dir, hex.EncodeToString(sum[:16])+".lock"), os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("key lock: %w", err)
 	}
@@ -62,3 +63,6 @@ func flock(ctx context.Context, f *os.File) error {
 		}
 	}
 }
+
+// keysDir holds the key locks.
+func (l *Launcher) keysDir() string { return filepath.Join(l.state, "keys") }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hlaunch/hlaunch/cgroup"
 	"github.com/hlaunch/hlaunch/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/state"
 	"github.com/hlaunch/hlaunch/nsenv"
 )
 
@@ -59,6 +60,13 @@ func New(cfg Config) (*Launcher, error) {
 	}
 	if !utf8.ValidString(l.ledger) {
 		return nil, fmt.Errorf("%w: --ledger-dir %q is not UTF-8", ErrInvalid, l.ledger)
+	}
+	// Every directory records, ledger entries and key locks live in must be the launcher's alone: under
+	// /tmp anyone can make the non-root default first, and records there could be forged or swapped.
+	for _, d := range []string{l.state, l.workersDir(), l.keysDir(), l.ledger} {
+		if err := state.Check(d); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
 	}
 	if cfg.KeepBus {
 		l.buses = &buses{}

@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // Dir is one directory of records.
@@ -21,10 +23,16 @@ type Dir struct {
 // ErrNotFound is returned by Read for a record that does not exist.
 var ErrNotFound = errors.New("record not found")
 
-// Open makes sure dir exists (mode 0700) and returns it.
+// Open makes sure dir exists (mode 0700) and is the launcher's alone (Check), and returns it.
 func Open(dir string) (*Dir, error) {
+	if err := Check(dir); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("state dir: %w", err)
+	}
+	if err := Check(dir); err != nil {
+		return nil, err
 	}
 	return &Dir{Path: dir}, nil
 }
@@ -83,7 +91,7 @@ func syncDir(dir string) error {
 
 // Read decodes <name>.json into v; ErrNotFound when it does not exist.
 func (d *Dir) Read(name string, v any) error {
-	b, err := os.ReadFile(filepath.Join(d.Path, name+".json"))
+	b, err := readNoFollow(filepath.Join(d.Path, name+".json"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%s: %w", name, ErrNotFound)
 	}
@@ -121,4 +129,15 @@ func (d *Dir) Remove(name string) error {
 		return fmt.Errorf("remove record: %w", err)
 	}
 	return nil
+}
+
+// readNoFollow reads a record, refusing a symbolic link in its place (ELOOP): a record is a file hlaunch
+// renamed into place, never a link to somewhere else.
+func readNoFollow(p string) ([]byte, error) {
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
 }
