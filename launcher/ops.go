@@ -400,6 +400,11 @@ func (l *Launcher) LegacySignal(ctx context.Context, pid int, fp string, sig sys
 	return h.SignalLeader(sig)
 }
 
+// orphanAge is how old an empty, unrecorded worker cgroup must be before gc takes it for an orphan: longer
+// than any launch takes between creating a cgroup and recording its worker (the sidecar bounds a spawn at
+// two minutes).
+const orphanAge = 3 * time.Minute
+
 // gcOrphans removes empty worker cgroups under the default parent that no record names.
 func (l *Launcher) gcOrphans(recs []Record) []string {
 	if l.host == nil || l.host.Unified == "" {
@@ -421,6 +426,11 @@ func (l *Launcher) gcOrphans(recs []Record) []string {
 	for _, e := range ents {
 		path := parent + "/" + e.Name()
 		if !e.IsDir() || !isID(e.Name()) || known[path] {
+			continue
+		}
+		// A cgroup made for a launch in flight is empty and unrecorded too, until its shim or target runs in
+		// it: only one older than any launch takes is an orphan (the sidecar collects while it spawns).
+		if info, err := e.Info(); err != nil || time.Since(info.ModTime()) < orphanAge {
 			continue
 		}
 		g, err := l.host.Hold(cgroup.Claim{Path: path, Worker: e.Name()})

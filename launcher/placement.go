@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/hlaunch/hlaunch/internal/sysfile"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -91,6 +92,10 @@ func (l *Launcher) prepareCgroup(spec Spec, id string) (*placement, error) {
 		return nil, fmt.Errorf("no cgroup filesystem: %w", l.hostErr)
 	}
 	g, err := l.host.Create(spec.CgroupParent, id, spec.Limits)
+	if errors.Is(err, fs.ErrNotExist) {
+		// The parent was removed between its check and our mkdir (a gc beside us found it empty): again.
+		g, err = l.host.Create(spec.CgroupParent, id, spec.Limits)
+	}
 	if err != nil {
 		if errors.Is(err, cgroup.ErrBadParent) || errors.Is(err, cgroup.ErrNotOurs) || errors.Is(err, cgroup.ErrNotWritable) ||
 			errors.Is(err, cgroup.ErrUnsupportedLimit) {

@@ -25,6 +25,9 @@ type Retention struct {
 	LedgerKeep int
 	// LedgerMaxAge removes ended ledger records last written longer ago than this; 0: no age limit.
 	LedgerMaxAge time.Duration
+	// KeepParent leaves the cgroup parent in place even when it is empty (the sidecar, which places the
+	// next spawn there: removing it under a launch in flight would fail that launch).
+	KeepParent bool `json:"-"`
 }
 
 // DefaultRetention is what the sidecar collects by, on its own, and what `hlaunch gc` applies unless told
@@ -87,7 +90,7 @@ func (l *Launcher) GC(ctx context.Context, r Retention) (GCReport, error) {
 	// Empty worker cgroups without a record (a foreground hlaunch that was SIGKILLed could not remove its own).
 	rep.Removed = append(rep.Removed, l.gcOrphans(recs)...)
 	// The parent itself goes too once nothing is left under it (it is re-created by the next launch).
-	if l.host != nil {
+	if l.host != nil && !r.KeepParent {
 		_ = l.host.RemoveParentIfEmpty(l.cfg.Defaults.CgroupParent)
 	}
 	rep.LedgerPruned = l.pruneLedger(r)

@@ -25,7 +25,9 @@ func (s *Server) collect(ctx context.Context, c collector) {
 			return
 		case <-t.C:
 		}
-		_, err := c.GC(ctx, *s.cfg.Retention)
+		r := *s.cfg.Retention
+		r.KeepParent = true // the next spawn goes there
+		_, err := c.GC(ctx, r)
 		switch {
 		case err != nil && err.Error() != lastErr && ctx.Err() == nil:
 			s.logf("sidecar: collecting ended workers: %v", err)
