@@ -9,7 +9,7 @@
 # These machines are shared and noisy: compare the ratios from one run, never absolute times across runs.
 #
 # Knobs: RUNS (hyperfine runs per command, default 200, split over ROUNDS=4 rounds), WARMUP (5 per round), BENCHTIME (go test, 1s),
-# OUT (docs/benchmarks.md), SKIP_GO=1 (no Go benchmarks), SKIP_SIDECAR=1.
+# OUT (docs/benchmarks.md), SKIP_GO=1 (no Go benchmarks), SKIP_SIDECAR=1, SOAK_SPAWNS (100000), SKIP_SOAK=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -241,6 +241,22 @@ elif [ $is_root -eq 1 ]; then
 	done
 else
 	skip sidecar "needs root (cgroup placement of spawns)"
+fi
+
+# The soak (issue 16): SOAK_SPAWNS spawns (default 100,000) through one sidecar with a gateway's mix, the
+# start and the end side by side (integration TestSoak; make test runs it with 2,000).
+if [ "${SKIP_SOAK:-0}" = 1 ]; then
+	skip soak "SKIP_SOAK=1"
+elif [ $is_root -eq 1 ]; then
+	log "soak: ${SOAK_SPAWNS:-100000} spawns through one sidecar (load before: $(cut -d' ' -f1-3 /proc/loadavg))"
+	echo "$(cut -d' ' -f1-3 /proc/loadavg)" >"$tmp/soak-load-before.txt"
+	if ! HLAUNCH_BIN=$HL HLAUNCH_SOAK_SPAWNS=${SOAK_SPAWNS:-100000} HLAUNCH_SOAK_REPORT=$tmp/soak.json \
+		go test -count=1 -run '^TestSoak$' -timeout 6h ./integration/ >&2; then
+		skip soak "the soak run failed (see the log above)"
+	fi
+	echo "$(cut -d' ' -f1-3 /proc/loadavg)" >"$tmp/soak-load-after.txt"
+else
+	skip soak "needs root (cgroup placement of spawns)"
 fi
 
 # Go benchmarks of the hot paths, allocations reported.

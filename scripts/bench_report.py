@@ -3,7 +3,7 @@
 
 Inputs (in --dir): hyperfine.json (hyperfine --export-json, commands named by label), notes.tsv (label
 <TAB> why skipped), stoptree.txt ("<members> <microseconds>" per stop), sidecar.json (sidecar
-BenchmarkSidecarLoad), gobench.txt (go test -bench output). Standard library only.
+BenchmarkSidecarLoad), soak.json (integration TestSoak), gobench.txt (go test -bench output). Standard library only.
 
 Every start-latency figure is the median of one hyperfine run in which all commands ran back to back, given
 as a ratio to the floor (/bin/true) and to the nearest anchor: medians, not means, because these machines
@@ -396,6 +396,44 @@ def sidecar_table(s, out):
     out.append("")
 
 
+def soak(a, notes, out):
+    """The soak's start and end side by side (integration TestSoak, issue 16): the goal is the end within
+    10% of the start on each figure, nothing left behind, no spawn missing from the ledger."""
+    p = os.path.join(a.dir, "soak.json")
+    if not os.path.exists(p):
+        out.append("Not run: %s.\n" % notes.get("soak", "no result"))
+        return
+    s = json.load(open(p))
+    load = [open(os.path.join(a.dir, f)).read().strip() if os.path.exists(os.path.join(a.dir, f)) else "?"
+            for f in ("soak-load-before.txt", "soak-load-after.txt")]
+    out.append("%d spawns through one sidecar from %d concurrent clients (closed loop), a gateway's mix: "
+               "/bin/true, one in ten a leader whose child outlives it by 1 s, one in twenty `sleep 5` past "
+               "its 300 ms deadline. Retention `--keep 200 --max-age 0 --ledger-keep 0` (the ledger unbounded "
+               "so that every spawn can be accounted for), collection every second. The start is the first "
+               "tenth of the spawns, the end the last tenth. Load average before/after: %s / %s.\n" % (
+                   s["Spawns"], s["Clients"], load[0], load[1]))
+    out.append("| figure | start | end | end / start | goal: within 10% |")
+    out.append("|---|---|---|---|---|")
+    for k, text, unit in (("p50_ms", "spawn p50", "ms"), ("p99_ms", "spawn p99", "ms"),
+                          ("spawns_per_s", "spawns/s", ""), ("rss_kib", "sidecar RSS", "KiB"),
+                          ("fds", "sidecar open descriptors", ""), ("records", "worker records", ""),
+                          ("cgroups", "cgroups under the parent", ""), ("state_bytes", "state directory", "bytes"),
+                          ("ledger_bytes", "ledger", "bytes"), ("list_ms", "`GET /v1/workers`", "ms")):
+        a0, a1 = s["Start"].get(k, 0), s["End"].get(k, 0)
+        r = a1 / a0 if a0 else float("nan")
+        better = k == "spawns_per_s"
+        ok = (r >= 0.9) if better else (r <= 1.1)
+        if k == "ledger_bytes" or k == "state_bytes":
+            ok = None  # grows by design here: the ledger keeps every spawn for the accounting
+        out.append("| %s | %s %s | %s %s | %.2f | %s |" % (text, ("%.2f" % a0) if isinstance(a0, float) else a0, unit,
+                                                          ("%.2f" % a1) if isinstance(a1, float) else a1, unit, r,
+                                                          "-" if ok is None else ("met" if ok else "**missed**")))
+    out.append("")
+    out.append("- spawns with no ledger record: **%d**; workers left running or placed at the end: **%d**" % (
+        s.get("Missing", 0), s.get("LeftRunning", 0)))
+    out.append("")
+
+
 def gobench(a, out):
     p = os.path.join(a.dir, "gobench.txt")
     lines = open(p).read().splitlines() if os.path.exists(p) else []
@@ -473,6 +511,8 @@ def main():
     out += ["## Stop to verified-empty, 200-process tree (issue 3)", ""]
     stoptree(a, notes, out)
     out += ["## Sidecar (issue 7)", ""] + side
+    out += ["## Soak: one sidecar for many spawns (issue 16)", ""]
+    soak(a, notes, out)
     out += ["## Go benchmarks (`go test -run=^$ -bench=. -benchmem -benchtime %s`, allocations reported)" % a.benchtime, ""]
     gobench(a, out)
     out += [NOTES]
