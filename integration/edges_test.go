@@ -159,3 +159,16 @@ func TestSidecarDefaultsAndFailedStarts(t *testing.T) {
 func filepathJoinProc(pid int) string { return filepath.Join("/proc", itoa(pid), "fd") }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
+// The shim's tasks count against a detached worker's --pids: a limit the shim alone would fill is refused,
+// naming --pids and what is charged (before: the worker started and its first fork failed, blaming the
+// command).
+func TestDetachedPidsChargeSaid(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	r := e.run("exec", "-p", "b", "--detach", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--pids", "6", "--", "sh", "-c", "true | true")
+	if r.Code != 125 || !strings.Contains(r.Stderr, "--pids") || !strings.Contains(r.Stderr, "shim") {
+		t.Fatalf("--pids 6 detached: exit %d %q, want 125 naming --pids and the shim", r.Code, r.Stderr)
+	}
+}
