@@ -2,15 +2,17 @@ package nsenv
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
 )
 
-// sandboxDevices are the device nodes (and the devpts mount) that stay usable; every other device node,
-// in /dev or anywhere else, is behind nodev.
+// sandboxDevices are the device nodes that stay usable; every other device node, in /dev or anywhere
+// else, is behind nodev. /dev/pts is not among them: the host's devpts holds every terminal of the host
+// (a root launcher's worker could open root's), so the view gets a new instance (newDevpts).
 func sandboxDevices() []string {
-	return []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts"}
+	return []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx"}
 }
 
 // buildView turns the child's copy of the host mount tree into the sandbox's view. The order matters:
@@ -25,7 +27,8 @@ func (s *Sandbox) buildView(v *view) error {
 	}
 	// nodev too: a child left as host uid 0 could otherwise read another profile's files from the raw
 	// disk (/dev/sda is root's); the harmless devices come back from their clones below.
-	err = setAttr(slash, "/", unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NODEV, true)
+	// nosuid: with no_new_privs a set-user-ID exec grants nothing anyway; nosuid says so at the mount too.
+	err = setAttr(slash, "/", unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOSUID, true)
 	unix.Close(slash)
 	if err != nil {
 		return err
@@ -40,6 +43,9 @@ func (s *Sandbox) buildView(v *view) error {
 		if err := attachAt(v.devTrees[i], p, false); err != nil {
 			return err
 		}
+	}
+	if err := newDevpts(); err != nil {
+		return err
 	}
 	for i, p := range v.paths {
 		if err := attachAt(v.trees[i], p, v.dirs[i]); err != nil {
@@ -62,6 +68,21 @@ func (s *Sandbox) buildView(v *view) error {
 	// Read-only: the fresh /proc/sys writes the host's sysctls, and nothing a worker needs writes /proc.
 	if err := unix.Mount("proc", fdPath(proc), "proc", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("mount fresh /proc: %w", err)
+	}
+	return nil
+}
+
+// newDevpts mounts a new devpts instance on /dev/pts: a pseudo-terminal the worker opens (/dev/ptmx, a
+// clone of the host's node, allocates from the devpts next to it; a link pts/ptmx serves it too) is its
+// own, and no terminal of the host is there to open. A host without /dev/pts is left as it is.
+func newDevpts() error {
+	fd, err := openPath("/dev/pts", true)
+	if err != nil {
+		return nil //nolint:nilerr // no devpts mount point on this host
+	}
+	defer unix.Close(fd)
+	if err := unix.Mount("devpts", fdPath(fd), "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"); err != nil {
+		return &os.PathError{Op: "mount devpts", Path: "/dev/pts", Err: err}
 	}
 	return nil
 }
@@ -155,6 +176,9 @@ func hide(p string) error {
 	dir, err := isDir(fd)
 	if err != nil {
 		return err
+	}
+	if dir && (p == "/tmp" || p == "/dev/shm") {
+		return nil // already a private tmpfs in the view: the host's directory is not there
 	}
 	if dir {
 		return mountTmpfs(fd, p, unix.MS_RDONLY|unix.MS_NOEXEC, "mode=0")

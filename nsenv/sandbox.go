@@ -97,24 +97,17 @@ func (s *Sandbox) validateLexical() error {
 		}
 	}
 	for _, w := range s.writable() {
-		if err := check("writable path", w); err != nil {
+		if err := s.checkWritable(w.flag, w.path); err != nil {
 			return err
-		}
-		// Root itself, an ancestor of Home, or anything else under Root but outside Home would
-		// re-expose the root's files or other profiles once bound writable over the view.
-		if s.Home == s.Root && pathUnder(w, filepath.Join(s.Root, "profiles")) {
-			return fmt.Errorf("%w: writable path %q is inside another profile", ErrInvalidSandbox, w)
-		}
-		if pathUnder(w, s.Root) && !pathUnder(w, s.Home) {
-			return fmt.Errorf("%w: writable path %q is inside the hermes root but not inside the home", ErrInvalidSandbox, w)
 		}
 	}
 	for _, h := range s.Hide {
 		if err := check("hidden path", h); err != nil {
 			return err
 		}
-		if h == "/" {
-			return fmt.Errorf("%w: cannot hide /", ErrInvalidSandbox)
+		// Hiding a directory that holds the home would hide the worker's own home (and "/" everything).
+		if pathUnder(s.Home, h) {
+			return fmt.Errorf("%w: hidden path %q contains the profile home %s", ErrInvalidSandbox, h, s.Home)
 		}
 	}
 	switch s.Net {
@@ -137,16 +130,54 @@ func (s *Sandbox) profileName() (string, bool) {
 	return name, true
 }
 
-// writable lists Cwd and RW, without duplicates.
-func (s *Sandbox) writable() []string {
-	out := make([]string, 0, len(s.RW)+1)
+// checkWritable refuses a writable path (flag names where it came from: --cwd or --rw) that would undo
+// the view once it is bound writable over it:
+//   - "/" or an ancestor of the hermes root. A clone attached over "/" lands on top of the process's root
+//     directory, where no later path lookup looks (they start at the root *below* it): every later mount
+//     (the profile view, the hidden paths) would go under it, and the whole host would be writable at
+//     "/..". An ancestor of the root would expose the root's other profiles until the view covers them;
+//     refusing both keeps "the writable clones come first, everything after covers them" a simple rule.
+//   - the root itself (for a named profile), or anything under it but outside the home: other profiles,
+//     the root's .env.
+//   - anything under /proc or /sys: a writable cgroupfs lets the worker leave its cgroup (write its pid to
+//     an ancestor's cgroup.procs), a writable sysfs or procfs changes the host.
+func (s *Sandbox) checkWritable(flag, w string) error {
+	if w == "" || !filepath.IsAbs(w) || filepath.Clean(w) != w {
+		return fmt.Errorf("%w: %s %q must be an absolute clean path", ErrInvalidSandbox, flag, w)
+	}
+	if w == "/" || (pathUnder(s.Root, w) && w != s.Root) {
+		return fmt.Errorf("%w: %s %q: a writable path may not be / or contain the hermes root %s", ErrInvalidSandbox, flag, w, s.Root)
+	}
+	if s.Home == s.Root && pathUnder(w, filepath.Join(s.Root, "profiles")) {
+		return fmt.Errorf("%w: %s %q is inside another profile", ErrInvalidSandbox, flag, w)
+	}
+	if pathUnder(w, s.Root) && !pathUnder(w, s.Home) {
+		return fmt.Errorf("%w: %s %q is inside the hermes root but not inside the home", ErrInvalidSandbox, flag, w)
+	}
+	if pathUnder(w, "/proc") || pathUnder(w, "/sys") {
+		return fmt.Errorf("%w: %s %q: /proc and /sys stay read-only", ErrInvalidSandbox, flag, w)
+	}
+	return nil
+}
+
+// writablePath is one writable path and the flag it came from.
+type writablePath struct{ flag, path string }
+
+// writable lists Cwd and RW, without duplicates (an empty Cwd is left out; an empty RW entry is kept
+// so that Validate refuses it).
+func (s *Sandbox) writable() []writablePath {
+	out := make([]writablePath, 0, len(s.RW)+1)
 	seen := map[string]bool{}
-	for _, p := range append([]string{s.Cwd}, s.RW...) {
-		if p == "" || seen[p] {
+	if s.Cwd != "" {
+		out = append(out, writablePath{"--cwd", s.Cwd})
+		seen[s.Cwd] = true
+	}
+	for _, p := range s.RW {
+		if seen[p] {
 			continue
 		}
 		seen[p] = true
-		out = append(out, p)
+		out = append(out, writablePath{"--rw", p})
 	}
 	return out
 }

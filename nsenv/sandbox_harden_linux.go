@@ -32,6 +32,9 @@ func (s *Sandbox) harden() error {
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		return os.NewSyscallError("prctl(PR_SET_DUMPABLE)", err)
 	}
+	if err := resetInherited(); err != nil {
+		return err
+	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return os.NewSyscallError("prctl(PR_SET_NO_NEW_PRIVS)", err)
 	}

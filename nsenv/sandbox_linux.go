@@ -25,9 +25,9 @@ func (s *Sandbox) validateFS() error {
 	}
 	unix.Close(homeFD)
 	for _, w := range s.writable() {
-		fd, err := openPath(w, false)
+		fd, err := openPath(w.path, false)
 		if err != nil {
-			return fmt.Errorf("sandbox writable path: %w", err)
+			return fmt.Errorf("sandbox %s: %w", w.flag, err)
 		}
 		unix.Close(fd)
 	}
@@ -42,6 +42,26 @@ func (s *Sandbox) validateFS() error {
 		unix.Close(fd)
 	}
 	return nil
+}
+
+// HomeOwner returns the uid and gid that own Home, resolved as Enter will resolve it (beneath Root, no
+// symbolic link): a root launcher's worker runs as them unless the caller names an identity.
+func (s *Sandbox) HomeOwner() (uid, gid int, err error) {
+	rootFD, err := openPath(s.Root, true)
+	if err != nil {
+		return 0, 0, fmt.Errorf("sandbox root: %w", err)
+	}
+	defer unix.Close(rootFD)
+	homeFD, err := s.openHome(rootFD)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer unix.Close(homeFD)
+	var st unix.Stat_t
+	if err := unix.Fstat(homeFD, &st); err != nil {
+		return 0, 0, &os.PathError{Op: "fstat", Path: s.Home, Err: err}
+	}
+	return int(st.Uid), int(st.Gid), nil
 }
 
 // openHome opens Home beneath the already open Root.
@@ -60,8 +80,18 @@ func (s *Sandbox) openHome(rootFD int) (int, error) {
 // SysProcAttr adds the sandbox's namespaces to attr: mount, pid, ipc and uts, network for Net "none",
 // and, when the caller is not root and the kernel allows it, a user namespace that maps the caller's
 // uid and gid to 0 (the only ids an unprivileged process may map; setgroups is denied). The caller
-// keeps the rest of attr (Setsid, Pdeathsig, UseCgroupFD) as it set it.
+// keeps the rest of attr (Pdeathsig, UseCgroupFD) as it set it.
+//
+// The child always starts a session of its own, without a controlling terminal: the kernel lets
+// ioctl(TIOCSTI) push input into a terminal only when it is the caller's controlling terminal (or with
+// CAP_SYS_ADMIN), and it lets a session leader acquire a terminal (TIOCSCTTY, or an open without
+// O_NOCTTY) only when no other session has it. So a worker holding the caller's terminal as stdio can
+// still read and write it, but can neither type into it nor take it over, nor reach the caller's process
+// group with job-control signals. A process group or foreground terminal the caller asked for is
+// dropped for that reason: a terminal's foreground group must be in the terminal's session.
 func (s *Sandbox) SysProcAttr(attr *syscall.SysProcAttr) {
+	attr.Setsid = true
+	attr.Setpgid, attr.Pgid, attr.Foreground, attr.Setctty, attr.Noctty = false, 0, false, false, false
 	attr.Cloneflags |= unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS
 	if s.Net == NetNone {
 		attr.Cloneflags |= unix.CLONE_NEWNET
@@ -102,12 +132,14 @@ func UserNamespaceSupport() error {
 // target is executed. It must run on the thread that will call execve (runtime.LockOSThread): no_new_privs
 // and the capability sets belong to a thread. On error the child must not execute the target.
 //
-// Steps: / becomes recursively private (nothing propagates either way); the writable paths and the
-// harmless devices (null, zero, full, random, urandom, tty, ptmx, devpts) are cloned as they are; every
-// mount becomes read-only and nodev with one mount_setattr(AT_RECURSIVE); the devices are put back;
-// /tmp and /dev/shm get private tmpfs; the writable clones (nodev) are put back; the hermes root is
-// replaced by a view holding only the target home; Hide paths are covered; /proc is mounted fresh for
-// the new pid namespace (read-only); then the host name, core dumps, no_new_privs and the identity.
+// Steps: / becomes recursively private (nothing propagates either way); a cgroup namespace; the writable
+// paths and the harmless devices (null, zero, full, random, urandom, tty, ptmx) are cloned as they are;
+// every mount becomes read-only, nodev and nosuid with one mount_setattr(AT_RECURSIVE); the devices are
+// put back; /dev/pts becomes a new devpts instance (none of the host's terminals); /tmp and /dev/shm get
+// private tmpfs; the writable clones (nodev, nosuid) are put back; the hermes root is replaced by a view
+// holding only the target home; Hide paths are covered; /proc is mounted fresh for the new pid namespace
+// (read-only); then the host name, core dumps, the session's inheritance (keyring, personality,
+// oom_score_adj), no_new_privs and the identity.
 func (s *Sandbox) Enter() error {
 	if err := s.validateLexical(); err != nil {
 		return err
@@ -122,6 +154,17 @@ func (s *Sandbox) Enter() error {
 	if err := unix.Mount("", "/", "", unix.MS_PRIVATE|unix.MS_REC, ""); err != nil {
 		return &os.PathError{Op: "mount rprivate", Path: "/", Err: err}
 	}
+	// A cgroup namespace rooted at the cgroup the launcher placed us in (the Config that brought us here is
+	// the go-ahead sent after placement, on every placement path): the worker's /proc/self/cgroup reads
+	// "/", and a cgroup.procs write that would move a process out of this subtree fails (ENOENT) even
+	// where a cgroupfs were writable. The unshare is per thread: this is the thread that starts the target.
+	if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
+		return os.NewSyscallError("unshare(CLONE_NEWCGROUP)", err)
+	}
+	// The mount points the view creates (the hermes root's path re-made inside the private /tmp) must be
+	// searchable by the worker whatever umask the launcher has (a unit's UMask=0027); the worker gets the
+	// launcher's umask back.
+	defer unix.Umask(unix.Umask(0o022))
 	v, err := s.openView()
 	if err != nil {
 		return err
@@ -132,6 +175,9 @@ func (s *Sandbox) Enter() error {
 	}
 	return s.harden()
 }
+
+// writableAttrs are set on every writable clone.
+const writableAttrs = unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOSUID
 
 // view holds the descriptors taken before the host is made read-only.
 type view struct {
@@ -167,8 +213,9 @@ func (s *Sandbox) openView() (*view, error) {
 	if err != nil {
 		return v, err
 	}
-	// The writable copies get nodev like the rest of the view (a device node planted in a home).
-	if err := setAttr(v.homeTree, s.Home, unix.MOUNT_ATTR_NODEV, true); err != nil {
+	// The writable copies get nodev and nosuid like the rest of the view (a device node or a set-user-ID
+	// file planted in a home does nothing inside).
+	if err := setAttr(v.homeTree, s.Home, writableAttrs, true); err != nil {
 		return v, err
 	}
 	for _, d := range sandboxDevices() {
@@ -183,7 +230,10 @@ func (s *Sandbox) openView() (*view, error) {
 		}
 		v.devPaths, v.devTrees = append(v.devPaths, d), append(v.devTrees, t)
 	}
-	ws := s.writable()
+	var ws []string
+	for _, w := range s.writable() {
+		ws = append(ws, w.path)
+	}
 	sort.Strings(ws) // a parent sorts before its children, so children end up on top
 	for _, w := range ws {
 		if pathUnder(w, s.Home) {
@@ -198,7 +248,7 @@ func (s *Sandbox) openView() (*view, error) {
 			var t int
 			t, err = cloneTree(fd, w)
 			if err == nil {
-				err = setAttr(t, w, unix.MOUNT_ATTR_NODEV, true)
+				err = setAttr(t, w, writableAttrs, true)
 			}
 			if err == nil {
 				v.paths, v.trees, v.dirs = append(v.paths, w), append(v.trees, t), append(v.dirs, dir)

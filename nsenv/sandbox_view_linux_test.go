@@ -308,14 +308,12 @@ func TestSandboxView(t *testing.T) {
 		setUser bool
 		net     string
 		dflt    bool
-		rwBase  bool   // --rw on a directory holding the whole hermes root
 		under   string // where the hermes root lives; "" is /var/tmp
 	}{
 		{name: "root launcher, named profile", owner: 0, asUser: -1},
 		{name: "root launcher, --user nobody, net none", owner: nobody, asUser: -1, setUser: true, net: NetNone},
 		{name: "root launcher, default profile", owner: 0, asUser: -1, dflt: true},
 		{name: "unprivileged launcher, user namespace", owner: nobody, asUser: nobody},
-		{name: "root launcher, --rw holding the hermes root", owner: 0, asUser: -1, rwBase: true},
 		// Under the host's /tmp, which the private /tmp covers: the view re-creates the paths.
 		{name: "root launcher, hermes root under /tmp", owner: 0, asUser: -1, under: "/tmp"},
 		{name: "root launcher, default profile under /tmp", owner: 0, asUser: -1, under: "/tmp", dflt: true},
@@ -329,9 +327,6 @@ func TestSandboxView(t *testing.T) {
 			f := newFixture(t, c.owner, under)
 			sb := Sandbox{Root: f.root, Home: f.b, Cwd: f.cwd, RW: []string{f.rw}, Hide: []string{f.state, f.sockFile},
 				Net: c.net, SetUser: c.setUser, UID: nobody, GID: nobody}
-			if c.rwBase {
-				sb.RW = append(sb.RW, f.base)
-			}
 			if c.dflt {
 				sb.Home = f.root
 				must(t, os.Chown(f.root, c.owner, c.owner))

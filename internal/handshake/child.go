@@ -21,6 +21,7 @@ func Main() {
 	// Capabilities and some sandbox steps are per thread: the thread that sets them must be the one that
 	// execs.
 	runtime.LockOSThread()
+	startUnmasked()
 	unix.CloseOnExec(ConfigFD)
 	unix.CloseOnExec(ResultFD)
 	res := os.NewFile(ResultFD, "handshake-result")
@@ -84,11 +85,14 @@ func Main() {
 		// for, so a target that was PID 1 itself would never hear a plain SIGTERM (a `stop` would always
 		// wait out the grace). The init forwards every signal to the target, reaps, and exits with the
 		// target's status; when it exits the kernel ends the rest of the namespace.
+		// Every forwarded signal is caught before anyone can learn the worker's identity, and before the
+		// fork: a signal the launcher was started with ignored (SIGHUP, SIGINT: the Go runtime leaves
+		// those alone) would otherwise still be ignored in the target; once caught, the fork resets it.
+		<-notified
 		proc, err := Spawn(Command{Path: path, Args: cfg.Argv, Env: cfg.Env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}})
 		if err != nil {
 			fail("exec", err, ExitCodeFor(err))
 		}
-		<-notified  // every forwarded signal is caught before anyone can learn the worker's identity
 		res.Close() // EOF: the target runs
 		if !cfg.CPUs.IsZero() {
 			// The init lives as long as the target: off the launch's path now, it leaves the pin. From
