@@ -32,7 +32,7 @@ type Config struct {
 	// WorkerLogs gives every detached worker without a Log of its own (and without inherited stdio) the log
 	// <state-dir>/logs/<id>.log; the sidecar sets it. Without it such workers write to /dev/null.
 	WorkerLogs bool
-	// Hide lists extra paths a sandboxed worker must not see (a sidecar's socket).
+	// Hide lists extra paths a sandboxed worker must not see (a sidecar's socket directory).
 	Hide []string
 	// Defaults fill the placement fields a Spec leaves empty (Scope, CgroupParent, Slice, RequireScope, Net).
 	Defaults Spec

@@ -46,7 +46,7 @@ func (l *Launcher) Run(ctx context.Context, spec Spec, stdio Stdio, sigs Signals
 	if err != nil {
 		return ExitCode(err), err
 	}
-	sb, err := l.sandbox(spec, prof, cwd)
+	sb, cwd, err := l.sandbox(spec, prof, cwd)
 	if err != nil {
 		return ExitCode(err), err
 	}

@@ -3,37 +3,102 @@ package launcher
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/hlaunch/hlaunch/nsenv"
 )
 
-// sandbox builds the sandbox of spec, or returns nil when none is asked for. The state and ledger
-// directories and the Hide paths of the Config (a sidecar's socket) are made invisible inside.
-func (l *Launcher) sandbox(spec Spec, prof *nsenv.Profile, cwd string) (*nsenv.Sandbox, error) {
+// sandbox builds the sandbox of spec, or returns nil when none is asked for, and the working directory
+// the child starts in. The state and ledger directories, the default sidecar socket directories and the
+// Hide paths of the Config (a sidecar's socket directory) are made invisible inside.
+//
+// The working directory (docs/security.md, "The sandbox view"): an explicit --cwd becomes writable
+// (and so obeys the rules of a writable path: not /, not an ancestor of the root); without one the
+// worker starts in the launcher's directory only when that is inside its home or a --rw path, and in
+// its home otherwise (a sidecar runs in /, a gateway anywhere: none of that is the worker's).
+//
+// The identity (docs/security.md, "The child's identity"): a worker of a root launcher never runs as
+// host uid 0 unless the caller asks with --as 0:0. Without --as it runs as the owner of the profile home,
+// and a home owned by root is refused. An unprivileged launcher's worker is the launcher's own uid,
+// mapped to 0 in a user namespace (nsenv.Sandbox.SysProcAttr).
+func (l *Launcher) sandbox(spec Spec, prof *nsenv.Profile, cwd string) (*nsenv.Sandbox, string, error) {
 	if !spec.Sandbox {
-		return nil, nil
+		return nil, cwd, nil
 	}
 	if os.Geteuid() != 0 {
 		if err := nsenv.UserNamespaceSupport(); err != nil {
-			return nil, fmt.Errorf("--sandbox without root needs a user namespace: %w", err)
+			return nil, "", fmt.Errorf("--sandbox without root needs a user namespace: %w", err)
 		}
 	}
 	sb := &nsenv.Sandbox{
 		Root: l.root,
 		Home: prof.Home,
-		Cwd:  cwd,
+		Cwd:  spec.Cwd,
 		RW:   spec.RW,
-		Hide: append([]string{l.state, l.ledger}, l.cfg.Hide...),
+		Hide: unique(append(append([]string{l.state, l.ledger}, sidecarDirs(l.cfg.Environ)...), l.cfg.Hide...)),
 		Net:  spec.Net,
 		// The filter is on unless the spec turns it off by name.
 		SeccompOff: spec.Seccomp == SeccompOff,
 	}
-	if spec.User != "" {
-		sb.UID, sb.GID, _ = parseUser(spec.User) // checked by Validate
-		sb.SetUser = true
+	if spec.Cwd == "" {
+		cwd = viewCwd(cwd, prof.Home, spec.RW)
 	}
 	if err := sb.Validate(); err != nil {
-		return nil, invalid(err)
+		return nil, "", invalid(err)
 	}
-	return sb, nil
+	switch {
+	case spec.User != "":
+		sb.UID, sb.GID, _ = parseUser(spec.User) // checked by Validate
+		sb.SetUser = true
+	case os.Geteuid() == 0:
+		uid, gid, err := sb.HomeOwner()
+		if err != nil {
+			return nil, "", invalid(err)
+		}
+		if uid == 0 {
+			return nil, "", fmt.Errorf("%w: --sandbox: the profile home %s is owned by root, and a sandboxed worker does not run as host root unless asked: pass --as UID:GID (--as 0:0 for root)", ErrInvalid, prof.Home)
+		}
+		sb.UID, sb.GID, sb.SetUser = uid, gid, true
+	}
+	return sb, cwd, nil
 }
+
+// viewCwd is the working directory of a sandboxed worker given no --cwd: the launcher's own when it is
+// inside the home or a --rw path (both in the view, writable), else the home.
+func viewCwd(launcherCwd, home string, rw []string) string {
+	for _, d := range append([]string{home}, rw...) {
+		if launcherCwd == d || strings.HasPrefix(launcherCwd, strings.TrimSuffix(d, "/")+"/") {
+			return launcherCwd
+		}
+	}
+	return home
+}
+
+// sidecarDirs are the directories a sidecar puts its socket in by default (hlaunch-sidecar --socket): root's
+// /run/hlaunch, and the user's $XDG_RUNTIME_DIR/hlaunch. Every sandbox hides them, whoever launches it:
+// a CLI launch does not know which sidecars run, and hiding a directory (not the socket file) survives a
+// sidecar that renames a new socket into place.
+func sidecarDirs(environ []string) []string {
+	dirs := []string{RootSidecarDir}
+	if d := envLookup(environ)("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
+		dirs = append(dirs, filepath.Join(filepath.Clean(d), "hlaunch"))
+	}
+	return dirs
+}
+
+// unique drops repeated entries, keeping the first.
+func unique(ps []string) []string {
+	out := ps[:0:0]
+	seen := map[string]bool{}
+	for _, p := range ps {
+		if !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// RootSidecarDir is the directory of root's default sidecar socket and state.
+const RootSidecarDir = "/run/hlaunch"

@@ -83,7 +83,7 @@ func (l *Launcher) detached(ctx context.Context, spec Spec, stdio Stdio, id stri
 	if err != nil {
 		return nil, err
 	}
-	sb, err := l.sandbox(spec, prof, cwd)
+	sb, cwd, err := l.sandbox(spec, prof, cwd)
 	if err != nil {
 		return nil, err
 	}

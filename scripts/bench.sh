@@ -86,6 +86,9 @@ trap 'exit 130' INT TERM
 # The demo root, profile b, as in scripts/demo.sh.
 mkdir -p "$root/profiles/b/cache/scratch" "$state"
 printf 'B_MARKER=b\nFIRECRAWL_API_KEY=b-fc\n' >"$root/profiles/b/.env"
+# A root launcher's sandboxed worker runs as the owner of its profile home and refuses a home owned by
+# root (docs/security.md): b belongs to nobody, as a hermes home belongs to its user.
+[ "$(id -u)" = 0 ] && chown -R 65534:65534 "$root/profiles/b"
 
 # A runc bundle running the same /bin/true: a rootfs with the binary and its libraries (no busybox), the
 # namespaces the bwrap and unshare commands use (mount, pid, ipc, uts), its cgroup beside our parent (hlaunch

@@ -134,7 +134,7 @@ const maxWarm = 64
 
 func defaultSocket() string {
 	if os.Geteuid() == 0 {
-		return "/run/hlaunch/sidecar.sock"
+		return filepath.Join(launcher.RootSidecarDir, "sidecar.sock")
 	}
 	if d := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
 		return filepath.Join(d, "hlaunch", "sidecar.sock")
@@ -173,8 +173,10 @@ func (f *sidecarFlags) run(cmd *cobra.Command) error {
 			return invalidf("sidecar: --socket %q: %v", f.socket, err)
 		}
 		f.socket = abs
-		// A sandboxed worker must not reach the API that could spawn or signal its siblings.
-		hide = append(hide, abs)
+		// A sandboxed worker must not reach the API that could spawn or signal its siblings. The directory,
+		// not the socket: a restarted sidecar renames its new socket into place, which would undo a
+		// mount over the file in every sandbox that was made before.
+		hide = append(hide, filepath.Dir(abs))
 	}
 	self, err := hlaunchBinary()
 	if err != nil {
