@@ -37,7 +37,10 @@ type childReport struct {
 // childMain is the test binary acting as the child. Modes:
 //
 //	report [CHECK...]    print a childReport; checks are open:P, write:P, ls:P, kill:PID, connect:SOCK, cpus:PID|ppid,
-//	                     syscall:NAME (a probe of syscalls_test.go)
+//	                     syscall:NAME (a probe of syscalls_test.go), and the attacks of child_hostile_test.go
+//	                     (hostileCheck)
+//	session ... -- CMD   start CMD from a launcher session with things a worker must not inherit (hostileMain)
+//	connect-until F S    try connecting to socket S until file F exists, then once more (hostileMain)
 //	exit N               exit with N
 //	hexargs ARG...       print $HL_BYTES and each ARG in hex, each after an "x", space-separated
 //	sleep DUR            sleep, then exit 0
@@ -120,6 +123,8 @@ func childMain(args []string) int {
 		}
 		fmt.Println(n)
 		return 0
+	case "session", "connect-until":
+		return hostileMain(args)
 	case "memhog":
 		mib, _ := strconv.Atoi(args[1])
 		var keep [][]byte
@@ -158,7 +163,8 @@ func report(cg string, checks []string) int {
 	if b, err := os.ReadFile("/proc/self/status"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
 			k, v, ok := strings.Cut(line, ":")
-			if ok && (k == "CapEff" || k == "CapPrm" || k == "TracerPid" || k == "NoNewPrivs" || k == "Seccomp" || k == "Seccomp_filters" || k == "Uid" || k == "Gid" || k == "Cpus_allowed_list") {
+			if ok && (k == "CapEff" || k == "CapPrm" || k == "TracerPid" || k == "NoNewPrivs" || k == "Seccomp" || k == "Seccomp_filters" || k == "Uid" || k == "Gid" || k == "Cpus_allowed_list" ||
+				k == "SigBlk" || k == "SigIgn") {
 				r.Status[k] = strings.TrimSpace(v)
 			}
 		}
@@ -232,7 +238,7 @@ func check(kind, arg string) string {
 		// Ask the sidecar on socket arg for an unsandboxed worker: "ok:<status> <error code>".
 		return askSidecar(arg)
 	default:
-		return "unknown check"
+		return hostileCheck(kind, arg)
 	}
 	if err != nil {
 		return err.Error()

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math"
 	"os"
 	"os/exec"
@@ -164,8 +165,23 @@ func (e *env) profile(name, dotenv string) string {
 	}
 	must(e.t, os.WriteFile(filepath.Join(home, ".env"), []byte(dotenv), 0o600))
 	must(e.t, os.WriteFile(filepath.Join(home, "state.db"), []byte("state of "+name), 0o600))
+	// Each profile belongs to a user of its own, as hermes homes do: a root launcher's sandboxed worker
+	// runs as its home's owner (a home owned by root is refused without --as).
+	if os.Geteuid() == 0 {
+		uid := profileUID(name)
+		must(e.t, filepath.WalkDir(home, func(p string, _ os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Lchown(p, uid, uid)
+		}))
+	}
 	return home
 }
+
+// profileUID is the uid (and gid) that owns profile name's home in a test's hermes root: one without a
+// passwd entry, so nothing on the host is it, and distinct for each profile.
+func profileUID(name string) int { return 64100 + int(crc32.ChecksumIEEE([]byte(name))%800) }
 
 // result is one finished hlaunch run.
 type result struct {
@@ -239,13 +255,16 @@ func must(t testing.TB, err error) {
 	}
 }
 
-// cgroupRoots are this host's hierarchy mount points (v2 and each v1).
-func cgroupRoots() []string {
+// mountEntry is one line of /proc/self/mountinfo: the mount point, its per-mount options, its fs type.
+type mountEntry struct{ point, opts, fstype string }
+
+// mounts parses /proc/self/mountinfo (nil when it cannot be read).
+func mounts() []mountEntry {
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		return nil
 	}
-	var out []string
+	var out []mountEntry
 	for _, line := range strings.Split(string(b), "\n") {
 		f := strings.Fields(line)
 		sep := -1
@@ -255,11 +274,20 @@ func cgroupRoots() []string {
 				break
 			}
 		}
-		if sep < 0 || sep+1 >= len(f) {
+		if sep < 6 || sep+1 >= len(f) {
 			continue
 		}
-		if f[sep+1] == "cgroup" || f[sep+1] == "cgroup2" {
-			out = append(out, f[4])
+		out = append(out, mountEntry{point: f[4], opts: f[5], fstype: f[sep+1]})
+	}
+	return out
+}
+
+// cgroupRoots are this host's hierarchy mount points (v2 and each v1).
+func cgroupRoots() []string {
+	var out []string
+	for _, m := range mounts() {
+		if m.fstype == "cgroup" || m.fstype == "cgroup2" {
+			out = append(out, m.point)
 		}
 	}
 	return out

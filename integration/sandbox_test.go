@@ -25,6 +25,9 @@ func TestSandboxView(t *testing.T) {
 			must(t, os.Symlink(filepath.Join(aHome, ".env"), filepath.Join(bHome, "a-env-link")))
 			rw := t.TempDir()
 			cwd := t.TempDir()
+			// The worker runs as B's owner: its writable paths are B's owner's too.
+			must(t, os.Chown(rw, profileUID("b"), profileUID("b")))
+			must(t, os.Chown(cwd, profileUID("b"), profileUID("b")))
 			stranger := startStranger(t)
 			checks := []string{
 				"ls:" + filepath.Join(e.Root, "profiles"),

@@ -70,11 +70,26 @@ func scUnixClient(sock string) *http.Client {
 // cleanup removes every worker), waits until it answers, and stops it (SIGTERM) at the end of the test.
 func startSidecarProc(t *testing.T, e *env, sock string, extra ...string) *scProc {
 	t.Helper()
+	return startSidecarProcIn(t, e, sock, scStart{}, extra...)
+}
+
+// scStart is how startSidecarProcIn starts the sidecar: in Dir (empty: the test's), behind Prefix (a
+// command that execs the rest, as `child session` does).
+type scStart struct {
+	Dir    string
+	Prefix []string
+}
+
+// startSidecarProcIn is startSidecarProc with the start-up of how.
+func startSidecarProcIn(t *testing.T, e *env, sock string, how scStart, extra ...string) *scProc {
+	t.Helper()
 	args := []string{"--root", e.Root, "--state-dir", e.State, "sidecar", "--socket", sock,
 		"--scope", "cgroup", "--cgroup-parent", e.Parent, "--poll-interval", "20ms"}
 	args = append(args, extra...)
 	p := &scProc{t: t, e: e, sock: sock, log: &scBuffer{}, client: scUnixClient(sock), done: make(chan struct{})}
-	p.cmd = exec.Command(hlaunchBin, args...)
+	argv := append(append(append([]string{}, how.Prefix...), hlaunchBin), args...)
+	p.cmd = exec.Command(argv[0], argv[1:]...)
+	p.cmd.Dir = how.Dir
 	p.cmd.Env = e.Launcher
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	must(t, p.cmd.Start())

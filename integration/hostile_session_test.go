@@ -1,0 +1,206 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The hostile sandbox suite, continued: the caller's terminal, the launcher's session, the sidecar's socket.
+
+// openPTY opens a new pseudo-terminal pair of the test's own.
+func openPTY(t *testing.T) (master, slave *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	must(t, err)
+	must(t, unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0))
+	n, err := unix.IoctlGetUint32(int(m.Fd()), unix.TIOCGPTN)
+	must(t, err)
+	s, err := os.OpenFile("/dev/pts/"+strconv.Itoa(int(n)), os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		m.Close()
+		t.Fatal(err)
+	}
+	return m, s
+}
+
+// onTerminal runs hlaunch with args as the leader of a new session whose controlling terminal is a pty
+// the test made (stdin, stdout and stderr are its slave), as an interactive caller runs it. It returns
+// the exit code and what the terminal showed.
+func (e *env) onTerminal(args ...string) (int, string) {
+	e.t.Helper()
+	ptm, pts := openPTY(e.t)
+	defer ptm.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, hlaunchBin, append([]string{"--root", e.Root, "--state-dir", e.State}, args...)...)
+	cmd.Env = e.Launcher
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = pts, pts, pts
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	must(e.t, cmd.Start())
+	pts.Close()
+	var out bytes.Buffer
+	copied := make(chan struct{})
+	go func() { _, _ = io.Copy(&out, ptm); close(copied) }() // ends with EIO once every slave is closed
+	err := cmd.Wait()
+	<-copied
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		e.t.Fatal(err)
+	}
+	return code, strings.ReplaceAll(out.String(), "\r\n", "\n")
+}
+
+// Class 3: a sandboxed worker cannot type into its caller's terminal (TIOCSTI), nor take it as its own
+// controlling terminal: it runs in a session of its own, without one, and holds no capability. An
+// unsandboxed root child of the same terminal can (it is in the caller's session, with CAP_SYS_ADMIN):
+// the check is not vacuous.
+func TestHostileSandboxTerminal(t *testing.T) {
+	requireRoot(t)
+	e := newEnv(t)
+	// One owner for B's home and --as: the worker starts in its home either way.
+	must(t, exec.Command("chown", "-R", "65534:65534", filepath.Join(e.Root, "profiles", "b")).Run())
+	legacy, _ := os.ReadFile("/proc/sys/dev/tty/legacy_tiocsti")
+	for _, flags := range [][]string{
+		{"--sandbox", "--scope", "none"},
+		{"--sandbox", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--as", "65534:65534"},
+		{"--scope", "none"},
+	} {
+		sandboxed := flags[0] == "--sandbox"
+		args := append(append([]string{"exec", "-p", "b"}, flags...), "--", selfBin, "child", "report", "tiocsti:0", "ctty:0")
+		code, out := e.onTerminal(args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", flags, code, out)
+		}
+		i := strings.Index(out, "{")
+		if i < 0 {
+			t.Fatalf("%v: no report on the terminal: %q", flags, out)
+		}
+		var rep childReport
+		if err := json.NewDecoder(strings.NewReader(out[i:])).Decode(&rep); err != nil {
+			t.Fatalf("%v: %v: %q", flags, err, out)
+		}
+		sti, ctty := rep.Checks["tiocsti:0"], rep.Checks["ctty:0"]
+		if sandboxed && (sti == "ok" || ctty == "ok") {
+			t.Errorf("%v: a sandboxed worker typed into its caller's terminal: TIOCSTI %q, TIOCSCTTY+TIOCSTI %q", flags, sti, ctty)
+		}
+		if !sandboxed && strings.TrimSpace(string(legacy)) != "0" && sti != "ok" {
+			t.Errorf("an unsandboxed root child cannot TIOCSTI its terminal either (%s): the check proves nothing", sti)
+		}
+	}
+}
+
+// Class 12: what a worker inherits from its launcher's session. The launcher here (`child session`)
+// holds a key in its session keyring, the ADDR_NO_RANDOMIZE personality, SIGUSR2 blocked, SIGINT and
+// SIGHUP ignored, descriptor 9 open, RLIMIT_NOFILE 512 and umask 027. A sandboxed worker gets a fresh
+// session keyring, the plain personality, an empty signal mask, no ignored signals and stdio only; the
+// launcher's umask it keeps (docs/security.md, "The terminal and the session"; so are the rlimits, which a
+// Go reporter cannot show: its runtime raises RLIMIT_NOFILE at start-up). A
+// negative oom_score_adj is raised to 0 too, but this test cannot set one: lowering it needs
+// CAP_SYS_RESOURCE, which these machines' root lacks.
+func TestHostileSandboxInheritance(t *testing.T) {
+	requireRoot(t)
+	prefix := []string{selfBin, "child", "session", "--"}
+	checks := []string{"keyread:" + sessionKey, "personality", "umask"}
+	launchPaths(t, "", prefix, nil, nil, func(t *testing.T, e *env, report func(...string) childReport) {
+		rep := report(checks...)
+		c := rep.Checks
+		if got := c["keyread:"+sessionKey]; got != "required key not available" {
+			t.Errorf("the launcher's session key from inside: %q, want ENOKEY (a fresh session keyring)", got)
+		}
+		if got := c["personality"]; got != "ok:0x0" {
+			t.Errorf("personality %q, want 0x0", got)
+		}
+		if rep.Status["SigBlk"] != "0000000000000000" || rep.Status["SigIgn"] != "0000000000000000" {
+			t.Errorf("signals: blocked %s, ignored %s; want none", rep.Status["SigBlk"], rep.Status["SigIgn"])
+		}
+		if slices.Contains(rep.FDs, 9) {
+			t.Errorf("descriptors %v: the launcher's descriptor 9 reached the worker", rep.FDs)
+		}
+		if rep.PID1Env != "" {
+			t.Errorf("/proc/1/environ inside: %q", rep.PID1Env)
+		}
+		if rep.Status["NoNewPrivs"] != "1" {
+			t.Errorf("no_new_privs %q", rep.Status["NoNewPrivs"])
+		}
+		if got := c["umask"]; got != "ok:027" {
+			t.Errorf("umask %q, want the launcher's 027", got)
+		}
+	})
+	// The launcher session is what it says: an unsandboxed child (the launcher's own uid, in its session)
+	// does read the key.
+	e := newEnv(t)
+	r := e.runIn("", prefix, "exec", "-p", "b", "--scope", "none", "--", selfBin, "child", "report", checks[0])
+	if got := decodeReport(t, r.Stdout).Checks[checks[0]]; got != "ok:launcher-secret" {
+		t.Fatalf("unsandboxed child of the session reads %q: the session holds no key, the check proves nothing", got)
+	}
+}
+
+// Class 2 (view side): no sandbox reaches a sidecar's socket, also after the sidecar restarted and put a
+// new socket in place. The sidecar hides its socket's directory (a mount over the file would be undone
+// by the new socket), and every sandbox, a CLI one too, hides the default socket directory /run/hlaunch.
+func TestHostileSandboxSidecarSocket(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	t.Run("sidecar restart", func(t *testing.T) {
+		e := newEnv(t)
+		dir, err := os.MkdirTemp("/var/tmp", "hl-sc-")
+		must(t, err)
+		t.Cleanup(func() { os.RemoveAll(dir) })
+		sock := filepath.Join(dir, "s.sock")
+		p := startSidecarProc(t, e, sock)
+		done := filepath.Join(e.Root, "profiles", "b", "restarted")
+		body, _ := json.Marshal(map[string]any{"profile": "b", "sandbox": true, "argv": []string{selfBin, "child", "connect-until", done, sock}})
+		var rc struct{ ID, Log string }
+		p.mustDo("POST", "/v1/workers", string(body), 201, &rc)
+		p.stop()
+		p = startSidecarProc(t, e, sock)
+		// The worker tried all along; once the new sidecar answers, one last try and it reports.
+		must(t, os.WriteFile(done, nil, 0o644))
+		p.mustDo("GET", "/v1/workers/"+rc.ID+"/wait?timeout=60s", "", 200, nil)
+		out, err := os.ReadFile(rc.Log)
+		must(t, err)
+		if !strings.HasPrefix(string(out), "refused:") {
+			t.Fatalf("a sandboxed worker across a sidecar restart: %q", out)
+		}
+	})
+	t.Run("cli", func(t *testing.T) {
+		e := newEnv(t)
+		// A private mount namespace with a tmpfs on /run of its own: the sidecar there listens on the default
+		// /run/hlaunch/sidecar.sock without touching the host's /run; the CLI launch is the test.
+		script := fmt.Sprintf(`mount -t tmpfs -o mode=0755 tmpfs /run && mkdir -m 0755 /run/hlaunch || exit 90
+%[1]s --root %[2]s --state-dir %[3]s sidecar --scope none --poll-interval 20ms 2>/dev/null &
+for i in $(seq 600); do [ -S /run/hlaunch/sidecar.sock ] && break; sleep 0.05; done
+[ -S /run/hlaunch/sidecar.sock ] || exit 91
+%[4]s connect-until / /run/hlaunch/sidecar.sock || exit 92
+%[1]s --root %[2]s --state-dir %[3]s exec -p b --sandbox --scope none -- %[4]s connect-until / /run/hlaunch/sidecar.sock
+`, hlaunchBin, e.Root, e.State, selfBin+" child")
+		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--kill-child", "--mount-proc", "sh", "-c", script)
+		cmd.Env = e.Launcher
+		r := runResult(t, cmd)
+		lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
+		if r.Code != 0 || len(lines) != 2 || lines[0] != "reached" {
+			t.Fatalf("exit %d, %q %s: the sidecar in the test namespace was not reachable from the host side", r.Code, r.Stdout, r.Stderr)
+		}
+		if !strings.HasPrefix(lines[1], "refused:") {
+			t.Fatalf("a CLI sandbox reached the sidecar's default socket: %q", lines[1])
+		}
+	})
+}
