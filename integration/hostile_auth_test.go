@@ -179,7 +179,7 @@ func sidecarSpawnWithFDs(t *testing.T, sock, spec string, fds ...int) (int, stri
 }
 
 // Class 2, the sidecar's side: a peer that is a worker - sandboxed (another pid namespace; a root
-// launcher's sandboxed worker is uid 0 to SO_PEERCRED) or unsandboxed in a cgroup hlaunch made - is
+// launcher's sandboxed worker is its home's owner to SO_PEERCRED) or unsandboxed in a cgroup hlaunch made - is
 // refused with 403 "forbidden" and gets no worker, however it reached the socket. The socket reaches the
 // child as an O_PATH descriptor, so what the view hides does not matter here. On the old code each got
 // 201 and an unsandboxed worker.
@@ -187,7 +187,9 @@ func TestHostileSidecarRefusesWorkerPeers(t *testing.T) {
 	requireRoot(t)
 	e := newEnv(t)
 	sock := filepath.Join(scSocketDir(t), "s.sock")
-	p := startSidecarProc(t, e, sock)
+	// The socket is open to B's group: a root launcher's sandboxed worker runs as B's owner, and must get
+	// as far as the sidecar's refusal.
+	p := startSidecarProc(t, e, sock, "--socket-group", strconv.Itoa(profileUID("b")))
 	const via = "sidecar:/proc/self/fd/0"
 	before := len(p.list())
 	for _, c := range []struct {

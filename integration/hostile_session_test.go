@@ -76,9 +76,11 @@ func TestHostileSandboxTerminal(t *testing.T) {
 	// One owner for B's home and --as: the worker starts in its home either way.
 	must(t, exec.Command("chown", "-R", "65534:65534", filepath.Join(e.Root, "profiles", "b")).Run())
 	legacy, _ := os.ReadFile("/proc/sys/dev/tty/legacy_tiocsti")
+	// With and without the system-call filter (which also denies TIOCSTI): the session holds on its own.
 	for _, flags := range [][]string{
 		{"--sandbox", "--scope", "none"},
-		{"--sandbox", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--as", "65534:65534"},
+		{"--sandbox", "--scope", "none", "--seccomp", "off"},
+		{"--sandbox", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--as", "65534:65534", "--seccomp", "off"},
 		{"--scope", "none"},
 	} {
 		sandboxed := flags[0] == "--sandbox"
@@ -117,7 +119,8 @@ func TestHostileSandboxInheritance(t *testing.T) {
 	requireRoot(t)
 	prefix := []string{selfBin, "child", "session", "--"}
 	checks := []string{"keyread:" + sessionKey, "personality", "umask"}
-	launchPaths(t, "", prefix, nil, nil, func(t *testing.T, e *env, report func(...string) childReport) {
+	// Without the system-call filter (which denies keyctl too): the fresh keyring holds on its own.
+	launchPaths(t, "", prefix, noFilter.flags, noFilter.spec, func(t *testing.T, e *env, report func(...string) childReport) {
 		rep := report(checks...)
 		c := rep.Checks
 		if got := c["keyread:"+sessionKey]; got != "required key not available" {
