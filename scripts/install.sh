@@ -5,7 +5,8 @@
 #   share/bash-completion/completions/hlaunch, share/zsh/site-functions/_hlaunch,
 #   share/fish/vendor_completions.d/hlaunch.fish         (hlaunch completion bash|zsh|fish)
 #   lib/systemd/system/hlaunch-sidecar.{service,socket}  (contrib/systemd/system, paths set to $PREFIX)
-#   lib/systemd/user/hlaunch-sidecar.{service,socket}    (contrib/systemd/user, paths set to $PREFIX)
+#   share/systemd/user/hlaunch-sidecar.{service,socket}  (contrib/systemd/user, paths set to $PREFIX; in the
+#                                                         user manager's search path for /usr/local and ~/.local)
 #   share/doc/hlaunch/                                   (README.md, docs/*.md, docs/adr, docs/schema)
 # uninstall removes exactly those files, then every directory this layout names that is left empty, so
 # that an install into an empty prefix followed by an uninstall leaves it empty.
@@ -27,8 +28,9 @@ dirs=(
 	share/bash-completion/completions share/bash-completion
 	share/zsh/site-functions share/zsh
 	share/fish/vendor_completions.d share/fish
+	share/systemd/user share/systemd
 	share
-	lib/systemd/system lib/systemd/user lib/systemd lib
+	lib/systemd/system lib/systemd lib
 	bin
 )
 
@@ -52,11 +54,8 @@ do_install() {
 	bin/hlaunch completion bash >"$root/share/bash-completion/completions/hlaunch"
 	bin/hlaunch completion zsh >"$root/share/zsh/site-functions/_hlaunch"
 	bin/hlaunch completion fish >"$root/share/fish/vendor_completions.d/hlaunch.fish"
-	for scope in system user; do
-		for f in contrib/systemd/$scope/*; do
-			unit "$f" "$root/lib/systemd/$scope/$(basename "$f")"
-		done
-	done
+	for f in contrib/systemd/system/*; do unit "$f" "$root/lib/systemd/system/$(basename "$f")"; done
+	for f in contrib/systemd/user/*; do unit "$f" "$root/share/systemd/user/$(basename "$f")"; done
 	install -d -m 0755 "$root/share/doc/hlaunch/adr" "$root/share/doc/hlaunch/schema"
 	install -m 0644 README.md docs/*.md "$root/share/doc/hlaunch/"
 	install -m 0644 docs/adr/*.md "$root/share/doc/hlaunch/adr/"
@@ -68,9 +67,8 @@ do_uninstall() {
 	rm -f "$root"/share/man/man1/hlaunch.1 "$root"/share/man/man1/hlaunch-*.1
 	rm -f "$root/share/bash-completion/completions/hlaunch" "$root/share/zsh/site-functions/_hlaunch" \
 		"$root/share/fish/vendor_completions.d/hlaunch.fish"
-	for scope in system user; do
-		for f in contrib/systemd/$scope/*; do rm -f "$root/lib/systemd/$scope/$(basename "$f")"; done
-	done
+	for f in contrib/systemd/system/*; do rm -f "$root/lib/systemd/system/$(basename "$f")"; done
+	for f in contrib/systemd/user/*; do rm -f "$root/share/systemd/user/$(basename "$f")"; done
 	rm -rf "$root/share/doc/hlaunch"
 	for d in "${dirs[@]}"; do
 		[ -d "$root/$d" ] && rmdir --ignore-fail-on-non-empty "$root/$d"

@@ -21,10 +21,10 @@ sv=$("$prefix/bin/hlaunch-sidecar" --version) || fail "hlaunch-sidecar --version
 # The completion loads in bash and completes a command name.
 out=$(bash --norc --noprofile -c "source '$prefix/share/bash-completion/completions/hlaunch' 2>/dev/null || true
 	complete -p hlaunch") || fail "the bash completion does not register: $out"
-for f in lib/systemd/system/hlaunch-sidecar.service lib/systemd/user/hlaunch-sidecar.service; do
+for f in lib/systemd/system/hlaunch-sidecar.service share/systemd/user/hlaunch-sidecar.service; do
 	grep -q "ExecStart=$prefix/bin/hlaunch " "$prefix/$f" || fail "$f does not run $prefix/bin/hlaunch"
 done
-grep -q "Documentation=file://$prefix/share/doc/hlaunch/sidecar.md" "$prefix/lib/systemd/system/hlaunch-sidecar.service" ||
+grep -q "^Documentation=.*file://$prefix/share/doc/hlaunch/sidecar.md" "$prefix/lib/systemd/system/hlaunch-sidecar.service" ||
 	fail "the system unit's Documentation= is not the installed sidecar.md"
 [ -f "$prefix/share/doc/hlaunch/sidecar.md" ] || fail "share/doc/hlaunch/sidecar.md not installed"
 

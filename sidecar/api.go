@@ -26,6 +26,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/events", s.handleEvents)
 	mux.HandleFunc("GET /v1/health", s.handleHealth)
 	mux.HandleFunc("GET /v1/doctor", s.handleDoctor)
+	mux.Handle("GET /v1/metrics", s.obs.handler())
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if a := connAuthFrom(r.Context()); a == nil || !a.ok {
 			// Refused before anything is parsed; the connection is not kept for another try.
@@ -101,7 +102,9 @@ func (s *Server) handleSpawn(w http.ResponseWriter, r *http.Request) {
 	}
 	defer closeStdio()
 	ticket := s.beginSpawn()
+	began := time.Now()
 	rc, err := s.startWorker(ctx, spec, stdio)
+	s.obs.spawned(&spec, rc, time.Since(began), err)
 	s.endSpawn(ticket, rc)
 	s.noteSpawn(err)
 	if err != nil {
@@ -297,6 +300,9 @@ type Health struct {
 }
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	if s.placementNote() != "" {
+		s.checkPlacement(r.Context()) // until the configured placement can be made again
+	}
 	total, running := s.counts()
 	s.mu.Lock()
 	h := Health{Status: "ok", Version: version.Version, PID: os.Getpid(), UID: os.Geteuid(), Workers: total, Running: running,

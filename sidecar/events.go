@@ -60,6 +60,8 @@ type broker struct {
 	subs   map[*subscriber]struct{}
 	now    func() time.Time
 	closed bool
+	// observe, when set, sees every event as it is published (the log and the metrics: observer.event).
+	observe func(Event)
 }
 
 type subscriber struct {
@@ -86,6 +88,9 @@ func (b *broker) publish(evs ...Event) {
 			b.ring = b.ring[:b.size-1]
 		}
 		b.ring = append(b.ring, e)
+		if b.observe != nil {
+			b.observe(e)
+		}
 		for s := range b.subs {
 			select {
 			case s.ch <- e:

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/coreos/go-systemd/v22/daemon"
 
+	"github.com/hlaunch/hlaunch/internal/version"
 	"github.com/hlaunch/hlaunch/launcher"
 )
 
@@ -50,10 +51,17 @@ type Config struct {
 	WatchDir string
 	// EventRing is how many past events are kept for ?since= replay; zero means DefaultEventRing.
 	EventRing int
-	// Log receives the sidecar's own messages (refused peers, list errors); nil means os.Stderr.
+	// Logger receives the sidecar's structured log (start, stop, spawns, refusals, exits, re-adoptions,
+	// collections; see docs/sidecar.md). Nil means NewLogger(Log).
+	Logger *slog.Logger
+	// Log is where the default Logger writes; nil means os.Stderr.
 	Log io.Writer
 	// NoActivation ignores LISTEN_FDS even when set (tests, or a sidecar started under another activator).
 	NoActivation bool
+	// Placement is the placement spawns default to (the launcher's Config.Defaults): health reports
+	// "degraded" while it cannot be made (PlacementProblem), checked at start-up and on each health request
+	// until it can. Nil means no check.
+	Placement *launcher.Spec
 	// Warm is how many warm slots (launcher.Warm) to keep ready for spawns of the default placement: each is
 	// a worker's shim already started and, for a systemd scope, already in its scope, so a spawn that fits
 	// one skips both. Zero means none. An unused slot costs one idle shim (about 1.2 MB PSS).
@@ -91,7 +99,7 @@ type Server struct {
 	selfNS string // this process's pid namespace (/proc/self/ns/pid): peers in another are sandboxed
 	events *broker
 	pool   *warmPool // nil without Config.Warm
-	log    *log.Logger
+	obs    *observer
 	now    func() time.Time
 	start  time.Time
 
@@ -108,6 +116,7 @@ type Server struct {
 	lastPoll        time.Time
 	pollErr         error
 	spawnErr        string // the last host-level spawn failure (see noteSpawn); "" when spawns work
+	placementBad    bool   // spawnErr comes from checkPlacement, which clears it once the placement works
 
 	// ready is closed once the listener is up and the start-up reconciliation is done.
 	ready    chan struct{}
@@ -158,7 +167,6 @@ func newServer(cfg Config, b backend) (*Server, error) {
 		cfg:      cfg,
 		b:        b,
 		auth:     authPolicy{ownerUID: uint32(os.Geteuid()), group: gid},
-		log:      log.New(cfg.Log, "", log.LstdFlags),
 		now:      time.Now,
 		start:    time.Now(),
 		view:     map[string]viewEntry{},
@@ -174,7 +182,13 @@ func newServer(cfg Config, b backend) (*Server, error) {
 	if s.selfNS, err = os.Readlink("/proc/self/ns/pid"); err != nil {
 		return nil, fmt.Errorf("%w: own pid namespace: %w", ErrConfig, err)
 	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = NewLogger(cfg.Log)
+	}
+	s.obs = newObserver(logger, s.counts, s.warmReady)
 	s.events = newBroker(cfg.EventRing, s.now)
+	s.events.observe = s.obs.event
 	if w, ok := b.(warmer); ok && cfg.Warm > 0 {
 		s.pool = newWarmPool(w, cfg.Warm, s.logf)
 	}
@@ -200,7 +214,25 @@ func lookupGroup(g string) (int64, error) {
 	return int64(n), nil
 }
 
-func (s *Server) logf(format string, args ...any) { s.log.Printf(format, args...) }
+func (s *Server) logf(format string, args ...any) { s.obs.warnf(format, args...) }
+
+// placementNote is checkPlacement's finding, "" when the configured placement can be made.
+func (s *Server) placementNote() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.placementBad {
+		return ""
+	}
+	return s.spawnErr
+}
+
+// warmReady is how many warm slots are ready now, -1 without a pool.
+func (s *Server) warmReady() int {
+	if s.pool == nil {
+		return -1
+	}
+	return len(s.pool.slots)
+}
 
 // Ready is closed when the server accepts requests (after the start-up reconciliation).
 func (s *Server) Ready() <-chan struct{} { return s.ready }
@@ -234,6 +266,10 @@ func (s *Server) serveListener(ctx context.Context, ln net.Listener) error {
 	if err := s.poll(ctx, true); err != nil {
 		s.logf("sidecar: initial list of workers failed (will retry): %v", err)
 	}
+	s.checkPlacement(ctx)
+	if p := s.placementNote(); p != "" {
+		s.logf("sidecar: degraded: %s", p)
+	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -243,7 +279,7 @@ func (s *Server) serveListener(ctx context.Context, ln net.Listener) error {
 		// No WriteTimeout: /wait and /events are long-lived by design.
 		IdleTimeout: 2 * time.Minute,
 		ConnContext: s.connContext,
-		ErrorLog:    s.log,
+		ErrorLog:    s.obs.errorLog(),
 		BaseContext: func(net.Listener) context.Context { return ctx },
 	}
 	var wg sync.WaitGroup
@@ -261,6 +297,9 @@ func (s *Server) serveListener(ctx context.Context, ln net.Listener) error {
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(fdListener{ln}) }()
 	close(s.ready)
+	total, running := s.counts()
+	s.obs.log.Info("started", "version", version.Version, "pid", os.Getpid(), "socket", s.Addr(),
+		"workers", total, "running", running, "warm", s.cfg.Warm)
 	if _, err := daemon.SdNotify(false, daemon.SdNotifyReady); err != nil {
 		s.logf("sidecar: sd_notify READY failed: %v", err)
 	}
@@ -270,6 +309,11 @@ func (s *Server) serveListener(ctx context.Context, ln net.Listener) error {
 	case <-ctx.Done():
 	case serveErr = <-errc:
 	}
+	defer func() {
+		// Workers are not touched by a stop: they belong to their shims and are re-adopted by the next sidecar.
+		total, running := s.counts()
+		s.obs.log.Info("stopped", "workers", total, "running", running)
+	}()
 	_, _ = daemon.SdNotify(false, daemon.SdNotifyStopping)
 	close(s.shutdown)
 	s.events.close() // ends every /events stream so Shutdown does not wait for them

@@ -171,6 +171,7 @@ func (s *Server) poll(ctx context.Context, initial bool) error {
 	for id, v := range s.view {
 		if _, ok := seen[id]; !ok && v.gen <= gen0 {
 			delete(s.view, id) // the record was removed (hlaunch gc, or by hand): nothing left to report
+			s.obs.collected(id)
 		}
 	}
 	for cg, id := range s.scopes {

@@ -182,6 +182,14 @@ func (f *sidecarFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
+	defaults := launcher.Spec{
+		Scope:        f.scope,
+		CgroupParent: f.cgroupParent,
+		Slice:        f.slice,
+		RequireScope: f.requireScope,
+		UserManager:  f.userManager,
+		Net:          f.net,
+	}
 	l, err := launcher.New(launcher.Config{
 		Root:       f.root,
 		StateDir:   f.stateDir,
@@ -192,14 +200,7 @@ func (f *sidecarFlags) run(cmd *cobra.Command) error {
 		Self:       self,
 		WorkerLogs: true, // every worker without a log of its own gets one (docs/sidecar.md)
 		KeepBus:    true, // one connection pair to the manager for every spawn, not two dials per spawn
-		Defaults: launcher.Spec{
-			Scope:        f.scope,
-			CgroupParent: f.cgroupParent,
-			Slice:        f.slice,
-			RequireScope: f.requireScope,
-			UserManager:  f.userManager,
-			Net:          f.net,
-		},
+		Defaults:   defaults,
 	})
 	if err != nil {
 		return err
@@ -216,7 +217,8 @@ func (f *sidecarFlags) run(cmd *cobra.Command) error {
 		Retention:       &f.retention,
 		GCInterval:      f.gcInterval,
 		AllowSeccompOff: f.allowSeccompOff,
-		Log:             cmd.ErrOrStderr(),
+		Placement:       &defaults,
+		Logger:          sidecar.NewLogger(cmd.ErrOrStderr()),
 	})
 	if err != nil {
 		return invalidf("sidecar: %v", err)

@@ -1,0 +1,99 @@
+package integration
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The real sidecar binary logs its life as structured lines (start, each spawn, refusal, exit, stop),
+// reports its version, and serves /v1/metrics in the Prometheus text format with the counts of what it did.
+func TestSidecarMetricsAndLog(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	p := startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s.sock"))
+
+	var rc receipt
+	p.mustDo("POST", "/v1/workers", scSpec("b", "/bin/sh", "-c", "exit 4"), 201, &rc)
+	if st, b := p.do("POST", "/v1/workers", `{"profile":"nosuch","argv":["true"]}`); st != 400 {
+		t.Fatalf("spawn for a missing profile: %d %s", st, b)
+	}
+	for _, ev := range p.events("?since=0", 2, 20*time.Second) {
+		if ev.Type == "exited" && ev.ID != rc.ID {
+			t.Fatalf("exited event for %s, want %s", ev.ID, rc.ID)
+		}
+	}
+	var h struct{ Version, Status string }
+	st, b := p.do("GET", "/v1/health", "")
+	if err := json.Unmarshal(b, &h); st != 200 || err != nil || h.Version == "" {
+		t.Fatalf("health: %d %s", st, b)
+	}
+	if r := e.run("version", "--json"); r.Code != 0 || !strings.Contains(r.Stdout, `"version": "`+h.Version+`"`) {
+		t.Errorf("health version %q, hlaunch version --json %+v", h.Version, r)
+	}
+
+	st, b = p.do("GET", "/v1/metrics", "")
+	metrics := string(b)
+	if st != 200 {
+		t.Fatalf("metrics: %d %s", st, b)
+	}
+	for series, want := range map[string]string{
+		`hlaunch_sidecar_spawns_total{mode="cgroup"}`:             "1",
+		`hlaunch_sidecar_spawn_errors_total{code="invalid"}`:      "1",
+		`hlaunch_sidecar_spawn_duration_seconds_count`:            "1",
+		`hlaunch_sidecar_events_total{type="exited"}`:             "1",
+		`hlaunch_sidecar_workers_running`:                         "0",
+		`hlaunch_sidecar_build_info{version="` + h.Version + `"}`: "1",
+	} {
+		if got := metricSample(metrics, series); got != want {
+			t.Errorf("%s = %q, want %q", series, got, want)
+		}
+	}
+
+	p.stop()
+	log := p.log.String()
+	for _, want := range []string{"level=INFO msg=started version=" + h.Version, "msg=spawn id=" + rc.ID,
+		`msg="spawn refused" code=invalid profile=nosuch`, "msg=exited id=" + rc.ID, "exit_code=4", "msg=stopped"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("sidecar log lacks %q:\n%s", want, log)
+		}
+	}
+}
+
+// A sidecar configured for a placement the host cannot make says so in its health from the start, not
+// only after a spawn failed: here --scope systemd --user with no user manager to reach.
+func TestSidecarHealthDegradedPlacement(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	empty := t.TempDir()
+	must(t, os.Chmod(empty, 0o700))
+	e.Launcher = append(append([]string(nil), e.Launcher...), "XDG_RUNTIME_DIR="+empty,
+		"DBUS_SESSION_BUS_ADDRESS=unix:path="+filepath.Join(empty, "nobus"))
+	p := startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s.sock"), "--scope", "systemd", "--user")
+	var h struct {
+		Status     string `json:"status"`
+		SpawnError string `json:"spawn_error"`
+	}
+	p.mustDo("GET", "/v1/health", "", 200, &h)
+	if h.Status != "degraded" || !strings.Contains(h.SpawnError, "--scope systemd: no user manager answers") {
+		t.Fatalf("health %+v, want degraded naming --scope systemd and the user manager", h)
+	}
+	if !strings.Contains(p.log.String(), "degraded: --scope systemd") {
+		t.Errorf("the start-up log does not say degraded:\n%s", p.log.String())
+	}
+}
+
+// metricSample is the value of one sample line ("name{labels} value") of a Prometheus text page.
+func metricSample(text, series string) string {
+	for _, line := range strings.Split(text, "\n") {
+		if v, ok := strings.CutPrefix(line, series+" "); ok {
+			return v
+		}
+	}
+	return ""
+}
