@@ -396,3 +396,49 @@ func TestHostileDotenvKinds(t *testing.T) {
 		})
 	}
 }
+
+// TestHostileOutputIsEscaped (issue 15 class 12, what hlaunch prints): escape sequences a worker planted
+// in its profile's .env or in an argv reach the caller's terminal as text, never as control; credentials
+// are redacted in `env --explain`, in receipts and in `status`; --json output keeps '<' and '&' as
+// written.
+func TestHostileOutputIsEscaped(t *testing.T) {
+	e := newEnv(t)
+	osc := "\x1b]0;pwned\a\x1b[2J\u009b31m\u202e"
+	e.profile("p", "TITLE="+osc+"\nK\x1b[8m=hidden\nOPENAI_API_KEY=sk-live-1\nHTML=<a&b>\n")
+	noControl := func(what, out string) {
+		t.Helper()
+		for _, bad := range []string{"\x1b", "\a", "\u009b", "\u202e"} {
+			if strings.Contains(out, bad) {
+				t.Errorf("%s printed %q raw: %q", what, bad, out)
+			}
+		}
+	}
+	r := e.run("env", "-p", "p", "--explain")
+	if r.Code != 0 {
+		t.Fatalf("env: exit %d: %s", r.Code, r.Stderr)
+	}
+	noControl("env --explain", r.Stdout)
+	if !strings.Contains(r.Stdout, `\x1b]0;pwned\a`) || strings.Contains(r.Stdout, "sk-live-1") || !strings.Contains(r.Stdout, "OPENAI_API_KEY=***") {
+		t.Errorf("env --explain: escaped title, redacted key expected:\n%s", r.Stdout)
+	}
+	noControl("env", e.run("env", "-p", "p").Stdout)
+	if j := e.run("env", "-p", "p", "--json").Stdout; !strings.Contains(j, "<a&b>") || strings.Contains(j, "sk-live-1") {
+		t.Errorf("env --json: want <a&b> as written and the key redacted: %s", j)
+	}
+
+	rc := e.detach([]string{"--scope", "none"}, "true", osc, "--token", "tok-live-2", "Authorization: Bearer sk-live-3")
+	st := e.run("status", rc.ID)
+	noControl("status", st.Stdout)
+	for _, s := range []string{"tok-live-2", "sk-live-3"} {
+		if strings.Contains(st.Stdout, s) || strings.Contains(e.run("status", "--json", rc.ID).Stdout, s) {
+			t.Errorf("status shows the credential %s: %s", s, st.Stdout)
+		}
+	}
+	noControl("ps", e.run("ps").Stdout)
+
+	bad := e.run("status", "w-"+osc)
+	noControl("an error", bad.Stderr)
+	if bad.Code != 125 || len(strings.Split(strings.TrimSpace(bad.Stderr), "\n")) != 1 {
+		t.Errorf("status of a hostile id: exit %d, %q", bad.Code, bad.Stderr)
+	}
+}

@@ -135,6 +135,14 @@ func TestRedactArgv(t *testing.T) {
 	if in[1] != "--api-key=sk-1" {
 		t.Fatal("redactArgv changed its input")
 	}
+	// Credentials in the shapes curl, git and database clients take them.
+	in = []string{"curl", "-H", "Authorization: Bearer sk-4", "-H", "X-Api-Key: sk-5", "https://u:sk-6@h.example/p?q=1",
+		"--apikey", "sk-7", "--passwd=sk-8", "-H", "Accept: text/plain", "https://h.example/a:b@c", "git@github.com:o/r"}
+	want = []string{"curl", "-H", "Authorization: ***", "-H", "X-Api-Key: ***", "https://u:***@h.example/p?q=1",
+		"--apikey", "***", "--passwd=***", "-H", "Accept: text/plain", "https://h.example/a:b@c", "git@github.com:o/r"}
+	if got := redactArgv(in, pol); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("redactArgv = %q, want %q", got, want)
+	}
 }
 
 func TestParseSignal(t *testing.T) {

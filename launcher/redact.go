@@ -7,7 +7,9 @@ import (
 )
 
 // redactArgv hides credential values in an argv kept in receipts and the ledger: NAME=VALUE where NAME is
-// a credential, --flag=VALUE and "--flag VALUE" where the flag names one (--token, --api-key, ...).
+// a credential, --flag=VALUE and "--flag VALUE" where the flag names one (--token, --api-key, --apikey,
+// --passwd, ...), the credentials of an HTTP header ("Authorization: Bearer x", "X-Api-Key: x", as curl
+// -H takes them) and the password of a URL ("https://user:pw@host").
 func redactArgv(argv []string, pol *nsenv.Policy) []string {
 	out := make([]string, len(argv))
 	secretNext := false
@@ -20,10 +22,15 @@ func redactArgv(argv []string, pol *nsenv.Policy) []string {
 			out[i] = a
 			continue
 		}
+		if h, ok := redactHeader(a, pol); ok {
+			out[i] = h
+			continue
+		}
+		a = redactURLPassword(a)
 		name, _, hasValue := strings.Cut(a, "=")
 		flag := strings.TrimLeft(name, "-")
 		key := strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
-		secret := key != "" && (pol.IsCredential(key) || pol.IsCredential("X_"+key))
+		secret := key != "" && (pol.IsCredential(key) || pol.IsCredential("X_"+key) || squashedSecret(key))
 		switch {
 		case secret && hasValue:
 			out[i] = name + "=***"
@@ -34,4 +41,50 @@ func redactArgv(argv []string, pol *nsenv.Policy) []string {
 		}
 	}
 	return out
+}
+
+// squashedSecret reports flag names that spell a credential without the '_' the suffix rules need.
+func squashedSecret(key string) bool {
+	switch key {
+	case "APIKEY", "PASSWD", "PASSWORD", "SECRET", "TOKEN", "AUTH":
+		return true
+	}
+	return false
+}
+
+// redactHeader hides the value of "Name: value" when Name is Authorization, Proxy-Authorization, Cookie
+// or a credential-shaped name (X-Api-Key); ok is false when a is no such header.
+func redactHeader(a string, pol *nsenv.Policy) (string, bool) {
+	name, _, ok := strings.Cut(a, ":")
+	if !ok || name == "" || strings.ContainsAny(name, " /=") {
+		return "", false
+	}
+	key := strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+	switch {
+	case key == "AUTHORIZATION" || key == "PROXY_AUTHORIZATION" || key == "COOKIE", pol.IsCredential(key), pol.IsCredential("X_" + key):
+		return name + ": ***", true
+	}
+	return "", false
+}
+
+// redactURLPassword replaces the password of scheme://user:password@host with ***.
+func redactURLPassword(a string) string {
+	scheme := strings.Index(a, "://")
+	if scheme < 0 {
+		return a
+	}
+	rest := a[scheme+3:]
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	at := strings.LastIndexByte(rest[:end], '@')
+	if at < 0 {
+		return a
+	}
+	user, _, hasPw := strings.Cut(rest[:at], ":")
+	if !hasPw {
+		return a
+	}
+	return a[:scheme+3] + user + ":***" + rest[at:]
 }

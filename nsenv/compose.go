@@ -55,7 +55,9 @@ func isPinned(up string) bool {
 // name, and each entry keeps its provenance):
 //
 //  1. base: the Policy's base names (PATH LANG LC_* TZ TERM USER LOGNAME SHELL HOME) copied from the
-//     launcher, matched exactly. Nothing else of the launcher's environment is read;
+//     launcher, matched exactly. Nothing else of the launcher's environment is read, and a base entry
+//     (from a policy file) never copies a credential, a Tier-1 name or a profile gate: those come only
+//     from the target's .env;
 //  2. derived: HERMES_HOME=<home>, HERMES_PROFILE=<name>, TMPDIR=TMP=TEMP=<home>/cache/scratch,
 //     HERMES_REAL_HOME=<OSHome>;
 //  3. the target's .env (SecretsProfile: every entry but Tier-1 names, which never reach a child;
@@ -135,6 +137,9 @@ func Compose(req Request) (Environ, error) {
 		name, value, ok := strings.Cut(kv, "=")
 		if !ok || name == "" || !m.baseExact.match(name) {
 			continue
+		}
+		if up := upperASCII(name); m.isCredential(up) || m.isProfileGate(up) {
+			continue // a policy's "base": ["*_TOKEN"] must not turn the launcher's secrets into base names
 		}
 		if _, seen := out.Lookup(name); !seen {
 			addClassified(name, value, SourceLauncher)

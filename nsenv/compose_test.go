@@ -5,6 +5,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -215,5 +216,39 @@ func TestEnvironHelpers(t *testing.T) {
 	}
 	if _, ok := e.Lookup("b"); ok {
 		t.Fatal("Lookup is exact")
+	}
+}
+
+// TestComposeBaseNeverCopiesSecrets: a policy's base pattern that also matches credentials or gates
+// copies only the global names from the launcher; its secrets stay behind (the contract: a credential
+// that exists only in the launcher's environment never reaches a child).
+func TestComposeBaseNeverCopiesSecrets(t *testing.T) {
+	b := mkProfile(t, t.TempDir(), "b", "B_MARKER=b\n")
+	pol := DefaultPolicy()
+	pol.Base = append(pol.Base, "OPENAI_*", "SLACK_*")
+	env, err := Compose(Request{Profile: b, Policy: pol, Launcher: []string{
+		"OPENAI_API_KEY=ambient", "OPENAI_MODE=fast", "SLACK_ALLOWED_USERS=u", "SLACK_BOT_TOKEN=t", "SLACK_THEME=dark",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, e := range env {
+		if e.Source == SourceLauncher {
+			got[e.Name] = e.Value
+		}
+	}
+	if want := map[string]string{"OPENAI_MODE": "fast", "SLACK_THEME": "dark"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("copied from the launcher: %v, want %v", got, want)
+	}
+}
+
+// TestParseAssignmentErrorHidesValue: a malformed --env names the variable, never its value.
+func TestParseAssignmentErrorHidesValue(t *testing.T) {
+	for _, in := range []string{"BAD NAME=s3cret", "A\x1b=s3cret", "=s3cret"} {
+		_, _, err := ParseAssignment(in)
+		if err == nil || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("ParseAssignment(%q): %v", in, err)
+		}
 	}
 }

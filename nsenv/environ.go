@@ -67,7 +67,8 @@ func ParseAssignment(s string) (key, value string, err error) {
 	}
 	key, value = s[:eq], s[eq+1:]
 	if err := checkFlagName(key); err != nil {
-		return "", "", fmt.Errorf("--env %q: %w", s, err)
+		// The name only: the value may be the very secret the caller meant to pass.
+		return "", "", fmt.Errorf("--env %q: %w", key+"=...", err)
 	}
 	if strings.IndexByte(value, 0) >= 0 {
 		return "", "", fmt.Errorf("--env %q: %w: NUL byte in the value", key, ErrBadAssignment)

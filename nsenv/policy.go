@@ -127,6 +127,19 @@ func LoadPolicy(r io.Reader) (*Policy, error) {
 			}
 		}
 	}
+	// A base entry copies from the launcher's own environment, which holds the launch profile's values:
+	// it must name something global, never a credential or a gate, and a pattern must keep a prefix
+	// ("LC_*", not "*" or "*_URL").
+	m := p.compile()
+	for _, b := range ext.Base {
+		up := upperASCII(b)
+		if i := strings.IndexByte(up, '*'); i == 0 {
+			return nil, fmt.Errorf("%w: \"base\": entry %q: a pattern must start with a literal prefix", ErrPolicy, b)
+		}
+		if !strings.Contains(up, "*") && (m.isCredential(up) || m.isProfileGate(up)) {
+			return nil, fmt.Errorf("%w: \"base\": entry %q is a credential or a profile gate; those come only from the target's .env", ErrPolicy, b)
+		}
+	}
 	return p, nil
 }
 

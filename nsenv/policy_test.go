@@ -134,6 +134,13 @@ func TestLoadPolicyErrors(t *testing.T) {
 		{`{"tier1": ["X"], "Tier1": []}`, "Tier1"},
 		{`{"TIER1": ["X"]}`, "TIER1"},
 		{`{"tier1": ["X"], "tier1": []}`, "duplicate"},
+		// A base entry copies from the launcher: never a credential, a gate or a prefix-less pattern.
+		{`{"base": ["*"]}`, "literal prefix"},
+		{`{"base": ["*_TOKEN"]}`, "literal prefix"},
+		{`{"base": ["OPENAI_API_KEY"]}`, "credential"},
+		{`{"base": ["gh_token"]}`, "credential"},
+		{`{"base": ["SLACK_ALLOWED_USERS"]}`, "credential or a profile gate"},
+		{`{"base": ["MY_X"], "credentials": ["my_x"]}`, "credential"},
 	}
 	for _, tt := range tests {
 		_, err := LoadPolicy(strings.NewReader(tt.in))

@@ -66,7 +66,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
-	_ = enc.Encode(v) // the client is gone if this fails; nothing else to tell it
+	enc.SetEscapeHTML(false) // an argv or path holding '<' or '&' is answered as written, as the CLI's --json does
+	_ = enc.Encode(v)        // the client is gone if this fails; nothing else to tell it
 }
 
 func writeError(w http.ResponseWriter, err error) {
@@ -250,6 +251,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
 	if gap {
 		_ = enc.Encode(Event{Type: EventLost, Time: s.now().UTC().Format(time.RFC3339Nano),
 			Reason: "events before the backlog were dropped or came from an earlier sidecar; re-list workers"})

@@ -75,9 +75,10 @@ func (a *app) finish(err error) int {
 }
 
 // message is the one line shown for err. The launcher's "invalid launch: " lead is dropped: exit 125 and
-// the code "invalid" already say it, and the rest of the line names the flag or file at fault.
+// the code "invalid" already say it, and the rest of the line names the flag or file at fault. A message
+// that still holds a control character (one naming a file or value a worker chose) is shown quoted.
 func message(err error) string {
-	return oneLine(strings.TrimPrefix(err.Error(), launcher.ErrInvalid.Error()+": "))
+	return printableLine(oneLine(strings.TrimPrefix(err.Error(), launcher.ErrInvalid.Error()+": ")))
 }
 
 // jsonError is the shape of an error with --json; the sidecar answers with the same object.

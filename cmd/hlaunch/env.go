@@ -76,12 +76,13 @@ func envEntries(environ nsenv.Environ, showSecrets bool) []envEntry {
 	return out
 }
 
-// writeEnv prints NAME=VALUE lines; with explain, the source comes first in an aligned column (a value
-// may hold anything, a source never holds a tab).
+// writeEnv prints NAME=VALUE lines; with explain, the source comes first in an aligned column. A name,
+// value or source that holds a control character or invalid UTF-8 is shown quoted (printable): the
+// .env is the profile's, and a worker may have written escape sequences into it.
 func writeEnv(w io.Writer, entries []envEntry, explain bool) error {
 	if !explain {
 		for _, e := range entries {
-			if _, err := fmt.Fprintf(w, "%s=%s\n", e.Name, e.Value); err != nil {
+			if _, err := fmt.Fprintf(w, "%s=%s\n", printable(e.Name), printable(e.Value)); err != nil {
 				return err
 			}
 		}
@@ -90,7 +91,7 @@ func writeEnv(w io.Writer, entries []envEntry, explain bool) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "SOURCE\tNAME=VALUE")
 	for _, e := range entries {
-		fmt.Fprintf(tw, "%s\t%s=%s\n", e.Source, e.Name, e.Value)
+		fmt.Fprintf(tw, "%s\t%s=%s\n", printable(e.Source), printable(e.Name), printable(e.Value))
 	}
 	return tw.Flush()
 }

@@ -61,7 +61,7 @@ func writeLedger(w io.Writer, recs []launcher.Record) error {
 			peak = humanBytes(r.MemoryPeak)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			shortTime(r.StartedAt), shortTime(r.EndedAt), r.ID, orDash(r.Key), orDash(r.Profile), orDash(r.Mode),
+			shortTime(r.StartedAt), shortTime(r.EndedAt), r.ID, orDash(printable(r.Key)), orDash(r.Profile), orDash(r.Mode),
 			orDash(r.State), outcome(r), peak, shortArgv(r.Argv))
 	}
 	return tw.Flush()

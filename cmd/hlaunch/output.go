@@ -54,7 +54,7 @@ func writeRecord(w io.Writer, r launcher.Record) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	row := func(k, v string) {
 		if v != "" {
-			fmt.Fprintf(tw, "%s\t%s\n", k, v)
+			fmt.Fprintf(tw, "%s\t%s\n", k, printable(v))
 		}
 	}
 	row("id", r.ID)
@@ -69,7 +69,7 @@ func writeRecord(w io.Writer, r launcher.Record) error {
 	row("mode", r.Mode)
 	row("profile", r.Profile)
 	row("home", r.Home)
-	row("argv", strings.Join(r.Argv, " "))
+	row("argv", argvText(r.Argv))
 	row("key", r.Key)
 	row("cgroup", r.Cgroup)
 	row("unit", r.Unit)
@@ -123,9 +123,18 @@ func orDash(s string) string {
 	return s
 }
 
+// argvText shows an argv as words, each quoted when it is not printable (see printable).
+func argvText(argv []string) string {
+	words := make([]string, len(argv))
+	for i, a := range argv {
+		words[i] = printable(a)
+	}
+	return strings.Join(words, " ")
+}
+
 // shortArgv keeps a table row readable; the full argv is in `status` and --json.
 func shortArgv(argv []string) string {
-	s := strings.Join(argv, " ")
+	s := argvText(argv)
 	const max = 48
 	if r := []rune(s); len(r) > max {
 		return string(r[:max-1]) + "…"

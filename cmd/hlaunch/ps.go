@@ -49,7 +49,7 @@ func writeWorkers(w io.Writer, recs []launcher.Record) error {
 			pids = strconv.FormatUint(r.PidsCurrent, 10)
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			r.ID, r.PID, orDash(r.State), outcome(r), orDash(r.Mode), orDash(r.Profile), orDash(r.Key),
+			r.ID, r.PID, orDash(r.State), outcome(r), orDash(r.Mode), orDash(r.Profile), orDash(printable(r.Key)),
 			mem, pids, shortTime(r.StartedAt), shortArgv(r.Argv))
 	}
 	return tw.Flush()
