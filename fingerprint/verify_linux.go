@@ -178,7 +178,10 @@ func judgeLeader(src Sources, h *Handle) (Verdict, error) {
 		return verdict(Recycled, "PID %d now names another process (started at tick %d, recorded %d)", id.PID, st.Start, id.Start), nil
 	case !member:
 		closeFD(pidfd)
-		return verdict(Recycled, "PID %d is not a member of cgroup %s", id.PID, id.Cgroup), nil
+		// The recorded start time matches: most likely the leader itself moved out of its cgroup (an
+		// unsandboxed worker that may write cgroupfs can), rarely another process started in the same tick.
+		// Either way it is outside what hlaunch holds: refused, and said so.
+		return verdict(Recycled, "PID %d has the leader's start time but is not in cgroup %s: the leader left its cgroup, or its PID was reused within one tick", id.PID, id.Cgroup), nil
 	}
 	h.pidfd = pidfd
 	if h.dir >= 0 {
@@ -188,12 +191,18 @@ func judgeLeader(src Sources, h *Handle) (Verdict, error) {
 }
 
 // endedOrRecycled judges a worker whose cgroup is gone or empty: exited, unless a live process now holds
-// the leader's PID. That process cannot be the leader (the leader would be in the cgroup), so the PID has
-// been recycled: say so, because a caller that still trusts the bare PID is about to hit a stranger.
+// the leader's PID. With another start time the PID has been recycled: say so, because a caller that still
+// trusts the bare PID is about to hit a stranger. With the leader's start time the leader has left its
+// cgroup: the cgroup is empty, but the worker is not over.
 func endedOrRecycled(src Sources, id Identity, format string, args ...any) (*Handle, Verdict, error) {
 	st, err := readStatFile(src.statPath(id.PID))
 	if err == nil && !st.dead() {
 		why := fmt.Sprintf(format, args...)
+		if st.Start == id.Start {
+			// The leader's own PID and start time, outside its cgroup: it left (escaped) before the cgroup
+			// emptied. Not "exited": something of the worker still runs where hlaunch cannot see it.
+			return nil, verdict(Recycled, "%s, but PID %d has the leader's start time: the leader left its cgroup, or its PID was reused within one tick", why, id.PID), nil
+		}
 		return nil, verdict(Recycled, "%s, and PID %d now names another process (started at tick %d, recorded %d)", why, id.PID, st.Start, id.Start), nil
 	}
 	return nil, verdict(Exited, format, args...), nil
