@@ -2,6 +2,7 @@ package fingerprint
 
 import (
 	"errors"
+	"math"
 )
 
 // VerifyHermes applies the identity rules to a row of the hermes gateway's database: a PID and its
@@ -49,7 +50,8 @@ func hermesIdentity(pid int, fp string) (Identity, Verdict, bool) {
 		return Identity{}, verdict(Unverified, "hermes row has no fingerprint (legacy): a bare PID is never signalled"), false
 	case err != nil:
 		return Identity{}, verdict(Malformed, "%v", err), false
-	case pid <= 0:
+	case pid <= 0 || pid > math.MaxInt32:
+		// pid_t is 32 bits: a larger number would reach pidfd_open as another process's.
 		return Identity{}, verdict(Malformed, "pid %d is not a process", pid), false
 	}
 	boot, pid1 := splitEpoch(epoch)

@@ -22,11 +22,17 @@ func newID() string {
 	return "w-" + hex.EncodeToString(b[:])
 }
 
-// isID reports whether ref looks like a worker id rather than a token.
+// isID reports whether ref is a worker id as newID makes them ("w-" and 12 lowercase hex digits) rather
+// than a token. Only that spelling names a record file: "W-..." or upper-case hex would be another file
+// name for what a caller thinks is the same worker.
 func isID(ref string) bool {
 	if !strings.HasPrefix(ref, "w-") || len(ref) != 14 {
 		return false
 	}
-	_, err := hex.DecodeString(ref[2:])
-	return err == nil
+	for _, c := range ref[2:] {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }

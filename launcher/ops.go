@@ -27,6 +27,10 @@ func (l *Launcher) load(ref string) (Receipt, fingerprint.Identity, error) {
 			}
 			return Receipt{}, fingerprint.Identity{}, err
 		}
+		if rc.ID != ref {
+			// The id names files beside the record (<id>.exit, the ledger's): it must be the file's own.
+			return Receipt{}, fingerprint.Identity{}, fmt.Errorf("%w: record %s names worker id %q", ErrInvalid, ref, rc.ID)
+		}
 		ident, err := fingerprint.ParseToken(rc.Token)
 		if err != nil {
 			return Receipt{}, fingerprint.Identity{}, fmt.Errorf("record %s: %w", ref, err)
@@ -43,7 +47,7 @@ func (l *Launcher) load(ref string) (Receipt, fingerprint.Identity, error) {
 	if ids, err := (&state.Dir{Path: l.workersDir()}).Names("w-"); err == nil {
 		for _, id := range ids {
 			var r Receipt
-			if isID(id) && (&state.Dir{Path: l.workersDir()}).Read(id, &r) == nil && r.Token == ref {
+			if isID(id) && (&state.Dir{Path: l.workersDir()}).Read(id, &r) == nil && r.Token == ref && r.ID == id {
 				return r, ident, nil
 			}
 		}

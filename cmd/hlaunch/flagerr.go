@@ -55,6 +55,8 @@ func accepted(f *pflag.Flag) string {
 		return "a number, e.g. 0.5"
 	case "bool":
 		return "true or false"
+	case "pid":
+		return "a process id: decimal digits, 1 or more, no sign, prefix or leading zero"
 	case "duration":
 		return "a duration such as 500ms, 30s or 10m"
 	default:

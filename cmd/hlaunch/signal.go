@@ -67,7 +67,7 @@ recycled) or 4 (unverified), with the reason on one line.
 	}
 	cmd.Flags().StringVarP(&sigName, "signal", "s", "TERM", "signal name or number")
 	cmd.Flags().BoolVar(&all, "all", false, "signal every process in the worker's cgroup, not just the leader")
-	cmd.Flags().IntVar(&pid, "pid", 0, "a hermes row's PID (with --fingerprint)")
+	cmd.Flags().Var((*pidFlag)(&pid), "pid", "a hermes row's PID, decimal (with --fingerprint)")
 	cmd.Flags().StringVar(&fp, "fingerprint", "", "a hermes row's fingerprint, \"<epoch>|<start>\"")
 	return cmd
 }

@@ -46,7 +46,7 @@ gateway's process table: another boot is foreign, "unverified" and an empty (NUL
 			return nil
 		},
 	}
-	cmd.Flags().IntVar(&pid, "pid", 0, "a hermes row's PID (with --fingerprint)")
+	cmd.Flags().Var((*pidFlag)(&pid), "pid", "a hermes row's PID, decimal (with --fingerprint)")
 	cmd.Flags().StringVar(&fp, "fingerprint", "", "a hermes row's fingerprint, \"<epoch>|<start>\" or \"unverified\"")
 	return cmd
 }

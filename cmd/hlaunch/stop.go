@@ -49,7 +49,7 @@ leader only: a hermes row has no cgroup).`,
 		},
 	}
 	cmd.Flags().StringVar(&grace, "grace", "5s", "time between SIGTERM and the whole-cgroup kill")
-	cmd.Flags().IntVar(&pid, "pid", 0, "a hermes row's PID (with --fingerprint)")
+	cmd.Flags().Var((*pidFlag)(&pid), "pid", "a hermes row's PID, decimal (with --fingerprint)")
 	cmd.Flags().StringVar(&fp, "fingerprint", "", "a hermes row's fingerprint, \"<epoch>|<start>\"")
 	return cmd
 }
