@@ -67,6 +67,16 @@ func childMain(args []string) int {
 		time.Sleep(d)
 		n, _ := strconv.Atoi(args[2])
 		return n
+	case "exit-when":
+		// Exits with the code args[2] once the file args[1] exists: an end the test decides, not a clock.
+		for {
+			if _, err := os.Stat(args[1]); err == nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		n, _ := strconv.Atoi(args[2])
+		return n
 	case "exit":
 		n, _ := strconv.Atoi(args[1])
 		return n

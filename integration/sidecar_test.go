@@ -114,10 +114,13 @@ func TestSidecarRestartReadoption(t *testing.T) {
 	long := map[string]receipt{}
 	short := map[string]receipt{}
 	wantCode := map[string]int{}
+	// The short ones end when the test says (after the crash), not after a time that a slow host (the
+	// guest lane under TCG) can spend on the spawns alone.
+	release := filepath.Join(t.TempDir(), "release")
 	for i := range 20 {
 		var rc receipt
 		if i%4 == 0 { // 5 of them
-			p.mustDo("POST", "/v1/workers", scSpec("b", selfBin, "child", "sleep-exit", "1500ms", fmt.Sprint(10+i/4)), 201, &rc)
+			p.mustDo("POST", "/v1/workers", scSpec("b", selfBin, "child", "exit-when", release, fmt.Sprint(10+i/4)), 201, &rc)
 			short[rc.ID] = rc
 			wantCode[rc.ID] = 10 + i/4
 		} else {
@@ -141,6 +144,7 @@ func TestSidecarRestartReadoption(t *testing.T) {
 		}
 	}
 	// The 5 short workers end while no sidecar runs.
+	must(t, os.WriteFile(release, nil, 0o644))
 	deadline := time.Now().Add(15 * time.Second)
 	for id, rc := range short {
 		for alive(rc.PID) {
@@ -219,6 +223,16 @@ func TestSidecarCrashLoop(t *testing.T) {
 	e := newEnv(t)
 	sock := filepath.Join(scSocketDir(t), "s.sock")
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	// The kill points span a few spawns' time on this host: 60 ms here, much more in a TCG guest, where a
+	// fixed 60 ms ended every sidecar before its first spawn.
+	window := 60 * time.Millisecond
+	{
+		p := startSidecarProc(t, e, sock)
+		start := time.Now()
+		p.mustDo("POST", "/v1/workers", scSpec("b", selfBin, "child", "sleep", "4s"), 201, nil)
+		window = max(window, 3*time.Since(start))
+		p.kill9()
+	}
 	spawned := 0
 	for round := range 50 {
 		p := startSidecarProc(t, e, sock)
@@ -242,7 +256,7 @@ func TestSidecarCrashLoop(t *testing.T) {
 				}
 			}()
 		}
-		time.Sleep(time.Duration(rng.IntN(60_000)) * time.Microsecond)
+		time.Sleep(time.Duration(rng.Int64N(int64(window))))
 		p.kill9()
 		wg.Wait()
 	}
