@@ -102,7 +102,14 @@ func (l *Launcher) Doctor(ctx context.Context) (Report, error) {
 // delegated checks that the configured cgroup parent can be used or created (cgroup.Host.CheckParent:
 // the same decision Create makes, so the same words).
 func (l *Launcher) delegated() Check {
-	parent, err := l.host.CleanParent(l.cfg.Defaults.CgroupParent)
+	parent := l.cfg.Defaults.CgroupParent
+	if parent == "" {
+		var err error
+		if parent, err = l.host.DefaultParent(); err != nil {
+			return Check{false, err.Error()}
+		}
+	}
+	parent, err := l.host.CleanParent(parent)
 	if err != nil {
 		return Check{false, err.Error()}
 	}

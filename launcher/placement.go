@@ -91,10 +91,18 @@ func (l *Launcher) prepareCgroup(spec Spec, id string) (*placement, error) {
 	if l.host == nil {
 		return nil, fmt.Errorf("no cgroup filesystem: %w", l.hostErr)
 	}
-	g, err := l.host.Create(spec.CgroupParent, id, spec.Limits)
+	parent := spec.CgroupParent
+	if parent == "" {
+		// No parent named: where systemd owns the tree, only inside the caller's delegated subtree.
+		var err error
+		if parent, err = l.host.DefaultParent(); err != nil {
+			return nil, fmt.Errorf("%w: %w: name a parent with --cgroup-parent (inside a unit with Delegate=yes), or use --scope systemd", ErrInvalid, err)
+		}
+	}
+	g, err := l.host.Create(parent, id, spec.Limits)
 	if errors.Is(err, fs.ErrNotExist) {
 		// The parent was removed between its check and our mkdir (a gc beside us found it empty): again.
-		g, err = l.host.Create(spec.CgroupParent, id, spec.Limits)
+		g, err = l.host.Create(parent, id, spec.Limits)
 	}
 	if err != nil {
 		if errors.Is(err, cgroup.ErrBadParent) || errors.Is(err, cgroup.ErrNotOurs) || errors.Is(err, cgroup.ErrNotWritable) ||
@@ -301,19 +309,13 @@ func (l *Launcher) cgroupPath(p *placement, pid int) string {
 	return procCgroup2(pid)
 }
 
-// procCgroup2 is pid's v2 cgroup ("0::" line of /proc/<pid>/cgroup) as our cgroup namespace names it,
-// which is how our cgroupfs mount names it too; "" when it cannot be read.
+// procCgroup2 is pid's v2 cgroup (cgroup.ProcCgroup2); "" when it cannot be read.
 func procCgroup2(pid int) string {
-	b, err := sysfile.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	p, err := cgroup.ProcCgroup2(pid)
 	if err != nil {
 		return ""
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "0::"); ok {
-			return rest
-		}
-	}
-	return ""
+	return p
 }
 
 // release undoes prepare after a failed start, or tidies up after a foreground worker ended: the cgroup
