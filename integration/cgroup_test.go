@@ -35,6 +35,9 @@ type receipt struct {
 	BootID    string `json:"boot_id"`
 	CPU       uint64 `json:"cpu_usage_ns"`
 	Pids      uint64 `json:"pids_current"`
+	EndedAt   string `json:"ended_at"`
+	MemCur    uint64 `json:"memory_current"`
+	MemPeak   uint64 `json:"memory_peak"`
 	Sandbox   bool   `json:"sandbox"`
 	ShimPID   int    `json:"shim_pid"`
 }
@@ -255,7 +258,7 @@ func (e *env) pureV2(args ...string) result {
 	sub := e.Parent + "-v2ns"
 	must(e.t, os.MkdirAll(filepath.Join(v2, sub), 0o755))
 	e.t.Cleanup(func() { cleanupCgroups(e.t, sub) })
-	script := `echo $$ > "$1/cgroup.procs" && shift && exec unshare --cgroup --mount --propagation private sh -c 'mount -t cgroup2 hlaunch-test-cgroup2 /sys/fs/cgroup && test -e /sys/fs/cgroup/cgroup.events && exec "$@"' sh "$@"`
+	script := `echo $$ > "$1/cgroup.procs" && shift && exec unshare --cgroup --mount --propagation private sh -c 'mount -t tmpfs hlaunch-test /sys/fs/cgroup && mount -t cgroup2 hlaunch-test-cgroup2 /sys/fs/cgroup && test -e /sys/fs/cgroup/cgroup.events && exec "$@"' sh "$@"`
 	full := append([]string{"-c", script, "sh", filepath.Join(v2, sub), hlaunchBin, "--root", e.Root, "--state-dir", e.State}, args...)
 	cmd := exec.Command("sh", full...)
 	cmd.Env = e.Launcher

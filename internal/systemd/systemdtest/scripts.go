@@ -25,8 +25,10 @@ if [ "$layout" = hybrid ]; then
 	u=/sys/fs/cgroup/unified
 	if [ -e /sys/fs/cgroup/systemd/release_agent ]; then refuse "the name=systemd mount is the host's root"; fi
 else
-	# The source name is our own: mount(8) refuses a second "cgroup2" on /sys/fs/cgroup as "already
-	# mounted" (a pure-v2 host has one there); the kernel stacks the fresh, namespace-rooted mount on it.
+	# A pure-v2 host already has cgroup2 there: mount(8) refuses the same source on it ("already
+	# mounted") and the kernel the same superblock on its own root (EBUSY). So a tmpfs first, as above,
+	# and the fresh, namespace-rooted cgroup2 on that.
+	mount -t tmpfs -o mode=755,size=64k systemdtest /sys/fs/cgroup
 	mount -t cgroup2 systemdtest-cgroup2 /sys/fs/cgroup
 	u=/sys/fs/cgroup
 fi
