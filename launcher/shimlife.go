@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"context"
+	"errors"
 	"os"
 	"syscall"
 	"time"
@@ -10,6 +11,8 @@ import (
 	"github.com/hlaunch/hlaunch/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/handshake"
 	"github.com/hlaunch/hlaunch/internal/state"
+
+	"golang.org/x/sys/unix"
 )
 
 // The worker is its whole tree (ADR 0005, docs/identity.md): a detached worker has ended when nothing but
@@ -66,11 +69,30 @@ func (s *shimLife) supervise(timeout, grace time.Duration) exitRecord {
 		}
 	}()
 	treeDone := make(chan struct{})
+	leaderEnded := false
+	onLeader := func(ws syscall.WaitStatus, ok bool) {
+		leaderEnded = true
+		if ok {
+			fillStatus(&rec, ws)
+		}
+		rec.LeaderEndedAt = now()
+		go s.waitTree(treeDone)
+	}
 	for {
 		select {
 		case <-termC:
-			// The deadline covers the whole tree: every member but the shim (and a sandbox's forwarding init).
 			termC = nil
+			// The leader may have ended in the same instant: take its status first, so that a worker whose
+			// tree had ended before the deadline is never recorded as timed out.
+			select {
+			case ws := <-leader:
+				onLeader(ws, true)
+			default:
+			}
+			if !s.liveAtDeadline(leaderEnded) {
+				continue
+			}
+			// The deadline covers the whole tree: every member but the shim (and a sandbox's forwarding init).
 			rec.TimedOut = true
 			s.signal(syscall.SIGTERM)
 			kill = time.NewTimer(grace)
@@ -79,12 +101,9 @@ func (s *shimLife) supervise(timeout, grace time.Duration) exitRecord {
 			s.signal(syscall.SIGKILL)
 			kill.Reset(treeKillRepeat)
 		case ws := <-leader:
-			fillStatus(&rec, ws)
-			rec.LeaderEndedAt = now()
-			go s.waitTree(treeDone)
+			onLeader(ws, true)
 		case <-leaderErr:
-			rec.LeaderEndedAt = now()
-			go s.waitTree(treeDone)
+			onLeader(0, false)
 		case <-treeDone:
 			rec.EndedAt = now()
 			return rec
@@ -93,6 +112,19 @@ func (s *shimLife) supervise(timeout, grace time.Duration) exitRecord {
 }
 
 func now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
+
+// liveAtDeadline reports whether anything of the worker still runs: the leader, or (with a cgroup) any
+// member but the shim.
+func (s *shimLife) liveAtDeadline(leaderEnded bool) bool {
+	if !leaderEnded && !childExited(s.proc.Pid) {
+		return true
+	}
+	if s.h == nil {
+		return false
+	}
+	members, err := s.h.Members()
+	return err != nil || !alone(members, s.self)
+}
 
 // signal sends sig to the whole worker except the shim; SIGTERM leaves a sandbox's init out too.
 func (s *shimLife) signal(sig syscall.Signal) {
@@ -166,4 +198,15 @@ func newShimLife(src fingerprint.Sources, ident fingerprint.Identity, proc *hand
 		s.h = h
 	}
 	return s
+}
+
+// childExited reports whether our child pid has exited (a zombie not yet reaped, or reaped already),
+// without reaping it: the Wait goroutine may not have delivered its status yet.
+func childExited(pid int) bool {
+	var info unix.Siginfo
+	err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+	if errors.Is(err, unix.EINTR) {
+		return false
+	}
+	return err != nil || info.Signo != 0 // ECHILD: reaped; a zeroed siginfo: still running
 }
