@@ -4,7 +4,6 @@ go 1.26.0
 
 require (
 	github.com/coreos/go-systemd/v22 v22.7.0
-	github.com/elastic/go-seccomp-bpf v1.6.0
 	github.com/godbus/dbus/v5 v5.2.2
 	github.com/prometheus/client_golang v1.25.0
 	github.com/spf13/cobra v1.10.2

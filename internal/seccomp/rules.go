@@ -1,62 +1,20 @@
+//go:build amd64 || arm64
+
 package seccomp
 
 import "golang.org/x/sys/unix"
 
-// verdict is what the filter answers for a call a rule matches.
-type verdict int
-
-const (
-	// deny fails the call with EPERM, the answer a program already handles for a call it lacks the
-	// privilege for.
-	deny verdict = iota
-	// absent fails the call with ENOSYS, as if the kernel were too old to have it: libc falls back to an
-	// older call whose arguments the filter can read (clone3 to clone, openat2 to openat).
-	absent
-	// allow lets the call through: an exception to a deny of the same call further down the table.
-	allow
-)
-
-// String names the verdict as docs/security.md's table does.
-func (v verdict) String() string {
-	switch v {
-	case deny:
-		return "EPERM"
-	case absent:
-		return "ENOSYS"
-	case allow:
-		return "allowed"
-	}
-	return "unknown"
-}
-
-// op is how a cond tests an argument.
-type op int
-
-const (
-	// anyBits holds when the argument has any bit of val set; val fits in 32 bits, so the argument's high
-	// half is ignored, as the kernel ignores it for an int or mode argument.
-	anyBits op = iota
-	// low32Is holds when the argument's low 32 bits equal val, whatever its high half: ioctl's command is
-	// an unsigned int to the kernel, and an exact 64-bit compare would let 0x1_0000_5412 through as
-	// TIOCSTI.
-	low32Is
-	// is holds when all 64 bits equal val. Only for allow rules, where matching less is the safe error.
-	is
-)
-
-// cond is one test on one argument of a call (0-5).
-type cond struct {
-	arg uint32
-	op  op
-	val uint64
+// sysnum is a system call: its name (as docs/security.md's table and strace say it) and its number on the
+// architecture the binary is built for (x/sys/unix's SYS_ constants, generated from the kernel's headers).
+type sysnum struct {
+	name string
+	nr   uint32
 }
 
 // rule is one row of the table. Rules are tried in order: the first that matches decides.
 type rule struct {
-	// names are the calls; a name the architecture does not have (chmod on arm64, iopl off x86) is left
-	// out of that architecture's filter.
-	names []string
-	// when is empty to match every call of names; else the rule matches when any of its entries holds,
+	calls []sysnum
+	// when is empty to match every call of calls; else the rule matches when any of its entries holds,
 	// and an entry holds when all of its conditions do.
 	when    [][]cond
 	verdict verdict
@@ -79,31 +37,41 @@ const (
 	perQuery = 0xffffffff
 )
 
-// table is the default filter. Rules with conditions come first, in the order the filter tries them, then
-// the rules without (assemble refuses another order). docs/security.md ("The system-call filter") gives
-// the reason for every row; TestTableIsDocumented keeps the two in step.
-var table = []rule{
-	{names: []string{"personality"}, verdict: allow,
+// table is the default filter, for the calls both architectures have; archTable (rules_<arch>.go) adds
+// the calls only one has. docs/security.md ("The system-call filter") gives the reason for every row;
+// TestTableIsDocumented keeps the two in step.
+var table = append([]rule{
+	{calls: []sysnum{{"personality", unix.SYS_PERSONALITY}}, verdict: allow,
 		when: [][]cond{{{0, is, perLinux}}, {{0, is, perQuery}}}},
-	{names: []string{"clone"}, verdict: deny, when: [][]cond{{{0, anyBits, newNamespaces}}}},
-	{names: []string{"ioctl"}, verdict: deny,
+	{calls: []sysnum{{"openat", unix.SYS_OPENAT}}, verdict: deny,
+		when: [][]cond{{{2, anyBits, creating}, {3, anyBits, setIDBits}}}},
+	{calls: []sysnum{{"ioctl", unix.SYS_IOCTL}}, verdict: deny,
 		when: [][]cond{{{1, low32Is, unix.TIOCSTI}}, {{1, low32Is, unix.TIOCLINUX}}}},
-	{names: []string{"chmod", "fchmod", "creat", "mknod"}, verdict: deny, when: [][]cond{{{1, anyBits, setIDBits}}}},
-	{names: []string{"fchmodat", "fchmodat2", "mknodat"}, verdict: deny, when: [][]cond{{{2, anyBits, setIDBits}}}},
-	{names: []string{"open"}, verdict: deny, when: [][]cond{{{1, anyBits, creating}, {2, anyBits, setIDBits}}}},
-	{names: []string{"openat"}, verdict: deny, when: [][]cond{{{2, anyBits, creating}, {3, anyBits, setIDBits}}}},
-	{names: []string{"clone3", "openat2"}, verdict: absent},
-	{names: []string{
-		"add_key", "request_key", "keyctl",
-		"bpf", "perf_event_open", "userfaultfd",
-		"init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load",
-		"mount", "umount", "umount2", "pivot_root", "move_mount", "open_tree", "open_tree_attr",
-		"fsopen", "fsmount", "fsconfig", "fspick", "mount_setattr",
-		"unshare", "setns",
-		"ptrace", "process_vm_writev", "kcmp", "personality",
-		"acct", "swapon", "swapoff", "reboot", "quotactl", "quotactl_fd",
-		"settimeofday", "clock_settime", "adjtimex", "clock_adjtime",
-		"lookup_dcookie", "open_by_handle_at", "iopl", "ioperm", "vm86", "vm86old", "syslog",
-		"io_uring_setup", "io_uring_enter", "io_uring_register",
+	{calls: []sysnum{{"clone", unix.SYS_CLONE}}, verdict: deny, when: [][]cond{{{0, anyBits, newNamespaces}}}},
+	{calls: []sysnum{{"fchmod", unix.SYS_FCHMOD}}, verdict: deny, when: [][]cond{{{1, anyBits, setIDBits}}}},
+	{calls: []sysnum{{"fchmodat", unix.SYS_FCHMODAT}, {"fchmodat2", unix.SYS_FCHMODAT2}, {"mknodat", unix.SYS_MKNODAT}},
+		verdict: deny, when: [][]cond{{{2, anyBits, setIDBits}}}},
+	{calls: []sysnum{{"clone3", unix.SYS_CLONE3}, {"openat2", unix.SYS_OPENAT2}}, verdict: absent},
+	{calls: []sysnum{
+		{"add_key", unix.SYS_ADD_KEY}, {"request_key", unix.SYS_REQUEST_KEY}, {"keyctl", unix.SYS_KEYCTL},
+		{"bpf", unix.SYS_BPF}, {"perf_event_open", unix.SYS_PERF_EVENT_OPEN}, {"userfaultfd", unix.SYS_USERFAULTFD},
+		{"init_module", unix.SYS_INIT_MODULE}, {"finit_module", unix.SYS_FINIT_MODULE},
+		{"delete_module", unix.SYS_DELETE_MODULE}, {"kexec_load", unix.SYS_KEXEC_LOAD},
+		{"kexec_file_load", unix.SYS_KEXEC_FILE_LOAD},
+		{"mount", unix.SYS_MOUNT}, {"umount2", unix.SYS_UMOUNT2}, {"pivot_root", unix.SYS_PIVOT_ROOT},
+		{"move_mount", unix.SYS_MOVE_MOUNT}, {"open_tree", unix.SYS_OPEN_TREE}, {"open_tree_attr", unix.SYS_OPEN_TREE_ATTR},
+		{"fsopen", unix.SYS_FSOPEN}, {"fsmount", unix.SYS_FSMOUNT}, {"fsconfig", unix.SYS_FSCONFIG},
+		{"fspick", unix.SYS_FSPICK}, {"mount_setattr", unix.SYS_MOUNT_SETATTR},
+		{"unshare", unix.SYS_UNSHARE}, {"setns", unix.SYS_SETNS},
+		{"ptrace", unix.SYS_PTRACE}, {"process_vm_writev", unix.SYS_PROCESS_VM_WRITEV}, {"kcmp", unix.SYS_KCMP},
+		{"personality", unix.SYS_PERSONALITY},
+		{"acct", unix.SYS_ACCT}, {"swapon", unix.SYS_SWAPON}, {"swapoff", unix.SYS_SWAPOFF}, {"reboot", unix.SYS_REBOOT},
+		{"quotactl", unix.SYS_QUOTACTL}, {"quotactl_fd", unix.SYS_QUOTACTL_FD},
+		{"settimeofday", unix.SYS_SETTIMEOFDAY}, {"clock_settime", unix.SYS_CLOCK_SETTIME},
+		{"adjtimex", unix.SYS_ADJTIMEX}, {"clock_adjtime", unix.SYS_CLOCK_ADJTIME},
+		{"lookup_dcookie", unix.SYS_LOOKUP_DCOOKIE}, {"open_by_handle_at", unix.SYS_OPEN_BY_HANDLE_AT},
+		{"syslog", unix.SYS_SYSLOG},
+		{"io_uring_setup", unix.SYS_IO_URING_SETUP}, {"io_uring_enter", unix.SYS_IO_URING_ENTER},
+		{"io_uring_register", unix.SYS_IO_URING_REGISTER},
 	}, verdict: deny},
-}
+}, archTable...)
