@@ -197,8 +197,8 @@ func TestAPI(t *testing.T) {
 	if st != 201 || rc.ID == "" || rc.Profile != "alpha" {
 		t.Fatalf("spawn: %d %s %+v", st, code, rc)
 	}
-	if !f.lastSpec.Detach || f.lastSpec.Limits.Pids != 5 {
-		t.Fatalf("spec reached the launcher as %+v; want detached with its limits", f.lastSpec)
+	if spec := f.spec(); !spec.Detach || spec.Limits.Pids != 5 {
+		t.Fatalf("spec reached the launcher as %+v; want detached with its limits", spec)
 	}
 	if e := es.next(t); e.Type != EventStarted || e.ID != rc.ID || e.PID != rc.PID || e.Seq == 0 {
 		t.Fatalf("first event %+v, want started for %s", e, rc.ID)
@@ -555,7 +555,7 @@ func TestSeccompOffAllowedByConfig(t *testing.T) {
 	f := newFake()
 	ts := startTest(t, f, Config{AllowSeccompOff: true})
 	st, code := ts.do(t, "POST", "/v1/workers", `{"profile":"alpha","argv":["true"],"sandbox":true,"seccomp":"off"}`, nil)
-	if st != 201 || f.lastSpec.Seccomp != launcher.SeccompOff {
-		t.Fatalf("spawn with --allow-seccomp-off: %d %s, spec %+v", st, code, f.lastSpec)
+	if spec := f.spec(); st != 201 || spec.Seccomp != launcher.SeccompOff {
+		t.Fatalf("spawn with --allow-seccomp-off: %d %s, spec %+v", st, code, spec)
 	}
 }

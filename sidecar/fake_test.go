@@ -29,6 +29,13 @@ type fakeBackend struct {
 
 func newFake() *fakeBackend { return &fakeBackend{recs: map[string]launcher.Record{}} }
 
+// spec is the last spec StartWith was given (read under the lock: the server's goroutines write it).
+func (f *fakeBackend) spec() launcher.Spec {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lastSpec
+}
+
 func (f *fakeBackend) StartWith(ctx context.Context, spec launcher.Spec, _ launcher.Stdio) (*launcher.Receipt, error) {
 	f.mu.Lock()
 	f.lastSpec = spec
