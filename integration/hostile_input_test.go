@@ -442,3 +442,32 @@ func TestHostileOutputIsEscaped(t *testing.T) {
 		t.Errorf("status of a hostile id: exit %d, %q", bad.Code, bad.Stderr)
 	}
 }
+
+// TestHostileSandboxHomeSwap (class 5, the view side): while B's and C's homes are swapped by name, a
+// sandboxed child's environ and its view always come from the same directory - never B's .env with C's
+// files or C's .env with B's files. The view checks the home it mounts is the one whose .env was read.
+func TestHostileSandboxHomeSwap(t *testing.T) {
+	requireRoot(t)
+	e := newEnv(t)
+	cHome := e.profile("c", "C_MARKER=c-secret\n")
+	must(t, os.WriteFile(filepath.Join(cHome, "c-only"), nil, 0o644))
+	must(t, os.Chown(filepath.Join(cHome, "c-only"), profileUID("c"), profileUID("c")))
+	bHome := filepath.Join(e.Root, "profiles", "b")
+	raceLaunches(t, bHome, cHome, func() (bool, bool) {
+		args := []string{"exec", "-p", "b", "--sandbox", "--scope", "none", "--", selfBin, "child", "report", "ls:" + bHome}
+		r := e.run(args...)
+		if r.Code != 0 {
+			return false, false // refused (or the swap made the home unusable for this launch)
+		}
+		var rep childReport
+		if err := json.Unmarshal([]byte(r.Stdout), &rep); err != nil {
+			t.Fatalf("child report: %v\n%s", err, r.Stdout)
+		}
+		viewIsC := strings.Contains(rep.Checks["ls:"+bHome], "c-only")
+		envIsC := rep.Env["C_MARKER"] != ""
+		if !viewIsC && !strings.HasPrefix(rep.Checks["ls:"+bHome], "ok") {
+			t.Errorf("the child cannot list its own home: %s", rep.Checks["ls:"+bHome])
+		}
+		return viewIsC != envIsC, true
+	})
+}

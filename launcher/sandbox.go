@@ -32,12 +32,13 @@ func (l *Launcher) sandbox(spec Spec, prof *nsenv.Profile, cwd string) (*nsenv.S
 		}
 	}
 	sb := &nsenv.Sandbox{
-		Root: l.root,
-		Home: prof.Home,
-		Cwd:  spec.Cwd,
-		RW:   spec.RW,
-		Hide: unique(append(append([]string{l.state, l.ledger}, sidecarDirs(l.cfg.Environ)...), l.cfg.Hide...)),
-		Net:  spec.Net,
+		Root:   l.root,
+		Home:   prof.Home,
+		HomeID: prof.HomeID(),
+		Cwd:    spec.Cwd,
+		RW:     spec.RW,
+		Hide:   unique(append(append([]string{l.state, l.ledger}, sidecarDirs(l.cfg.Environ)...), l.cfg.Hide...)),
+		Net:    spec.Net,
 		// The filter is on unless the spec turns it off by name.
 		SeccompOff: spec.Seccomp == SeccompOff,
 	}

@@ -24,6 +24,31 @@ type Profile struct {
 	Home string
 	// dir is an O_PATH descriptor of the home, opened once by OpenProfile; nil for a Profile made by hand.
 	dir *os.File
+	// id is the home's device and inode, read from dir when it was opened.
+	id FileID
+}
+
+// FileID names one directory by device and inode: what a later open of the same path must find again.
+// The zero value means "unknown".
+type FileID struct {
+	// Dev and Ino are st_dev and st_ino.
+	Dev, Ino uint64
+}
+
+// HomeID is the identity of the home directory OpenProfile opened and read the .env below. The sandbox
+// view checks that the home it mounts is the same directory (Sandbox.HomeID), so a child never gets one
+// home's environ and another's files.
+func (p *Profile) HomeID() FileID { return p.id }
+
+// newProfile wraps the home's descriptor fd.
+func newProfile(name, root, home string, fd int) (*Profile, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("profile '%s': %w: %w", name, ErrNoProfile, os.NewSyscallError("fstat", err))
+	}
+	return &Profile{Name: name, Root: root, Home: home, dir: os.NewFile(uintptr(fd), home),
+		id: FileID{Dev: uint64(st.Dev), Ino: st.Ino}}, nil
 }
 
 // OpenProfile attaches to an existing profile under root; it creates nothing. The name is normalized
@@ -57,7 +82,7 @@ func OpenProfile(root, name string) (*Profile, error) {
 		return nil, profileErr(n, root, err)
 	}
 	if n == DefaultProfile {
-		return &Profile{Name: n, Root: root, Home: root, dir: os.NewFile(uintptr(rootFD), root)}, nil
+		return newProfile(n, root, root, rootFD)
 	}
 	defer unix.Close(rootFD)
 	home := filepath.Join(root, "profiles", n)
@@ -71,7 +96,7 @@ func OpenProfile(root, name string) (*Profile, error) {
 	if err != nil {
 		return nil, profileErr(n, home, err)
 	}
-	return &Profile{Name: n, Root: root, Home: home, dir: os.NewFile(uintptr(fd), home)}, nil
+	return newProfile(n, root, home, fd)
 }
 
 // profileErr words a failure to open the home (or the root) at path.

@@ -35,6 +35,10 @@ type Sandbox struct {
 	// Home is the target profile's home: Root itself for the default profile, else <Root>/profiles/<name>.
 	// It stays writable. Required.
 	Home string
+	// HomeID is the home's identity when its .env was read (Profile.HomeID); the view refuses a Home
+	// that is no longer that directory (a worker renamed another profile's home into its place). Zero
+	// value: not checked.
+	HomeID FileID
 	// Cwd is the child's working directory; it stays writable. Empty: none is made writable.
 	Cwd string
 	// RW are extra host paths (files or directories) that stay writable (--rw). A writable path inside

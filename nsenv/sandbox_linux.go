@@ -74,6 +74,17 @@ func (s *Sandbox) openHome(rootFD int) (int, error) {
 	if err != nil {
 		return -1, fmt.Errorf("sandbox home: %w", err)
 	}
+	if s.HomeID != (FileID{}) {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			unix.Close(fd)
+			return -1, fmt.Errorf("sandbox home: %w", &os.PathError{Op: "fstat", Path: s.Home, Err: err})
+		}
+		if (FileID{Dev: uint64(st.Dev), Ino: st.Ino}) != s.HomeID {
+			unix.Close(fd)
+			return -1, fmt.Errorf("sandbox home: %w: %s is no longer the directory whose .env was read", ErrUnsafePath, s.Home)
+		}
+	}
 	return fd, nil
 }
 

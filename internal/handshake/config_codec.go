@@ -17,7 +17,8 @@ import (
 //
 // Layout: configMagic, then uvarint-prefixed byte strings and lists: argv, env, cwd, cpus (the
 // affinity.Set's list form); a presence byte for the sandbox, then its Root, Home, Cwd, RW, Hide, Net,
-// UID and GID (varints) and a flag byte (1 SetUser, 2 KeepCaps, 4 SeccompOff).
+// UID and GID (varints), the HomeID's device and inode (uvarints) and a flag byte (1 SetUser, 2 KeepCaps,
+// 4 SeccompOff).
 const configMagic = "hlc1"
 
 // errConfigCodec wraps every malformed Config encoding.
@@ -43,6 +44,8 @@ func (c Config) MarshalBinary() ([]byte, error) {
 	b = appendString(b, s.Net)
 	b = binary.AppendVarint(b, int64(s.UID))
 	b = binary.AppendVarint(b, int64(s.GID))
+	b = binary.AppendUvarint(b, s.HomeID.Dev)
+	b = binary.AppendUvarint(b, s.HomeID.Ino)
 	var flags byte
 	if s.SetUser {
 		flags |= 1
@@ -79,6 +82,7 @@ func (c *Config) UnmarshalBinary(data []byte) error {
 		s.RW, s.Hide = d.list(), d.list()
 		s.Net = d.str()
 		s.UID, s.GID = d.varint(), d.varint()
+		s.HomeID.Dev, s.HomeID.Ino = d.uvarint(), d.uvarint()
 		flags := d.octet()
 		s.SetUser, s.KeepCaps, s.SeccompOff = flags&1 != 0, flags&2 != 0, flags&4 != 0
 		if flags&^7 != 0 && d.err == nil {

@@ -44,6 +44,7 @@ func fullConfig(t testing.TB) Config {
 	}
 	fill(reflect.ValueOf(&c).Elem())
 	fill(reflect.ValueOf(c.Sandbox).Elem())
+	c.Sandbox.HomeID = nsenv.FileID{Dev: 1<<40 + 3, Ino: 1<<63 + 5}
 	return c
 }
 
