@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/internal/pidsignal"
 )
 
 // sleepBackoff sleeps a little longer on each attempt: 1ms, 2ms, 4ms ... capped at 50ms.
@@ -97,10 +99,11 @@ func thawCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 5*time.Second)
 }
 
-// Signal delivers sig to every member except the PIDs in skip. The group is frozen while its member list is
-// read and signalled, so a member cannot fork a child that misses the signal, then thawed. If the calling
-// process is itself a member (a shim inside the group), the group is not frozen, since that would stop
-// the caller, and members are signalled as listed.
+// Signal delivers sig to every member except the PIDs in skip (and the caller). The group is frozen while
+// its members are listed and signalled, so a member cannot fork a child that misses the signal, then
+// thawed. If the calling process is itself a member (a shim inside the group), the group is not frozen,
+// since that would stop the caller. Every member is signalled through a pidfd pinned between two listings
+// (internal/pidsignal), never by a PID number read from cgroup.procs.
 func (g *Group) Signal(ctx context.Context, sig syscall.Signal, skip ...int) error {
 	procs, err := g.Procs()
 	if err != nil {
@@ -120,16 +123,13 @@ func (g *Group) Signal(ctx context.Context, sig syscall.Signal, skip ...int) err
 			return err
 		}
 	}
-	var firstErr error
-	for _, p := range procs {
-		if slices.Contains(skip, p) || (self && p == os.Getpid()) {
-			continue
-		}
-		if err := unix.Kill(p, sig); err != nil && !errors.Is(err, unix.ESRCH) && firstErr == nil {
-			firstErr = os.NewSyscallError("kill", err)
-		}
+	// Pinned (internal/pidsignal): a listed PID that exits and is reused before the signal is never hit.
+	done := map[int]bool{os.Getpid(): true}
+	for _, p := range skip {
+		done[p] = true
 	}
-	return firstErr
+	_, err = pidsignal.Members(g.Procs, sig, done)
+	return err
 }
 
 // Kill ends every member and returns nil only once the group is verified empty (v2 populated 0 and no
@@ -231,11 +231,15 @@ func (g *Group) killV1Members() {
 	if len(g.v1dirs) == 0 {
 		return
 	}
-	set := map[int]struct{}{}
-	for _, d := range g.v1dirs {
-		_ = readPids(filepath.Join(d, "cgroup.procs"), set)
-	}
-	for p := range set {
-		_ = unix.Kill(p, unix.SIGKILL)
-	}
+	_, _ = pidsignal.Members(func() ([]int, error) {
+		set := map[int]struct{}{}
+		for _, d := range g.v1dirs {
+			_ = readPids(filepath.Join(d, "cgroup.procs"), set)
+		}
+		out := make([]int, 0, len(set))
+		for p := range set {
+			out = append(out, p)
+		}
+		return out, nil
+	}, unix.SIGKILL, map[int]bool{os.Getpid(): true})
 }

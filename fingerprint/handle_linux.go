@@ -8,6 +8,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/internal/pidsignal"
 )
 
 // Handle is pinned authority over one verified worker: a pidfd of its leader (when the leader was alive) and
@@ -147,46 +149,7 @@ func (h *Handle) sweep(ctx context.Context, sig syscall.Signal, skipLeader bool)
 // pidfd each process that was listed both times: a pidfd opened before the second listing and still
 // unreaped when signalled can only be the process that listing named. It returns how many it signalled.
 func (h *Handle) signalMembers(sig syscall.Signal, done map[int]bool) (int, error) {
-	pids, err := walkProcs(h.dir)
-	if err != nil {
-		return 0, err
-	}
-	fds := map[int]int{}
-	defer func() {
-		for _, fd := range fds {
-			closeFD(fd)
-		}
-	}()
-	for _, pid := range pids {
-		if done[pid] {
-			continue
-		}
-		fd, err := pidfdOpen(pid)
-		if errors.Is(err, unix.ESRCH) {
-			continue
-		}
-		if err != nil {
-			return 0, err
-		}
-		fds[pid] = fd
-	}
-	again, err := walkProcs(h.dir)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for _, pid := range again {
-		fd, ok := fds[pid]
-		if !ok {
-			continue
-		}
-		if err := pidfdSignal(fd, sig); err != nil && !errors.Is(err, unix.ESRCH) {
-			return n, fmt.Errorf("signal pid %d: %w", pid, err)
-		}
-		done[pid] = true
-		n++
-	}
-	return n, nil
+	return pidsignal.Members(func() ([]int, error) { return walkProcs(h.dir) }, sig, done)
 }
 
 // Populated reports whether the worker still has a process: cgroup.events (or the cgroup.procs of the

@@ -1,0 +1,72 @@
+// Package pidsignal is the one way hlaunch signals the members of a cgroup: every member is pinned with a
+// pidfd, the members are listed again, and only a process listed both times is signalled, through its
+// pidfd. A PID number read from cgroup.procs is never passed to kill(2): between the read and the signal
+// the process could exit and its number go to a stranger. fingerprint (a worker's Handle) and cgroup
+// (Group.Signal, Kill's fallback) both signal through it.
+package pidsignal
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Members signals the processes list names that are not in done, the pinned way: list, pidfd_open each,
+// list again, pidfd_send_signal to each one listed both times. A pidfd opened before the second listing and
+// still unreaped when signalled can only be the process that listing named. Every process signalled is
+// added to done; it returns how many it signalled.
+func Members(list func() ([]int, error), sig syscall.Signal, done map[int]bool) (int, error) {
+	pids, err := list()
+	if err != nil {
+		return 0, err
+	}
+	fds := map[int]int{}
+	defer func() {
+		for _, fd := range fds {
+			_ = unix.Close(fd)
+		}
+	}()
+	for _, pid := range pids {
+		if done[pid] {
+			continue
+		}
+		fd, err := retry(func() (int, error) { return unix.PidfdOpen(pid, 0) })
+		if errors.Is(err, unix.ESRCH) {
+			continue
+		}
+		if err != nil {
+			return 0, os.NewSyscallError("pidfd_open", err)
+		}
+		fds[pid] = fd
+	}
+	again, err := list()
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, pid := range again {
+		fd, ok := fds[pid]
+		if !ok {
+			continue
+		}
+		_, err := retry(func() (int, error) { return 0, unix.PidfdSendSignal(fd, sig, nil, 0) })
+		if err != nil && !errors.Is(err, unix.ESRCH) {
+			return n, fmt.Errorf("signal pid %d: %w", pid, os.NewSyscallError("pidfd_send_signal", err))
+		}
+		done[pid] = true
+		n++
+	}
+	return n, nil
+}
+
+func retry(fn func() (int, error)) (int, error) {
+	for {
+		v, err := fn()
+		if !errors.Is(err, unix.EINTR) {
+			return v, err
+		}
+	}
+}
