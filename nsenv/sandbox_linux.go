@@ -91,18 +91,9 @@ func (s *Sandbox) openHome(rootFD int) (int, error) {
 // SysProcAttr adds the sandbox's namespaces to attr: mount, pid, ipc and uts, network for Net "none",
 // and, when the caller is not root and the kernel allows it, a user namespace that maps the caller's
 // uid and gid to 0 (the only ids an unprivileged process may map; setgroups is denied). The caller
-// keeps the rest of attr (Pdeathsig, UseCgroupFD) as it set it.
-//
-// The child always starts a session of its own, without a controlling terminal: the kernel lets
-// ioctl(TIOCSTI) push input into a terminal only when it is the caller's controlling terminal (or with
-// CAP_SYS_ADMIN), and it lets a session leader acquire a terminal (TIOCSCTTY, or an open without
-// O_NOCTTY) only when no other session has it. So a worker holding the caller's terminal as stdio can
-// still read and write it, but can neither type into it nor take it over, nor reach the caller's process
-// group with job-control signals. A process group or foreground terminal the caller asked for is
-// dropped for that reason: a terminal's foreground group must be in the terminal's session.
+// keeps the rest of attr (Setpgid, Foreground, Pdeathsig, UseCgroupFD) as it set it; the controlling
+// terminal is given up inside (dropTerminal), not by a new session.
 func (s *Sandbox) SysProcAttr(attr *syscall.SysProcAttr) {
-	attr.Setsid = true
-	attr.Setpgid, attr.Pgid, attr.Foreground, attr.Setctty, attr.Noctty = false, 0, false, false, false
 	attr.Cloneflags |= unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS
 	if s.Net == NetNone {
 		attr.Cloneflags |= unix.CLONE_NEWNET
