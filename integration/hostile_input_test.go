@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/internal/hermestest"
 )
 
 // hostileSpecs are launch specs shaped so that a proxy, the JSON Schema or a first-key-wins reader sees
@@ -116,46 +118,23 @@ func TestHostileSpecSidecar(t *testing.T) {
 	}
 }
 
-// hermesNames reads nsenv/testdata/hermes_names.txt, the contract's lists by section.
-func hermesNames(t *testing.T) map[string][]string {
-	t.Helper()
-	b, err := os.ReadFile("../nsenv/testdata/hermes_names.txt")
-	must(t, err)
-	out := map[string][]string{}
-	sect := ""
-	for _, line := range strings.Split(string(b), "\n") {
-		switch {
-		case strings.HasPrefix(line, "#"):
-		case strings.HasPrefix(line, "["):
-			sect = strings.Trim(line, "[]")
-		default:
-			out[sect] = append(out[sect], strings.Fields(line)...)
-		}
-	}
-	if len(out["tier1"]) < 22 || len(out["tier2"]) < 60 {
-		t.Fatalf("hermes_names.txt holds %d Tier-1 and %d Tier-2 names", len(out["tier1"]), len(out["tier2"]))
-	}
-	return out
-}
-
 // TestHermesNamesInsideChild (issue 15 class 11): a profile's .env holds every name of hermes' lists
 // (upper and lower case) and names whose Unicode upper-casing is a Tier-1 name; the child reports what
 // reached it in every secrets mode. Tier 1 never arrives; Tier 2 arrives only with --secrets profile or
 // by --pass; nothing of a name outside ASCII arrives.
 func TestHermesNamesInsideChild(t *testing.T) {
 	e := newEnv(t)
-	names := hermesNames(t)
 	tier1 := map[string]bool{}
-	for _, n := range names["tier1"] {
+	for _, n := range hermestest.Tier1() {
 		tier1[n] = true
 	}
 	var sb strings.Builder
 	sb.WriteString("KEEP_MARKER=kept\n")
 	var t1, t2 []string
-	for _, n := range names["tier1"] {
+	for _, n := range hermestest.Tier1() {
 		t1 = append(t1, n, strings.ToLower(n))
 	}
-	for _, n := range names["tier2"] {
+	for _, n := range hermestest.Tier2() {
 		if !tier1[n] {
 			t2 = append(t2, n, strings.ToLower(n))
 		}

@@ -1,42 +1,17 @@
 package nsenv
 
 import (
-	"os"
 	"strings"
 	"testing"
-)
 
-// hermesNames reads testdata/hermes_names.txt: the contract's lists by section ("tier1", "tier2").
-func hermesNames(t *testing.T) (out map[string][]string) {
-	t.Helper()
-	b, err := os.ReadFile("testdata/hermes_names.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if len(out["tier1"]) < 22 || len(out["tier2"]) < 60 {
-			t.Fatalf("testdata/hermes_names.txt holds %d Tier-1 and %d Tier-2 names", len(out["tier1"]), len(out["tier2"]))
-		}
-	}()
-	out = map[string][]string{}
-	sect := ""
-	for _, line := range strings.Split(string(b), "\n") {
-		switch {
-		case strings.HasPrefix(line, "#"):
-		case strings.HasPrefix(line, "["):
-			sect = strings.Trim(line, "[]")
-		default:
-			out[sect] = append(out[sect], strings.Fields(line)...)
-		}
-	}
-	return out
-}
+	"github.com/hlaunch/hlaunch/internal/hermestest"
+)
 
 // TestTier1FollowsHermes: every Tier-1 name of the contract, in any ASCII case, and hermes' prefix and
 // suffix rules, including the names where prefix and suffix share the '_'.
 func TestTier1FollowsHermes(t *testing.T) {
 	p := DefaultPolicy()
-	for _, n := range hermesNames(t)["tier1"] {
+	for _, n := range hermestest.Tier1() {
 		for _, v := range []string{n, strings.ToLower(n), strings.ToLower(n[:1]) + n[1:]} {
 			if !p.IsTier1(v) {
 				t.Errorf("%s is Tier 1 in hermes, not here", v)
@@ -70,7 +45,7 @@ func TestTier1FollowsHermes(t *testing.T) {
 // --secrets none), in any ASCII case; a policy file can still add names.
 func TestTier2FollowsHermes(t *testing.T) {
 	p := DefaultPolicy()
-	for _, n := range hermesNames(t)["tier2"] {
+	for _, n := range hermestest.Tier2() {
 		if !p.IsCredential(n) || !p.IsCredential(strings.ToLower(n)) {
 			t.Errorf("%s is a hermes Tier-2 name, not a credential here", n)
 		}
