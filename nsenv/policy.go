@@ -1,13 +1,15 @@
 package nsenv
 
 import (
+	"bytes"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/hlaunch/hlaunch/internal/strictjson"
+	"github.com/hlaunch/hlaunch/internal/sysfile"
 )
 
 // Policy holds the name lists that decide what may enter a child's environ. Matching is case-insensitive
@@ -143,14 +145,28 @@ func LoadPolicy(r io.Reader) (*Policy, error) {
 	return p, nil
 }
 
-// LoadPolicyFile is LoadPolicy over a file; errors name the file.
+// maxPolicySize bounds a policy file; hermes' whole provider registry is a few KiB.
+const maxPolicySize = 1 << 20
+
+// LoadPolicyFile is LoadPolicy over a file; errors name the file. The file must be a regular file of at
+// most 1 MiB: a FIFO or device named by mistake is refused instead of hanging or being read forever.
 func LoadPolicyFile(path string) (*Policy, error) {
-	f, err := os.Open(path)
+	f, err := sysfile.Open(path, syscall.O_NONBLOCK|syscall.O_NOCTTY)
 	if err != nil {
 		return nil, fmt.Errorf("--policy %s: %w: %w", path, ErrUnreadable, err)
 	}
 	defer f.Close()
-	p, err := LoadPolicy(f)
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("--policy %s: %w: not a regular file", path, ErrUnreadable)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxPolicySize+1))
+	if err != nil {
+		return nil, fmt.Errorf("--policy %s: %w: %w", path, ErrUnreadable, err)
+	}
+	if len(data) > maxPolicySize {
+		return nil, fmt.Errorf("--policy %s: %w: larger than %d bytes", path, ErrUnreadable, maxPolicySize)
+	}
+	p, err := LoadPolicy(bytes.NewReader(data))
 	if err != nil {
 		return nil, fmt.Errorf("--policy %s: %w", path, err)
 	}

@@ -171,3 +171,22 @@ func TestLoadPolicyFile(t *testing.T) {
 		t.Fatalf("missing: %v", err)
 	}
 }
+
+// TestLoadPolicyFileKinds: a policy file that is a FIFO is refused at once (it does not hang the
+// launcher), as is one over 1 MiB.
+func TestLoadPolicyFileKinds(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := mkfifo(fifo); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.json")
+	if err := os.WriteFile(big, []byte(`{"tier1":["`+strings.Repeat("X", maxPolicySize)+`"]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{fifo, big, dir} {
+		if _, err := LoadPolicyFile(p); !errors.Is(err, ErrUnreadable) || !strings.Contains(err.Error(), p) {
+			t.Errorf("LoadPolicyFile(%s) = %v, want ErrUnreadable naming it", p, err)
+		}
+	}
+}
