@@ -3,6 +3,7 @@ package integration
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -170,5 +171,44 @@ func TestDetachedPidsChargeSaid(t *testing.T) {
 	r := e.run("exec", "-p", "b", "--detach", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--pids", "6", "--", "sh", "-c", "true | true")
 	if r.Code != 125 || !strings.Contains(r.Stderr, "--pids") || !strings.Contains(r.Stderr, "shim") {
 		t.Fatalf("--pids 6 detached: exit %d %q, want 125 naming --pids and the shim", r.Code, r.Stderr)
+	}
+}
+
+// With --stdio inherit the receipt is on stdout before any output of the worker: a worker that writes at
+// once still comes second (before, the shim started it before the launcher printed the receipt, so its
+// output usually came first). A bounded loop of launches.
+func TestDetachedInheritReceiptFirst(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	for i := 0; i < 20; i++ {
+		out := filepath.Join(t.TempDir(), "out")
+		f, err := os.Create(out)
+		must(t, err)
+		cmd := exec.Command(hlaunchBin, "--root", e.Root, "--state-dir", e.State, "exec", "-p", "b", "--detach", "--stdio", "inherit",
+			"--scope", "cgroup", "--cgroup-parent", e.Parent, "--", "/bin/sh", "-c", "echo worker-output")
+		cmd.Env = e.Launcher
+		cmd.Stdout, cmd.Stderr = f, f
+		err = cmd.Run()
+		f.Close()
+		if err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+		var rc receipt
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			b, _ := os.ReadFile(out)
+			if strings.Contains(string(b), "worker-output") {
+				if !strings.HasPrefix(string(b), "{") || json.NewDecoder(strings.NewReader(string(b))).Decode(&rc) != nil {
+					t.Fatalf("run %d: the worker's output came before the receipt: %q", i, b)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("run %d: no worker output: %q", i, b)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		e.run("wait", "--timeout", "10s", rc.ID)
 	}
 }

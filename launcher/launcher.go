@@ -52,6 +52,10 @@ type Config struct {
 type Stdio struct {
 	Stdin          *os.File
 	Stdout, Stderr *os.File
+	// OnReceipt, when not nil, is called by a detached start with the worker's receipt before the worker
+	// may run: a worker with inherited stdio is held until it returns, so the receipt the CLI prints there
+	// comes before any output of the worker.
+	OnReceipt func(*Receipt)
 }
 
 // Launcher carries out launches and later operations on workers. It holds no global state; one value per

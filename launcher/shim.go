@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"runtime"
@@ -103,7 +104,7 @@ func shimMain() {
 	if err := handshake.ReadMsg(cfg, &sc); err != nil {
 		os.Exit(125) // the launcher went away before placing us: start nothing
 	}
-	proc, err := shimStart(&sc)
+	proc, release, err := shimStart(&sc)
 	if err != nil {
 		f := handshake.Failure{Stage: "exec", Message: err.Error()}
 		var hs *handshake.Error
@@ -148,6 +149,14 @@ func shimMain() {
 	}
 	_ = handshake.WriteMsg(res, shimResult{Receipt: rc})
 	res.Close()
+	if release != nil {
+		// Held until the launcher has written the receipt: it closes the config pipe after that (Done).
+		_, _ = io.Copy(io.Discard, cfg)
+		if err := release(); err != nil {
+			// The stub could not exec the target; it exits with 126/127, recorded as the leader's status.
+			fmt.Fprintf(os.Stderr, "hlaunch: %v\n", err)
+		}
+	}
 	if !sc.Init.CPUs.IsZero() {
 		// The shim supervises for the worker's whole life: off the spawn's path now, it leaves the pin.
 		_ = sc.Init.CPUs.ApplyToAll()
@@ -177,8 +186,10 @@ func shimGroup(host *cgroup.Host, sc *shimConfig, ident fingerprint.Identity) *c
 }
 
 // shimStart starts the worker as the shim's child, in its own session: directly, or through the init stub
-// when it enters a sandbox.
-func shimStart(sc *shimConfig) (*handshake.Proc, error) {
+// when it enters a sandbox. A worker with the caller's stdio (InheritStdio) is started as the init stub too
+// and held on its handshake: release lets it exec once the launcher has written the receipt, so that the
+// receipt is on the shared stdout before any output of the worker. release is nil when nothing is held.
+func shimStart(sc *shimConfig) (proc *handshake.Proc, release func() error, err error) {
 	var in, out, errf *os.File // nil: /dev/null
 	if sc.InheritStdio {
 		in, out, errf = os.Stdin, os.Stdout, os.Stderr
@@ -186,7 +197,7 @@ func shimStart(sc *shimConfig) (*handshake.Proc, error) {
 	if sc.Log != "" {
 		f, err := openLog(sc.Log, sc.LogMax)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		defer f.Close()
 		out, errf = f, f
@@ -197,20 +208,28 @@ func shimStart(sc *shimConfig) (*handshake.Proc, error) {
 	if cfg.Sandbox == nil {
 		path, err := handshake.LookPath(cfg.Argv[0], pathOf(cfg.Env))
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return handshake.Spawn(handshake.Command{Path: path, Args: cfg.Argv, Env: cfg.Env, Dir: cfg.Cwd, Files: files, Sys: attr, CPUs: cfg.CPUs})
+		if !sc.InheritStdio {
+			proc, err := handshake.Spawn(handshake.Command{Path: path, Args: cfg.Argv, Env: cfg.Env, Dir: cfg.Cwd, Files: files, Sys: attr, CPUs: cfg.CPUs})
+			return proc, nil, err
+		}
+	} else {
+		cfg.Sandbox.SysProcAttr(attr)
 	}
-	cfg.Sandbox.SysProcAttr(attr)
 	child, err := handshake.Start(handshake.Command{Path: "/proc/self/exe", Args: []string{"/proc/self/exe", handshake.InitArg}, Files: files, Sys: attr})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := child.Release(cfg); err != nil {
+	release = func() error { return child.Release(cfg) }
+	if sc.InheritStdio {
+		return child.Proc, release, nil
+	}
+	if err := release(); err != nil {
 		_, _ = child.Proc.Wait()
-		return nil, err
+		return nil, nil, err
 	}
-	return child.Proc, nil
+	return child.Proc, nil, nil
 }
 
 func fillStatus(rec *exitRecord, ws syscall.WaitStatus) {

@@ -67,6 +67,8 @@ type detachedLaunch struct {
 	sb      *nsenv.Sandbox
 	workers *state.Dir
 	unlock  func() // releases the key lock (a no-op without --key)
+	// onReceipt is Stdio.OnReceipt: called with the receipt before the worker may run.
+	onReceipt func(*Receipt)
 }
 
 // detached checks spec for a detached launch as worker id and takes its key lock.
@@ -104,7 +106,7 @@ func (l *Launcher) detached(ctx context.Context, spec Spec, stdio Stdio, id stri
 	if err != nil {
 		return nil, err
 	}
-	d := &detachedLaunch{spec: spec, id: id, env: env.Strings(), prof: prof, cwd: cwd, sb: sb, workers: workers, unlock: func() {}}
+	d := &detachedLaunch{spec: spec, id: id, env: env.Strings(), prof: prof, cwd: cwd, sb: sb, workers: workers, unlock: func() {}, onReceipt: stdio.OnReceipt}
 	if spec.Key != "" {
 		if d.unlock, err = l.holdKey(ctx, spec.Key); err != nil {
 			return nil, err
@@ -171,6 +173,9 @@ func (l *Launcher) runShim(ctx context.Context, d *detachedLaunch, h *heldShim) 
 	if err != nil {
 		h.p.release(context.WithoutCancel(ctx))
 		return nil, err
+	}
+	if d.onReceipt != nil {
+		d.onReceipt(res.Receipt) // before Done: a held worker runs only after it
 	}
 	h.child.Done()
 	go h.child.Proc.Wait() //nolint:errcheck // reap the shim if it ends while we live; its status is its own record

@@ -57,11 +57,19 @@ printed as JSON.`,
 
 // start launches detached and prints the receipt.
 func (a *app) start(ctx context.Context, l *launcher.Launcher, spec launcher.Spec) error {
-	r, err := l.StartWith(ctx, spec, launcher.Stdio{Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr})
+	// The receipt is printed before the worker may run: with --stdio inherit it shares our stdout, and the
+	// receipt must come first.
+	var printErr error
+	printed := false
+	onReceipt := func(r *launcher.Receipt) { printed, printErr = true, printJSON(a.stdout, r) }
+	r, err := l.StartWith(ctx, spec, launcher.Stdio{Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr, OnReceipt: onReceipt})
 	if err != nil {
 		return err
 	}
-	return printJSON(a.stdout, r)
+	if !printed {
+		return printJSON(a.stdout, r)
+	}
+	return printErr
 }
 
 // runForeground runs the child with hlaunch's own stdio and exits with its code.
