@@ -147,9 +147,11 @@ fi
 add hl-version "$HL version"
 try hl-none "$hlx --scope none -p b -- /bin/true"
 try hl-none-sb "$hlx --sandbox --scope none -p b -- /bin/true"
+try hl-none-sb-off "$hlx --sandbox --seccomp off --scope none -p b -- /bin/true"
 if [ $is_root -eq 1 ]; then
 	try hl-cgroup "$hlx --scope cgroup --cgroup-parent $parent -p b -- /bin/true"
 	try hl-cgroup-sb "$hlx --sandbox --scope cgroup --cgroup-parent $parent -p b -- /bin/true"
+	try hl-cgroup-sb-off "$hlx --sandbox --seccomp off --scope cgroup --cgroup-parent $parent -p b -- /bin/true"
 else
 	skip hl-cgroup "needs root (a writable cgroup parent)"
 fi
