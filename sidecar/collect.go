@@ -2,6 +2,7 @@ package sidecar
 
 import (
 	"context"
+	"runtime/debug"
 	"time"
 
 	"github.com/hlaunch/hlaunch/launcher"
@@ -28,6 +29,9 @@ func (s *Server) collect(ctx context.Context, c collector) {
 		r := *s.cfg.Retention
 		r.KeepParent = true // the next spawn goes there
 		_, err := c.GC(ctx, r)
+		// Give the pages of what was just dropped back to the kernel now rather than when the runtime's
+		// scavenger gets to them: a sidecar runs for months, and its RSS should say what it holds.
+		debug.FreeOSMemory()
 		switch {
 		case err != nil && err.Error() != lastErr && ctx.Err() == nil:
 			s.logf("sidecar: collecting ended workers: %v", err)
