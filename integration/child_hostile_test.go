@@ -99,7 +99,7 @@ func hostileCheck(kind, arg string) string {
 	case "mounts":
 		return writableMountsHardened()
 	default:
-		return "unknown check"
+		return redteamCheck(kind, arg)
 	}
 	if err != nil {
 		return err.Error()

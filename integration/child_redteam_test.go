@@ -1,0 +1,61 @@
+package integration
+
+import (
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The red team's attacks (redteam_test.go), checks of `child report` that neither child_test.go's check
+// nor hostileCheck knows. Each returns "ok" (or "ok:" and what it found) when the attack worked.
+//
+//	served:SOCK     connect to the Unix socket SOCK ("@NAME": the abstract name NAME) and read what the
+//	                server answers (a test's server answers only peers it would serve)
+//	plant:P=DATA    create or truncate P with DATA (mode 0755): a file a later launch may use
+//	ptrace:PID      attach to PID with PTRACE_SEIZE (it is not stopped) and detach again
+//	memopen:PID     open /proc/PID/mem for writing
+//	openw:P         open the existing file P for writing, and close it without writing
+func redteamCheck(kind, arg string) string {
+	var err error
+	switch kind {
+	case "served":
+		var c net.Conn
+		if c, err = net.Dial("unix", arg); err == nil {
+			_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			b, _ := io.ReadAll(io.LimitReader(c, 64))
+			c.Close()
+			return "ok:" + strings.TrimSpace(string(b))
+		}
+	case "plant":
+		p, data, _ := strings.Cut(arg, "=")
+		if err = os.WriteFile(p, []byte(data), 0o755); err == nil {
+			err = os.Chmod(p, 0o755)
+		}
+	case "ptrace":
+		pid, _ := strconv.Atoi(arg)
+		if err = unix.PtraceSeize(pid); err == nil {
+			err = unix.PtraceDetach(pid)
+		}
+	case "memopen":
+		var f *os.File
+		if f, err = os.OpenFile("/proc/"+arg+"/mem", os.O_RDWR, 0); err == nil {
+			f.Close()
+		}
+	case "openw":
+		var f *os.File
+		if f, err = os.OpenFile(arg, os.O_WRONLY, 0); err == nil {
+			f.Close()
+		}
+	default:
+		return "unknown check"
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return "ok"
+}
