@@ -39,6 +39,8 @@ type receipt struct {
 	MemCur    uint64 `json:"memory_current"`
 	MemPeak   uint64 `json:"memory_peak"`
 	Sandbox   bool   `json:"sandbox"`
+	Seccomp   string `json:"seccomp"`
+	Log       string `json:"log"`
 	ShimPID   int    `json:"shim_pid"`
 }
 

@@ -1,7 +1,10 @@
 package integration
 
 import (
+	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -157,4 +160,55 @@ print(" ".join(out))`
 			t.Errorf("--seccomp %s: sh: exit %d, %q, want %q; stderr %s", mode, r.Code, r.Stdout, want, r.Stderr)
 		}
 	}
+}
+
+// Through a real sidecar: a sandboxed spawn runs under the filter and its receipt says so; a spec that
+// turns the filter off is refused (400 invalid, nothing started) unless the sidecar was started with
+// --allow-seccomp-off, and then the worker really runs without it and its receipt says "off".
+func TestSeccompThroughSidecar(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	checks := syscallChecks()
+	spawn := func(p *scProc, extra map[string]any) (receipt, childReport) {
+		t.Helper()
+		spec := map[string]any{"profile": "b", "sandbox": true, "argv": append([]string{selfBin, "child", "report"}, checks...)}
+		for k, v := range extra {
+			spec[k] = v
+		}
+		body, _ := json.Marshal(spec)
+		var rc receipt
+		p.mustDo("POST", "/v1/workers", string(body), 201, &rc)
+		p.mustDo("GET", "/v1/workers/"+rc.ID+"/wait?timeout=20s", "", 200, nil)
+		out, err := os.ReadFile(rc.Log)
+		must(t, err)
+		return rc, decodeReport(t, string(out))
+	}
+	t.Run("default", func(t *testing.T) {
+		e := newEnv(t)
+		p := startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s.sock"))
+		rc, rep := spawn(p, nil)
+		if rc.Seccomp != "default" {
+			t.Errorf("receipt seccomp %q, want default", rc.Seccomp)
+		}
+		checkFiltered(t, rep)
+		before := len(p.list())
+		st, b := p.do("POST", "/v1/workers", `{"profile":"b","sandbox":true,"seccomp":"off","argv":["/bin/true"]}`)
+		if st != 400 || scErrCode(b) != "invalid" || !strings.Contains(string(b), "--allow-seccomp-off") {
+			t.Errorf(`"seccomp":"off" without --allow-seccomp-off: %d %s, want 400 invalid naming the flag`, st, b)
+		}
+		if n := len(p.list()); n != before {
+			t.Errorf("the refused spawn left %d workers, want %d", n, before)
+		}
+	})
+	t.Run("allowed off", func(t *testing.T) {
+		e := newEnv(t)
+		p := startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s.sock"), "--allow-seccomp-off")
+		rc, rep := spawn(p, map[string]any{"seccomp": "off"})
+		if rc.Seccomp != "off" || rep.Status["Seccomp"] != "0" {
+			t.Errorf("receipt seccomp %q, worker's Seccomp %q: want off and 0", rc.Seccomp, rep.Status["Seccomp"])
+		}
+		if got := rep.Checks["syscall:unshare"]; got != "ok" {
+			t.Errorf("unshare(0) without the filter: %q", got)
+		}
+	})
 }
