@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"io"
 	"net"
@@ -10,14 +11,17 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/hlaunch/hlaunch/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/systemd/systemdtest"
 )
 
 // mintToken makes a verified token for pid in cgroup cg (relative to the v2 root) with the public codec,
@@ -364,4 +368,116 @@ func TestHostileStateDir(t *testing.T) {
 			t.Errorf("wait: %d %s", w.Code, w.Stderr)
 		}
 	})
+}
+
+// sdSidecar starts `hlaunch sidecar` inside the test manager's world (its cgroup subtree and namespaces),
+// as a sidecar on a systemd host runs, and stops it at the end of the test.
+func sdSidecar(t *testing.T, m *systemdtest.Manager, e *env, sock string) *scProc {
+	t.Helper()
+	p := &scProc{t: t, e: e, sock: sock, log: &scBuffer{}, client: scUnixClient(sock), done: make(chan struct{})}
+	p.cmd = m.Command(context.Background(), hlaunchBin, "--root", e.Root, "--state-dir", e.State, "sidecar",
+		"--socket", sock, "--scope", "systemd", "--user", "--poll-interval", "20ms")
+	p.cmd.Env = append(append([]string{}, e.Launcher...), m.Env()...)
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	must(t, p.cmd.Start())
+	go func() { _ = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		p.stop()
+		if t.Failed() {
+			t.Logf("sidecar output:\n%s", p.log.String())
+		}
+	})
+	p.waitReady()
+	return p
+}
+
+// An unsandboxed worker in a systemd scope (no mark of hlaunch's on it) is refused by the sidecar too:
+// a foreground one by its generated scope name (it has no record), a detached one with its own --unit
+// name by the record the sidecar's watcher has seen. On the old code both got 201 and a worker.
+func TestHostileSidecarRefusesScopedPeers(t *testing.T) {
+	requireRoot(t)
+	m := systemdtest.Start(t)
+	e := newEnv(t)
+	sock := filepath.Join(scSocketDir(t), "s.sock")
+	p := sdSidecar(t, m, e, sock)
+	const via = "sidecar:/proc/self/fd/0"
+	hl := func(stdin *os.File, args ...string) result {
+		cmd := m.Command(context.Background(), hlaunchBin, append([]string{"--root", e.Root, "--state-dir", e.State}, args...)...)
+		cmd.Env = append(append([]string{}, e.Launcher...), m.Env()...)
+		cmd.Stdin = stdin
+		if stdin == nil || !slices.Contains(args, "--detach") {
+			return runResult(t, cmd)
+		}
+		// --stdio inherit: the shim keeps the caller's stdout, so it is a file here, not a pipe to wait on.
+		out, err := os.CreateTemp(t.TempDir(), "receipt")
+		must(t, err)
+		defer out.Close()
+		cmd.Stdout = out
+		code := 0
+		if err := cmd.Run(); err != nil {
+			code = -1
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			}
+		}
+		b, _ := os.ReadFile(out.Name())
+		return result{Code: code, Stdout: string(b)}
+	}
+
+	r := hl(openPath(t, sock), "exec", "-p", "b", "--scope", "systemd", "--user", "--", selfBin, "child", "report", via)
+	var rep childReport
+	if r.Code != 0 || json.Unmarshal([]byte(r.Stdout), &rep) != nil {
+		t.Fatalf("foreground scoped exec: %d %s %s", r.Code, r.Stdout, r.Stderr)
+	}
+	if got := rep.Checks[via]; got != "ok:403 forbidden" {
+		t.Errorf("a foreground scoped worker's request to the sidecar: %q, want \"ok:403 forbidden\"", got)
+	}
+
+	// Detached, with a --unit name of its own: it asks once the sidecar lists it (a file the test makes).
+	dir := t.TempDir()
+	gate, log := filepath.Join(dir, "go"), filepath.Join(dir, "report.json")
+	unit := "hermes-worker-" + randHex(3)
+	script := `while [ ! -e "$1" ]; do sleep 0.02; done; exec "$2" child report "$3"`
+	r = hl(openPath(t, sock), "exec", "-p", "b", "--detach", "--stdio", "inherit", "--log", log, "--scope", "systemd",
+		"--user", "--unit", unit, "--", "sh", "-c", script, "sh", gate, selfBin, via)
+	var rc receipt
+	if r.Code != 0 || json.Unmarshal([]byte(r.Stdout), &rc) != nil {
+		t.Fatalf("detached scoped exec: %d %s %s", r.Code, r.Stdout, r.Stderr)
+	}
+	p.waitAdopted(rc.ID) // the watcher has seen the record: its view has the worker's scope
+	must(t, os.WriteFile(gate, nil, 0o600))
+	if w := hl(nil, "wait", "--timeout", "30s", rc.ID); w.Code != 0 {
+		t.Fatalf("wait: %d %s", w.Code, w.Stderr)
+	}
+	b, err := os.ReadFile(log)
+	must(t, err)
+	rep = childReport{}
+	if err := json.Unmarshal(b, &rep); err != nil {
+		t.Fatalf("report: %v: %q", err, b)
+	}
+	if got := rep.Checks[via]; got != "ok:403 forbidden" {
+		t.Errorf("a detached scoped worker's request to the sidecar: %q, want \"ok:403 forbidden\"", got)
+	}
+}
+
+// waitAdopted reads the event stream from the start until the watcher reports id adopted (a worker it did
+// not spawn, seen running in its records).
+func (p *scProc) waitAdopted(id string) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://sidecar/v1/events?since=0", nil)
+	resp, err := p.client.Do(req)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		var e scEvent
+		if json.Unmarshal(sc.Bytes(), &e) == nil && e.ID == id && e.Type == "adopted" {
+			return
+		}
+	}
+	p.t.Fatalf("the sidecar never reported %s adopted: %v", id, sc.Err())
 }

@@ -6,6 +6,7 @@ import (
 	"net"
 	"path"
 	"slices"
+	"strings"
 
 	"github.com/hlaunch/hlaunch/launcher"
 )
@@ -89,19 +90,43 @@ func (s *Server) unconfined(c net.Conn, p Peer) (bool, string) {
 	return true, ""
 }
 
-// scopeOf returns the id of the running scoped worker whose cgroup contains cg, or "".
+// scopeOf names the scoped worker whose scope contains cg, or "": a running scoped worker the sidecar
+// knows (its records, its own spawns), or a scope named as hlaunch names its scopes
+// ("hlaunch-[<profile>-]<12 hex>.scope"), which also covers foreground workers, that have no record. A
+// scope someone else gave such a name only refuses its own processes.
 func (s *Server) scopeOf(cg string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.scopes) == 0 {
-		return ""
-	}
 	for p := path.Clean("/" + cg); p != "/"; p = path.Dir(p) {
 		if id, ok := s.scopes[p]; ok {
 			return id
 		}
+		if id, ok := generatedScope(path.Base(p)); ok {
+			return id
+		}
 	}
 	return ""
+}
+
+// generatedScope reports whether unit is a scope name hlaunch generates and gives the worker id in it.
+func generatedScope(unit string) (string, bool) {
+	rest, ok := strings.CutPrefix(unit, "hlaunch-")
+	if !ok {
+		return "", false
+	}
+	if rest, ok = strings.CutSuffix(rest, ".scope"); !ok || len(rest) < 12 {
+		return "", false
+	}
+	hex := rest[len(rest)-12:]
+	if len(rest) > 12 && rest[len(rest)-13] != '-' {
+		return "", false
+	}
+	for _, c := range hex {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return "", false
+		}
+	}
+	return "w-" + hex, true
 }
 
 // noteScope keeps the scopes of the running scoped workers for scopeOf (under s.mu).

@@ -10,17 +10,17 @@ import (
 // exited, its scope no longer refuses anyone.
 func TestScopeOfPeer(t *testing.T) {
 	s := &Server{scopes: map[string]string{}}
-	w := launcher.Record{Receipt: launcher.Receipt{ID: "w-0123456789ab", Unit: "hlaunch-b-0123456789ab.scope",
-		Cgroup: "/app.slice/hlaunch-b-0123456789ab.scope"}, State: stateRunning}
+	w := launcher.Record{Receipt: launcher.Receipt{ID: "w-0123456789ab", Unit: "hermes-worker-7.scope",
+		Cgroup: "/app.slice/hermes-worker-7.scope"}, State: stateRunning}
 	s.noteScope(w)
 	s.noteScope(launcher.Record{Receipt: launcher.Receipt{ID: "w-1", Cgroup: "/hlaunch/w-1"}, State: stateRunning})
 	for cg, want := range map[string]string{
-		"/app.slice/hlaunch-b-0123456789ab.scope":       w.ID,
-		"/app.slice/hlaunch-b-0123456789ab.scope/inner": w.ID,
-		"/app.slice/hlaunch-b-0123456789ab.scope2":      "",
-		"/app.slice":   "",
-		"/hlaunch/w-1": "", // a raw cgroup is told by its mark, not here
-		"":             "",
+		"/app.slice/hermes-worker-7.scope":       w.ID, // a --unit name: known from the records
+		"/app.slice/hermes-worker-7.scope/inner": w.ID,
+		"/app.slice/hermes-worker-7.scope2":      "",
+		"/app.slice":                             "",
+		"/hlaunch/w-1":                           "", // a raw cgroup is told by its mark, not here
+		"":                                       "",
 	} {
 		if got := s.scopeOf(cg); got != want {
 			t.Errorf("scopeOf(%q) = %q, want %q", cg, got, want)
