@@ -20,6 +20,9 @@ import (
 //	ptrace:PID      attach to PID with PTRACE_SEIZE (it is not stopped) and detach again
 //	memopen:PID     open /proc/PID/mem for writing
 //	openw:P         open the existing file P for writing, and close it without writing
+//	symlink:L=T     replace L (a file or a directory of our own, removed first) with a symbolic link to T
+//	readline:FD     print "reading" on stdout, then read one line from FD (given up after 20 s): what
+//	                someone typed into the terminal FD is
 func redteamCheck(kind, arg string) string {
 	var err error
 	switch kind {
@@ -50,6 +53,30 @@ func redteamCheck(kind, arg string) string {
 		var f *os.File
 		if f, err = os.OpenFile(arg, os.O_WRONLY, 0); err == nil {
 			f.Close()
+		}
+	case "symlink":
+		l, target, _ := strings.Cut(arg, "=")
+		if err = os.RemoveAll(l); err == nil {
+			err = os.Symlink(target, l)
+		}
+	case "readline":
+		fd, _ := strconv.Atoi(arg)
+		_, _ = os.Stdout.WriteString("reading\n")
+		line := make(chan string, 1)
+		go func() {
+			b := make([]byte, 256)
+			n, rerr := unix.Read(fd, b)
+			if rerr != nil {
+				line <- rerr.Error()
+				return
+			}
+			line <- "ok:" + strings.TrimSpace(string(b[:max(n, 0)]))
+		}()
+		select {
+		case l := <-line:
+			return l
+		case <-time.After(20 * time.Second):
+			return "nothing read"
 		}
 	default:
 		return "unknown check"

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -57,6 +58,70 @@ func TestRedteamSandboxKernelAndInit(t *testing.T) {
 				if got := rep.Checks[c]; got == "ok" {
 					t.Errorf("unprivileged launcher %v: %s worked from inside the sandbox", extra, c)
 				}
+			}
+		}
+	})
+}
+
+// Links a sandboxed worker plants in its own home are not followed by the next launch: its workspace
+// re-pointed at a host directory is refused as the next worker's --cwd and --rw, its logs/ re-pointed
+// there is refused as a --log directory; nothing is created in the host directory. And a --rw path
+// that holds the state directory does not re-expose it: the state and the ledger stay hidden.
+func TestRedteamHomeLinksAndHiddenState(t *testing.T) {
+	requireRoot(t)
+	e := newEnv(t)
+	outside, err := os.MkdirTemp("/var/tmp", "hl-rt-outside-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(outside) })
+	must(t, os.Chmod(outside, 0o777))
+	bHome := filepath.Join(e.Root, "profiles", "b")
+	ws, logs := filepath.Join(bHome, "workspace"), filepath.Join(bHome, "logs")
+	rep, _ := e.report([]string{"-p", "b", "--sandbox", "--scope", "none"}, "symlink:"+ws+"="+outside, "symlink:"+logs+"="+outside)
+	for k, v := range rep.Checks {
+		if v != "ok" {
+			t.Fatalf("the worker could not plant its links (%s: %s): the test proves nothing", k, v)
+		}
+	}
+	for _, flags := range [][]string{
+		{"--sandbox", "--scope", "none", "--cwd", ws},
+		{"--sandbox", "--scope", "none", "--rw", ws},
+		{"--sandbox", "--scope", "none", "--log", filepath.Join(logs, "next.log")},
+		{"--scope", "none", "--detach", "--log", filepath.Join(logs, "next.log")},
+	} {
+		args := append(append([]string{"exec", "-p", "b"}, flags...), "--", selfBin, "child", "report", "write:.")
+		if r := e.run(args...); r.Code != 125 {
+			t.Errorf("%v through the worker's link: exit %d (%s), want 125", flags, r.Code, strings.TrimSpace(r.Stderr))
+		}
+	}
+	if ents, _ := os.ReadDir(outside); len(ents) != 0 {
+		t.Errorf("the next launches created %d entries in the host directory the links point at", len(ents))
+	}
+
+	t.Run("state under a --rw path", func(t *testing.T) {
+		e := newEnv(t)
+		top, err := os.MkdirTemp("/var/tmp", "hl-rt-top-")
+		must(t, err)
+		t.Cleanup(func() { os.RemoveAll(top) })
+		must(t, os.Chmod(top, 0o755))
+		e.State = filepath.Join(top, "state")
+		must(t, os.MkdirAll(filepath.Join(e.State, "ledger"), 0o700))
+		must(t, os.WriteFile(filepath.Join(e.State, "ledger", "probe"), []byte("x"), 0o600))
+		// uid 0 without capabilities owns root's 0700 state dir: only hiding keeps it out. It needs a
+		// home of root's to start in.
+		must(t, exec.Command("chown", "-R", "0:0", filepath.Join(e.Root, "profiles", "b")).Run())
+		rep, _ := e.report([]string{"-p", "b", "--sandbox", "--scope", "none", "--as", "0:0", "--seccomp", "off", "--rw", top},
+			"ls:"+e.State, "write:"+e.State, "ls:"+filepath.Join(e.State, "ledger"), "write:"+top)
+		if rep.Checks["write:"+top] != "ok" {
+			t.Fatalf("the --rw path is not writable inside (%s): the test proves nothing", rep.Checks["write:"+top])
+		}
+		for _, k := range []string{"write:" + e.State} {
+			if rep.Checks[k] == "ok" {
+				t.Errorf("%s from inside the sandbox", k)
+			}
+		}
+		for _, k := range []string{"ls:" + e.State, "ls:" + filepath.Join(e.State, "ledger")} {
+			if got := rep.Checks[k]; strings.HasPrefix(got, "ok:") && got != "ok:" {
+				t.Errorf("%s: %q, want nothing", k, got)
 			}
 		}
 	})
