@@ -97,3 +97,48 @@ func metricSample(text, series string) string {
 	}
 	return ""
 }
+
+// The sidecar words a refused spec with the spec's field names, not the exec flags, in the same sentence
+// the CLI gives; nothing is started and no cgroup or log is made.
+func TestSidecarSpecErrorsNameFields(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	p := startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s.sock"))
+	logDir := filepath.Join(t.TempDir(), "logs")
+	tests := []struct{ body, want string }{
+		{`{"profile":"b","argv":["true"],"timeout":"10"}`, `spec field timeout "10": not a duration (want a duration such as 500ms, 30s or 10m)`},
+		{`{"profile":"b","argv":["true"],"grace":"-1s"}`, `spec field grace "-1s": must not be negative`},
+		{`{"profile":"b","argv":["true"],"user":"1000"}`, `spec field user UID:GID needs sandbox`},
+		{`{"profile":"b","argv":["true"],"limits":{"cpus":0.001}}`, `spec field limits.cpus 0.001: below the minimum 0.01`},
+		{`{"profile":"b","argv":["true"],"limits":{"cpu_weight":20000}}`, `spec field limits.cpu_weight 20000: want 1..10000`},
+		{`{"profile":"b","argv":["true"],"scope":"vm"}`, `spec field scope "vm": want auto, systemd, cgroup or none`},
+		{`{"profile":"b","argv":["true"],"cgroup_parent":"system.slice","log":"` + filepath.Join(logDir, "x.log") + `"}`, `spec field cgroup_parent "system.slice"`},
+		{`{"profile":"b","argv":["true"],"pass":["X"]}`, `spec field pass only makes sense with secrets none`},
+		{`{"profile":"b","argv":["true"],"user_manager":true,"scope":"cgroup","slice":"x.slice"}`, `spec field unit and slice need scope systemd or auto`},
+	}
+	for _, tc := range tests {
+		st, b := p.do("POST", "/v1/workers", tc.body)
+		var eb struct {
+			Error struct{ Code, Message string }
+		}
+		if err := json.Unmarshal(b, &eb); st != 400 || err != nil || eb.Error.Code != "invalid" {
+			t.Errorf("%s: %d %s, want 400 invalid", tc.body, st, b)
+			continue
+		}
+		if !strings.Contains(eb.Error.Message, tc.want) || strings.Contains(eb.Error.Message, "--") {
+			t.Errorf("%s: %q, want %q and no flag", tc.body, eb.Error.Message, tc.want)
+		}
+	}
+	if _, err := os.Lstat(logDir); err == nil {
+		t.Errorf("a refused spawn created %s", logDir)
+	}
+	for _, h := range []string{"unified", "memory", "pids", "systemd"} {
+		if _, err := os.Lstat(filepath.Join("/sys/fs/cgroup", h, "system.slice")); err == nil {
+			t.Errorf("a refused spawn created the cgroup system.slice in %s", h)
+		}
+	}
+	if recs := p.list(); len(recs) != 0 {
+		t.Errorf("refused spawns left %d records", len(recs))
+	}
+}

@@ -89,6 +89,18 @@ func execError(err error) error {
 	if errors.As(err, &hs) && hs.Stage != "lookup" && hs.Stage != "exec" {
 		return fmt.Errorf("child setup failed: %w", err)
 	}
+	var pe *os.PathError
+	isPath := errors.As(err, &pe)
+	// "command not found: tool: no such file or directory", not "...: exec tool: ...": the sentinel
+	// already says that it was the exec.
+	if isPath && pe.Op == "exec" {
+		switch {
+		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
+			return &wrapped{fmt.Sprintf("%s: %s: %v", ErrCommandNotFound, pe.Path, pe.Err), ErrCommandNotFound, err}
+		default:
+			return &wrapped{fmt.Sprintf("%s: %s: %v", ErrCannotRun, pe.Path, pe.Err), ErrCannotRun, err}
+		}
+	}
 	switch {
 	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
 		return fmt.Errorf("%w: %w", ErrCommandNotFound, err)
@@ -96,12 +108,21 @@ func execError(err error) error {
 		errors.Is(err, unix.EISDIR), errors.Is(err, unix.ETXTBSY):
 		return fmt.Errorf("%w: %w", ErrCannotRun, err)
 	}
-	var pe *os.PathError
-	if errors.As(err, &pe) && pe.Op == "chdir" {
+	if isPath && pe.Op == "chdir" {
 		return fmt.Errorf("%w: --cwd: %w", ErrInvalid, err)
 	}
 	return fmt.Errorf("%w: %w", ErrCannotRun, err)
 }
+
+// wrapped is an error with its own wording that still unwraps to the sentinel and the cause.
+type wrapped struct {
+	msg      string
+	sentinel error
+	cause    error
+}
+
+func (e *wrapped) Error() string   { return e.msg }
+func (e *wrapped) Unwrap() []error { return []error{e.sentinel, e.cause} }
 
 func pathOf(env []string) string { return envLookup(env)("PATH") }
 

@@ -29,5 +29,5 @@ func ParseSignal(v string) (syscall.Signal, error) {
 	if s := unix.SignalNum(name); s != 0 {
 		return s, nil
 	}
-	return 0, fmt.Errorf("%w: unknown signal %q", ErrInvalid, v)
+	return 0, &FieldError{Msg: fmt.Sprintf("signal %q: unknown (want a name such as TERM, HUP, KILL, USR1, or a number 1..64)", v)}
 }

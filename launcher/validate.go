@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/hlaunch/hlaunch/cgroup"
 )
 
 // DefaultGrace is the time between SIGTERM and the whole-cgroup kill when a Spec names none.
@@ -14,8 +16,9 @@ const DefaultGrace = 5 * time.Second
 // Validate checks spec once, before anything is created. Every error wraps ErrInvalid and names the flag
 // (or spec field) at fault.
 func (s *Spec) Validate() error {
+	// Every refusal is a FieldError: the sentence names flags, and the sidecar words it with spec fields.
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+		return &FieldError{Msg: fmt.Sprintf(format, args...)}
 	}
 	if strings.TrimSpace(s.Profile) == "" {
 		return bad("-p/--profile is required")
@@ -45,8 +48,14 @@ func (s *Spec) Validate() error {
 	if (s.Unit != "" || s.Slice != "") && (s.Scope == ScopeCgroup || s.Scope == ScopeNone) {
 		return bad("--unit and --slice need --scope systemd or auto")
 	}
-	if l := s.Limits; l.Memory < 0 || l.MemoryHigh < 0 || l.Pids < 0 || l.CPUs < 0 || l.CPUWeight > 10000 {
-		return bad("limits out of range (sizes, --pids and --cpus must not be negative, --cpu-weight is 1..10000)")
+	if err := checkLimits(s.Limits); err != "" {
+		return bad("%s", err)
+	}
+	if p := s.CgroupParent; p == ".." || strings.HasPrefix(p, "../") || strings.Contains(p, "/../") || strings.HasSuffix(p, "/..") {
+		return bad("--cgroup-parent %q: want a path inside each hierarchy, without \"..\" (e.g. hlaunch, the default)", p)
+	}
+	if name := lastComponent(s.CgroupParent); isUnitName(name) {
+		return bad("--cgroup-parent %q: %q is a systemd unit's name, whose cgroup systemd owns; use --scope systemd (with --slice) for systemd, or a parent of hlaunch's own (default hlaunch)", s.CgroupParent, name)
 	}
 	switch s.Net {
 	case "", "host":
@@ -116,14 +125,45 @@ func parseDur(v string, def time.Duration) (time.Duration, error) {
 	if v == "" {
 		return def, nil
 	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		return 0, err
+	return ParseDuration(v)
+}
+
+// minCPUs is the smallest --cpus the kernel takes: 1 ms of CPU time per 100 ms bandwidth period.
+const minCPUs = 0.01
+
+// checkLimits names the first limit out of range and what it takes, or "".
+func checkLimits(l cgroup.Limits) string {
+	switch {
+	case l.Memory < 0:
+		return "--memory: must not be negative"
+	case l.MemoryHigh < 0:
+		return "--memory-high: must not be negative"
+	case l.Pids < 0:
+		return fmt.Sprintf("--pids %d: must not be negative", l.Pids)
+	case l.CPUs < 0:
+		return fmt.Sprintf("--cpus %g: must not be negative", l.CPUs)
+	case l.CPUs > 0 && l.CPUs < minCPUs:
+		return fmt.Sprintf("--cpus %g: below the minimum %g (1 ms of CPU time per 100 ms period)", l.CPUs, minCPUs)
+	case l.CPUWeight > 10000:
+		return fmt.Sprintf("--cpu-weight %d: want 1..10000", l.CPUWeight)
 	}
-	if d < 0 {
-		return 0, fmt.Errorf("negative duration")
+	return ""
+}
+
+// lastComponent is the last element of a cgroup path ("a/b.slice" -> "b.slice").
+func lastComponent(p string) string {
+	p = strings.TrimRight(p, "/")
+	return p[strings.LastIndex(p, "/")+1:]
+}
+
+// isUnitName reports whether a cgroup name is one systemd gives its units' cgroups.
+func isUnitName(name string) bool {
+	for _, suf := range []string{".slice", ".scope", ".service", ".socket", ".mount", ".swap"} {
+		if strings.HasSuffix(name, suf) && len(name) > len(suf) {
+			return true
+		}
 	}
-	return d, nil
+	return false
 }
 
 func parseUser(v string) (uid, gid int, err error) {

@@ -42,3 +42,15 @@ var (
 	// ErrNoRoot: no hermes root can be resolved (no --root, no HLAUNCH_ROOT, no HERMES_HOME, no user home).
 	ErrNoRoot = errors.New("no hermes root")
 )
+
+// wordedError is a message that says what its sentinel says in its own words ("profile 'x' does not
+// exist"), so the sentinel's text is not repeated after it; errors.Is still finds the sentinel.
+type wordedError struct {
+	msg  string
+	errs []error
+}
+
+func worded(msg string, errs ...error) error { return &wordedError{msg, errs} }
+
+func (e *wordedError) Error() string   { return e.msg }
+func (e *wordedError) Unwrap() []error { return e.errs }

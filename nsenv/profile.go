@@ -78,6 +78,11 @@ func OpenProfile(root, name string) (*Profile, error) {
 		return nil, err
 	}
 	rootFD, err := unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+		// The root, not the profile, is what is missing (a mistyped --root is not a missing profile).
+		// Still ErrNoProfile too: no profile can exist under it.
+		return nil, worded(fmt.Sprintf("hermes root %s is not a directory (set by --root, $HLAUNCH_ROOT or $HERMES_HOME)", root), ErrNoRoot, ErrNoProfile)
+	}
 	if err != nil {
 		return nil, profileErr(n, root, err)
 	}
@@ -88,7 +93,7 @@ func OpenProfile(root, name string) (*Profile, error) {
 	home := filepath.Join(root, "profiles", n)
 	tomb := filepath.Join(root, "profiles", ".deleted", n)
 	if _, err := beneath.Lstat(rootFD, "profiles/.deleted/"+n, tomb); err == nil {
-		return nil, fmt.Errorf("profile '%s' does not exist: %w (tombstone %s)", n, ErrTombstoned, tomb)
+		return nil, worded(fmt.Sprintf("profile '%s' does not exist: it was deleted (tombstone %s)", n, tomb), ErrTombstoned)
 	} else if beneath.IsUnsafe(err) {
 		return nil, profileErr(n, tomb, err)
 	}
@@ -107,9 +112,9 @@ func profileErr(name, path string, err error) error {
 		// profiles/, would hand one profile's files to another.
 		return fmt.Errorf("profile '%s': %s is, or passes through, a symbolic link (refused: nothing under the root is followed): %w", name, path, ErrSymlinkEscape)
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("profile '%s' does not exist: %w (no directory %s)", name, ErrNoProfile, path)
+		return worded(fmt.Sprintf("profile '%s' does not exist (no directory %s)", name, path), ErrNoProfile)
 	case errors.Is(err, unix.ENOTDIR):
-		return fmt.Errorf("profile '%s' does not exist: %w (%s is not a directory)", name, ErrNoProfile, path)
+		return worded(fmt.Sprintf("profile '%s' does not exist (%s is not a directory)", name, path), ErrNoProfile)
 	}
 	return fmt.Errorf("profile '%s': %w: %w", name, ErrNoProfile, err)
 }

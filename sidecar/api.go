@@ -72,7 +72,8 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func writeError(w http.ResponseWriter, err error) {
 	code := Code(err)
-	writeJSON(w, statusOf(code), errorBody{Error: errorDetail{Code: code, Message: err.Error()}})
+	// A spec the launcher refused is worded with its JSON fields, not the exec flags (launcher.FieldError).
+	writeJSON(w, statusOf(code), errorBody{Error: errorDetail{Code: code, Message: launcher.SpecMessage(err)}})
 }
 
 // spawnTimeout bounds one launch (a systemd job that never finishes, a stuck key lock).

@@ -77,9 +77,9 @@ func parseDuration(field, s string, def time.Duration) (time.Duration, error) {
 	if s == "" {
 		return def, nil
 	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("%w: %s %q is not a non-negative duration such as \"2s\"", launcher.ErrInvalid, field, s)
+	d, err := launcher.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s %q: %v", launcher.ErrInvalid, field, s, err)
 	}
 	return d, nil
 }

@@ -134,7 +134,7 @@ func (o *observer) spawned(spec *launcher.Spec, rc *launcher.Receipt, took time.
 	if err != nil {
 		code := Code(err)
 		o.failures.WithLabelValues(code).Inc()
-		o.log.Warn("spawn refused", "code", code, "profile", spec.Profile, "error", err.Error())
+		o.log.Warn("spawn refused", "code", code, "profile", spec.Profile, "error", launcher.SpecMessage(err))
 		return
 	}
 	o.spawns.WithLabelValues(rc.Mode).Inc()

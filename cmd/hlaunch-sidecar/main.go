@@ -143,6 +143,7 @@ func defaultSocket() string {
 }
 
 func (f *sidecarFlags) run(cmd *cobra.Command) error {
+	explicit := f.socket != ""
 	if f.socket == "" {
 		f.socket = defaultSocket()
 	}
@@ -173,6 +174,13 @@ func (f *sidecarFlags) run(cmd *cobra.Command) error {
 			return invalidf("sidecar: --socket %q: %v", f.socket, err)
 		}
 		f.socket = abs
+		// The default socket's directory (/run/hlaunch, $XDG_RUNTIME_DIR/hlaunch) is made when missing; a
+		// --socket in a directory that does not exist is a typo, not a directory to create.
+		if dir := filepath.Dir(abs); explicit {
+			if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+				return invalidf("sidecar: --socket %s: directory %s does not exist (create it, or leave --socket out for the default)", f.socket, dir)
+			}
+		}
 		// A sandboxed worker must not reach the API that could spawn or signal its siblings. The directory,
 		// not the socket: a restarted sidecar renames its new socket into place, which would undo a
 		// mount over the file in every sandbox that was made before.

@@ -38,7 +38,7 @@ recycled) or 4 (unverified), with the reason on one line.
 			}
 			sig, err := launcher.ParseSignal(sigName)
 			if err != nil {
-				return &invalidError{msg: "-s: " + err.Error()}
+				return &invalidError{msg: "-s/--" + message(err)}
 			}
 			l, err := a.newLauncher()
 			if err != nil {

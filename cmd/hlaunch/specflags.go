@@ -1,10 +1,11 @@
 package main
 
 import (
+	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/pflag"
 
@@ -268,12 +269,8 @@ func parseEnvFlags(flags []string, base map[string]string) (map[string]string, e
 
 // checkDuration refuses a duration flag that time.ParseDuration does not accept or that is negative.
 func checkDuration(flag, s string) error {
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return invalidf("%s %q: not a duration (examples: 500ms, 30s, 10m)", flag, s)
-	}
-	if d < 0 {
-		return invalidf("%s %q: must not be negative", flag, s)
+	if _, err := launcher.ParseDuration(s); err != nil {
+		return invalidf("%s %q: %v", flag, s, err)
 	}
 	return nil
 }
@@ -284,7 +281,7 @@ func loadSpec(name string, stdin io.Reader) (launcher.Spec, error) {
 	if name != "-" {
 		f, err := os.Open(name)
 		if err != nil {
-			return launcher.Spec{}, invalidf("--spec: %v", err)
+			return launcher.Spec{}, invalidf("--spec %s: %s (want a JSON launch spec file, or - for stdin)", name, fileProblem(err))
 		}
 		defer f.Close()
 		r = f
@@ -301,6 +298,15 @@ func loadSpec(name string, stdin io.Reader) (launcher.Spec, error) {
 		return launcher.Spec{}, invalidf("--spec %s: %v", name, err)
 	}
 	return s, nil
+}
+
+// fileProblem is what went wrong opening a file, without the syscall's name and the path again.
+func fileProblem(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
 }
 
 // decodeSpec decodes one JSON launch spec with the launcher's one strict decoder (launcher.DecodeSpec),

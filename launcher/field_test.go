@@ -1,0 +1,58 @@
+package launcher
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/hlaunch/hlaunch/cgroup"
+)
+
+// Settings names every JSON field of the Spec (and of its limits), each once.
+func TestSettingsCoverTheSpec(t *testing.T) {
+	want := map[string]bool{}
+	collect := func(typ reflect.Type, prefix string) {
+		for i := 0; i < typ.NumField(); i++ {
+			name := strings.Split(typ.Field(i).Tag.Get("json"), ",")[0]
+			if name != "" && name != "-" && name != "limits" {
+				want[prefix+name] = true
+			}
+		}
+	}
+	collect(reflect.TypeOf(Spec{}), "")
+	collect(reflect.TypeOf(cgroup.Limits{}), "limits.")
+	got := map[string]bool{}
+	for _, s := range Settings() {
+		if got[s.Field] {
+			t.Errorf("%s twice", s.Field)
+		}
+		got[s.Field] = true
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Settings fields %v, Spec fields %v", got, want)
+	}
+}
+
+func TestFieldErrorWording(t *testing.T) {
+	for _, tc := range []struct{ spec, flags, fields string }{
+		{`{"profile":"b","argv":["x"],"timeout":"10"}`, `--timeout "10": not a duration`, `spec field timeout "10": not a duration`},
+		{`{"profile":"b","argv":["x"],"user":"1:1"}`, `--as UID:GID needs --sandbox`, `spec field user UID:GID needs sandbox`},
+		{`{"profile":"b","argv":["x"],"secrets":"x"}`, `--secrets "x": want profile or none`, `spec field secrets "x": want profile or none`},
+		{`{"argv":["x"]}`, `-p/--profile is required`, `spec field profile is required`},
+		{`{"profile":"b","argv":[]}`, `no command given`, `no command given`},
+	} {
+		var s Spec
+		if err := json.Unmarshal([]byte(tc.spec), &s); err != nil {
+			t.Fatal(err)
+		}
+		err := s.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.flags) {
+			t.Errorf("%s: %v, want %q", tc.spec, err, tc.flags)
+			continue
+		}
+		if got := SpecMessage(err); !strings.HasPrefix(got, tc.fields) {
+			t.Errorf("%s: SpecMessage %q, want %q...", tc.spec, got, tc.fields)
+		}
+	}
+}
