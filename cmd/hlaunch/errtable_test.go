@@ -87,7 +87,7 @@ func TestEveryFlagsBadInputs(t *testing.T) {
 		{[]string{"--root", filepath.Join(dir, "nope"), "--state-dir", state, "exec", "-p", "b", "--", "/bin/true"}, []string{"hermes root", "--root"}},
 		{cmd("--policy", filepath.Join(dir, "nope.json"), "exec", "-p", "b", "--", "/bin/true"), []string{"--policy"}},
 		{cmd("env", "-p", "b", "--env", "=x"), []string{"--env"}},
-		{cmd("status", "w-1", "--pid", "x"), []string{"--pid", "want a whole number"}},
+		{cmd("status", "w-1", "--pid", "x"), []string{"--pid", "want a process id"}},
 		{cmd("status", "--fingerprint", "x"), []string{"--pid"}},
 		{cmd("signal", "w-000000000000", "-s", "NOPE"), []string{"-s/--signal", `"NOPE"`, "want a name such as TERM"}},
 		{cmd("signal", "--pid", "1", "--all"), []string{"--all"}},
