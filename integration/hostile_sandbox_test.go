@@ -119,6 +119,22 @@ func TestHostileSandboxLauncherInSlash(t *testing.T) {
 			t.Errorf("cwd %q, want the home %s", rep.Cwd, bHome)
 		}
 	})
+	t.Run("unprivileged launcher", func(t *testing.T) {
+		w := nobodyEnv(t)
+		w.profile("a", "A_MARKER=a\n")
+		must(t, exec.Command("chown", "-R", "65534:65534", w.Root).Run())
+		aHome, bHome := filepath.Join(w.Root, "profiles", "a"), filepath.Join(w.Root, "profiles", "b")
+		r := w.asNobodyIn("/", "exec", "-p", "b", "--sandbox", "--scope", "none", "--", selfBin, "child", "report",
+			"ls:/.."+filepath.Join(w.Root, "profiles"), "write:/.."+aHome, "write:/..")
+		if r.Code != 0 {
+			t.Fatalf("exit %d: %s", r.Code, r.Stderr)
+		}
+		rep := decodeReport(t, r.Stdout)
+		if got := rep.Checks["ls:/.."+filepath.Join(w.Root, "profiles")]; got != "ok:b" || rep.Checks["write:/.."+aHome] == "ok" || rep.Checks["write:/.."] == "ok" || rep.Cwd != bHome {
+			t.Errorf("unprivileged launcher in /: profiles %q, write A %q, write /.. %q, cwd %q", got,
+				rep.Checks["write:/.."+aHome], rep.Checks["write:/.."], rep.Cwd)
+		}
+	})
 }
 
 // Class 1: a writable path that is / or holds the hermes root, or lies in /proc or /sys (a writable
@@ -246,6 +262,25 @@ func TestHostileSandboxSetuidFiles(t *testing.T) {
 			if uid != profileUID("b") {
 				t.Errorf("%s owned by %d, want B's owner %d", p, uid, profileUID("b"))
 			}
+		}
+	})
+	t.Run("unprivileged launcher", func(t *testing.T) {
+		w := nobodyEnv(t)
+		bHome := filepath.Join(w.Root, "profiles", "b")
+		sh := filepath.Join(bHome, "sh")
+		r := w.asNobody("exec", "-p", "b", "--sandbox", "--scope", "none", "--seccomp", "off", "--", selfBin, "child", "report",
+			"copy:/bin/sh:"+sh, "chmod:6755:"+sh, "mounts")
+		if r.Code != 0 {
+			t.Fatalf("exit %d: %s", r.Code, r.Stderr)
+		}
+		rep := decodeReport(t, r.Stdout)
+		if got := rep.Checks["mounts"]; got != "ok" {
+			t.Errorf("view mounts: %s", got)
+		}
+		st, err := os.Stat(sh)
+		must(t, err)
+		if uid, gid := ownerOf(st); uid != 65534 || gid != 65534 {
+			t.Errorf("%s is %v, owned %d:%d: want the launcher's own 65534", sh, st.Mode(), uid, gid)
 		}
 	})
 }

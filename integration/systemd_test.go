@@ -310,8 +310,15 @@ func nobodyEnv(t *testing.T) *nobodyWorld {
 
 func (w *nobodyWorld) asNobody(args ...string) result {
 	w.t.Helper()
+	return w.asNobodyIn("", args...)
+}
+
+// asNobodyIn is asNobody from working directory dir (empty: the test's).
+func (w *nobodyWorld) asNobodyIn(dir string, args ...string) result {
+	w.t.Helper()
 	full := append([]string{"--reuid=65534", "--regid=65534", "--clear-groups", "--", w.bin, "--root", w.Root, "--state-dir", w.State}, args...)
 	cmd := exec.Command("setpriv", full...)
+	cmd.Dir = dir
 	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent", "XDG_RUNTIME_DIR=/nonexistent/run"}
 	return runResult(w.t, cmd)
 }
