@@ -34,7 +34,9 @@ type Spec struct {
 	Profile string `json:"profile"`
 	// Argv is the command and its arguments. Required; Argv[0] is looked up in the child's PATH.
 	Argv []string `json:"argv"`
-	// Cwd is the child's working directory; empty means the launcher's.
+	// Cwd is the child's working directory; empty means the launcher's (for a sandboxed worker: the
+	// launcher's when it is inside the home or an RW path, else the home). A sandboxed worker's Cwd is
+	// writable, so it obeys RW's rules.
 	Cwd string `json:"cwd,omitempty"`
 	// Env holds literal values from the caller (--env K=V); they override the profile's.
 	Env map[string]string `json:"env,omitempty"`
@@ -70,7 +72,8 @@ type Spec struct {
 	Seccomp string `json:"seccomp,omitempty"`
 	// RW lists extra host paths that stay writable inside the sandbox.
 	RW []string `json:"rw,omitempty"`
-	// User is "UID:GID" to drop to before exec; empty keeps the launcher's credentials.
+	// User is "UID:GID" to drop to before exec (sandboxed workers only); empty means, for a root
+	// launcher, the owner of the profile home (refused when that is root), else the launcher's own uid.
 	User string `json:"user,omitempty"`
 	// Key makes the launch exclusive: refused while another worker holding Key verifies as running.
 	Key string `json:"key,omitempty"`
