@@ -207,3 +207,35 @@ for i in $(seq 600); do [ -S /run/hlaunch/sidecar.sock ] && break; sleep 0.05; d
 		}
 	})
 }
+
+// A descriptor is a way around the view: a directory handed to a sandboxed worker as its stdin (the CLI's
+// own stdin, or descriptors sent to the sidecar) would let it open anything below it - other profiles, the
+// state directory - through openat or /proc/self/fd/0. Refused: exit 125 (the sidecar: no worker).
+func TestHostileSandboxStdioDirectory(t *testing.T) {
+	requireRoot(t)
+	e := newEnv(t)
+	dir, err := os.Open(e.Root)
+	must(t, err)
+	defer dir.Close()
+	probe := "ls:/proc/self/fd/0/profiles"
+	cmd := exec.Command(hlaunchBin, "--root", e.Root, "--state-dir", e.State, "exec", "-p", "b", "--sandbox", "--scope", "none",
+		"--", selfBin, "child", "report", probe)
+	cmd.Env, cmd.Stdin = e.Launcher, dir
+	r := runResult(t, cmd)
+	if r.Code != 125 || !strings.Contains(r.Stderr, "stdin is a directory") {
+		t.Errorf("a directory as a sandboxed worker's stdin: exit %d, stderr %q, stdout %q; want 125", r.Code, r.Stderr, r.Stdout)
+	}
+	requireCgroup2(t)
+	sock := filepath.Join(scSocketDir(t), "s.sock")
+	startSidecarProc(t, e, sock)
+	pr, pw, err := os.Pipe()
+	must(t, err)
+	defer pr.Close()
+	spec := `{"profile":"b","sandbox":true,"stdio":"inherit","argv":["` + selfBin + `","child","report","` + probe + `"]}`
+	st, body := sidecarSpawnWithFDs(t, sock, spec, int(dir.Fd()), int(pw.Fd()), int(pw.Fd()))
+	pw.Close()
+	out, _ := io.ReadAll(pr)
+	if st == 201 || strings.Contains(string(out), "ok:") {
+		t.Errorf("a directory sent to the sidecar as a sandboxed worker's stdin: %d %s; the worker printed %q", st, body, out)
+	}
+}

@@ -2,6 +2,7 @@ package nsenv
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"strconv"
 
@@ -30,6 +31,23 @@ func dropTerminal() error {
 	defer unix.Close(fd)
 	if err := unix.IoctlSetInt(fd, unix.TIOCNOTTY, 0); err != nil {
 		return os.NewSyscallError("ioctl(TIOCNOTTY)", err)
+	}
+	return nil
+}
+
+// stdioNotDirectories refuses a directory as stdin, stdout or stderr: the one kind of descriptor that
+// walks around the view (openat(0, "..."), /proc/self/fd/0/...), reaching with the worker's uid whatever
+// the view hides or makes read-only. A caller (the CLI's own stdio, descriptors sent to the sidecar) has
+// no reason to hand a worker one.
+func stdioNotDirectories() error {
+	for fd, name := range []string{"stdin", "stdout", "stderr"} {
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			continue // closed: nothing handed over
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			return fmt.Errorf("%w: %s is a directory, which would reach outside the view", ErrInvalidSandbox, name)
+		}
 	}
 	return nil
 }

@@ -150,6 +150,9 @@ func (s *Sandbox) Enter() error {
 	if os.Getpid() != 1 {
 		return fmt.Errorf("%w: pid is %d, not 1", ErrNotIsolated, os.Getpid())
 	}
+	if err := stdioNotDirectories(); err != nil {
+		return err
+	}
 	// Private, not slave: with rslave a file system the host mounts later (a USB disk, an NFS share)
 	// would propagate in writable, after the view was made read-only. The price: the sandbox keeps
 	// its copy of a mount the host unmounts until the worker exits.
