@@ -183,29 +183,40 @@ func TestHostileSandboxSidecarSocket(t *testing.T) {
 		}
 	})
 	t.Run("cli", func(t *testing.T) {
-		e := newEnv(t)
-		// A private mount namespace with a tmpfs on /run of its own: the sidecar there listens on the default
-		// /run/hlaunch/sidecar.sock without touching the host's /run; the CLI launch is the test.
-		script := fmt.Sprintf(`mount -t tmpfs -o mode=0755 tmpfs /run && mkdir -m 0755 /run/hlaunch || exit 90
-%[1]s --root %[2]s --state-dir %[3]s sidecar --scope none --poll-interval 20ms 2>/dev/null &
-for i in $(seq 600); do [ -S /run/hlaunch/sidecar.sock ] && break; sleep 0.05; done
-[ -S /run/hlaunch/sidecar.sock ] || exit 91
-%[4]s connect-until / /run/hlaunch/sidecar.sock || exit 92
-%[1]s --root %[2]s --state-dir %[3]s exec -p b --sandbox --scope none -- %[4]s connect-until / /run/hlaunch/sidecar.sock
-`, hlaunchBin, e.Root, e.State, selfBin+" child")
-		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--kill-child", "--mount-proc", "sh", "-c", script)
-		cmd.Env = e.Launcher
-		r := runResult(t, cmd)
-		lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
-		if r.Code != 0 || len(lines) != 2 || lines[0] != "reached" {
-			t.Fatalf("exit %d, %q %s: the sidecar in the test namespace was not reachable from the host side", r.Code, r.Stdout, r.Stderr)
-		}
-		if !strings.HasPrefix(lines[1], "refused:") {
-			t.Fatalf("a CLI sandbox reached the sidecar's default socket: %q", lines[1])
-		}
+		reachedInPrivateRun(t, newEnv(t), "/run/hlaunch/sidecar.sock")
 	})
+	// Every user's runtime directory holds its systemd manager's and session bus's sockets, and a socket
+	// stays connectable on a read-only mount: a worker running as the home's owner could ask that owner's
+	// manager for a unit outside the sandbox. A listener there that B's owner may connect to stands in.
+	t.Run("user runtime directory", func(t *testing.T) {
+		reachedInPrivateRun(t, newEnv(t), fmt.Sprintf("/run/user/%d/bus", profileUID("b")))
+	})
+}
+
+// reachedInPrivateRun starts, in a private mount namespace with a tmpfs on /run of its own (the host's /run
+// is never touched), a sidecar listening on sock (mode 0666: any uid may connect), checks that it is
+// reachable from there, and fails the test if a CLI sandbox of profile b started beside it reaches it.
+func reachedInPrivateRun(t *testing.T, e *env, sock string) {
+	t.Helper()
+	script := fmt.Sprintf(`mount -t tmpfs -o mode=0755 tmpfs /run && mkdir -p -m 0755 %[5]s || exit 90
+%[1]s --root %[2]s --state-dir %[3]s sidecar --socket %[6]s --scope none --poll-interval 20ms 2>/dev/null &
+for i in $(seq 600); do [ -S %[6]s ] && break; sleep 0.05; done
+[ -S %[6]s ] && chmod 0666 %[6]s || exit 91
+%[4]s connect-until / %[6]s || exit 92
+%[1]s --root %[2]s --state-dir %[3]s exec -p b --sandbox --scope none -- %[4]s connect-until / %[6]s
+`, hlaunchBin, e.Root, e.State, selfBin+" child", filepath.Dir(sock), sock)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--kill-child", "--mount-proc", "sh", "-c", script)
+	cmd.Env = e.Launcher
+	r := runResult(t, cmd)
+	lines := strings.Split(strings.TrimSpace(r.Stdout), "\n")
+	if r.Code != 0 || len(lines) != 2 || lines[0] != "reached" {
+		t.Fatalf("exit %d, %q %s: the listener on %s in the test namespace was not reachable from the host side", r.Code, r.Stdout, r.Stderr, sock)
+	}
+	if !strings.HasPrefix(lines[1], "refused:") {
+		t.Fatalf("a CLI sandbox reached %s: %q", sock, lines[1])
+	}
 }
 
 // A descriptor is a way around the view: a directory handed to a sandboxed worker as its stdin (the CLI's

@@ -10,8 +10,9 @@ import (
 )
 
 // sandbox builds the sandbox of spec, or returns nil when none is asked for, and the working directory
-// the child starts in. The state and ledger directories, the default sidecar socket directories and the
-// Hide paths of the Config (a sidecar's socket directory) are made invisible inside.
+// the child starts in. The state and ledger directories, the default sidecar socket directories, the
+// users' runtime directories (hiddenHostDirs) and the Hide paths of the Config (a sidecar's socket
+// directory) are made invisible inside.
 //
 // The working directory (docs/security.md, "The sandbox view"): an explicit --cwd becomes writable
 // (and so obeys the rules of a writable path: not /, not an ancestor of the root); without one the
@@ -37,7 +38,7 @@ func (l *Launcher) sandbox(spec Spec, prof *nsenv.Profile, cwd string) (*nsenv.S
 		HomeID: prof.HomeID(),
 		Cwd:    spec.Cwd,
 		RW:     spec.RW,
-		Hide:   unique(append(append([]string{l.state, l.ledger}, sidecarDirs(l.cfg.Environ)...), l.cfg.Hide...)),
+		Hide:   unique(append(append([]string{l.state, l.ledger}, hiddenHostDirs(l.cfg.Environ)...), l.cfg.Hide...)),
 		Net:    spec.Net,
 		// The filter is on unless the spec turns it off by name.
 		SeccompOff: spec.Seccomp == SeccompOff,
@@ -76,14 +77,19 @@ func viewCwd(launcherCwd, home string, rw []string) string {
 	return home
 }
 
-// sidecarDirs are the directories a sidecar puts its socket in by default (hlaunch-sidecar --socket): root's
-// /run/hlaunch, and the user's $XDG_RUNTIME_DIR/hlaunch. Every sandbox hides them, whoever launches it:
-// a CLI launch does not know which sidecars run, and hiding a directory (not the socket file) survives a
-// sidecar that renames a new socket into place.
-func sidecarDirs(environ []string) []string {
-	dirs := []string{RootSidecarDir}
+// hiddenHostDirs are the host directories every sandbox hides, whoever launches it:
+//   - /run/hlaunch, root's default sidecar socket (and state) directory (hlaunch-sidecar --socket), and
+//     $XDG_RUNTIME_DIR/hlaunch, a user's: a CLI launch does not know which sidecars run, and hiding a
+//     directory (not the socket file) survives a sidecar that renames a new socket into place;
+//   - /run/user and the launcher's $XDG_RUNTIME_DIR: every user's runtime directory holds the sockets of
+//     that user's systemd manager and session bus, and a unix socket stays connectable on a read-only
+//     mount. A worker running as a user with a manager (the home's owner, often a linger user) could
+//     otherwise ask it for a transient unit outside the sandbox.
+func hiddenHostDirs(environ []string) []string {
+	dirs := []string{RootSidecarDir, "/run/user"}
 	if d := envLookup(environ)("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
-		dirs = append(dirs, filepath.Join(filepath.Clean(d), "hlaunch"))
+		d = filepath.Clean(d)
+		dirs = append(dirs, d, filepath.Join(d, "hlaunch"))
 	}
 	return dirs
 }
