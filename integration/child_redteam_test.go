@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +22,8 @@ import (
 //	memopen:PID     open /proc/PID/mem for writing
 //	openw:P         open the existing file P for writing, and close it without writing
 //	symlink:L=T     replace L (a file or a directory of our own, removed first) with a symbolic link to T
+//	sh:CMD          run /bin/sh -c CMD: "ok:" and its output when it exits 0, else its error and output
+//	fdlinks         what each descriptor we were started with names (fd=target, space-separated)
 //	readline:FD     print "reading" on stdout, then read one line from FD (given up after 20 s): what
 //	                someone typed into the terminal FD is
 func redteamCheck(kind, arg string) string {
@@ -59,6 +62,19 @@ func redteamCheck(kind, arg string) string {
 		if err = os.RemoveAll(l); err == nil {
 			err = os.Symlink(target, l)
 		}
+	case "sh":
+		out, err := exec.Command("/bin/sh", "-c", arg).CombinedOutput()
+		if err != nil {
+			return err.Error() + ": " + strings.TrimSpace(string(out))
+		}
+		return "ok:" + strings.TrimSpace(string(out))
+	case "fdlinks":
+		var links []string
+		for _, fd := range startFDs {
+			l, _ := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+			links = append(links, strconv.Itoa(fd)+"="+l)
+		}
+		return "ok:" + strings.Join(links, " ")
 	case "readline":
 		fd, _ := strconv.Atoi(arg)
 		_, _ = os.Stdout.WriteString("reading\n")

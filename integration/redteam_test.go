@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -125,4 +126,79 @@ func TestRedteamHomeLinksAndHiddenState(t *testing.T) {
 			}
 		}
 	})
+}
+
+// A sandboxed worker that makes namespaces of its own (a user namespace gives it every capability
+// there) cannot unmount what covers the host: the tmpfs over the hermes root, the fresh /proc over the
+// host's. The kernel locks the mounts a less privileged mount namespace copies. Without the filter
+// (which refuses unshare), from a root launcher and from an unprivileged launcher's user namespace.
+func TestRedteamSandboxNestedNamespaces(t *testing.T) {
+	requireRoot(t)
+	attacks := func(root string) map[string]string {
+		return map[string]string{
+			"sh:unshare -Um sh -c 'umount -l " + root + " && echo UNMOUNTED; ls " + root + "/profiles'": root,
+			"sh:unshare -Um sh -c 'umount -l /proc && echo UNMOUNTED'":                                  "/proc",
+		}
+	}
+	look := func(t *testing.T, rep childReport, as map[string]string) {
+		t.Helper()
+		for c, what := range as {
+			got := rep.Checks[c]
+			if strings.Contains(got, "UNMOUNTED") || strings.Contains(got, "\na") || strings.Contains(got, "ok:a") {
+				t.Errorf("a nested namespace uncovered %s: %q", what, got)
+			}
+			if !strings.Contains(got, "umount: ") {
+				t.Errorf("%s: %q: the attack did not get as far as the mount call", c, got)
+			}
+		}
+	}
+	e := newEnv(t)
+	as := attacks(e.Root)
+	var checks []string
+	for c := range as {
+		checks = append(checks, c)
+	}
+	rep, _ := e.report([]string{"-p", "b", "--sandbox", "--scope", "none", "--seccomp", "off"}, checks...)
+	look(t, rep, as)
+	t.Run("unprivileged launcher", func(t *testing.T) {
+		w := nobodyEnv(t)
+		as := attacks(w.Root)
+		var checks []string
+		for c := range as {
+			checks = append(checks, c)
+		}
+		r := w.asNobody(append([]string{"exec", "-p", "b", "--sandbox", "--scope", "none", "--seccomp", "off", "--", selfBin, "child", "report"}, checks...)...)
+		if r.Code != 0 {
+			t.Fatalf("exit %d: %s", r.Code, r.Stderr)
+		}
+		look(t, decodeReport(t, r.Stdout), as)
+	})
+}
+
+// A worker spawned by a sidecar - from a warm slot or not, sandboxed or not - starts with stdio and
+// nothing else: no descriptor of the sidecar's (its listening socket, a client's connection, its state
+// directory, a slot's pipes) reaches it, and its stdin is not a socket it could talk to the sidecar on.
+func TestRedteamSidecarWorkerDescriptors(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	// The reporter (a Go test binary) opens a few descriptors of its own at start-up: started directly with
+	// only stdio, it shows what "nothing inherited" looks like.
+	out, err := exec.Command(selfBin, "child", "report").Output()
+	must(t, err)
+	want := fmt.Sprint(decodeReport(t, string(out)).FDs)
+	for _, warm := range []string{"0", "2"} {
+		t.Run("warm "+warm, func(t *testing.T) {
+			e := newEnv(t)
+			p := startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s.sock"), "--warm", warm)
+			for _, spec := range []map[string]any{{"sandbox": true}, {}} {
+				rep := p.report(spec, "fdlinks")
+				if fmt.Sprint(rep.FDs) != want {
+					t.Errorf("%v: started with descriptors %v (%s), want %s (stdio and the reporter's own)", spec, rep.FDs, rep.Checks["fdlinks"], want)
+				}
+				if got := rep.Checks["fdlinks"]; strings.Contains(got, "socket:") || !strings.HasPrefix(got, "ok:0=/dev/null") {
+					t.Errorf("%v: descriptors %s, want stdin /dev/null and no socket", spec, got)
+				}
+			}
+		})
+	}
 }
