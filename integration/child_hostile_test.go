@@ -142,7 +142,7 @@ func writableMountsHardened() string {
 //
 //	session -- CMD...       exec CMD (a launcher) from a session that holds what a worker must not
 //	                        inherit: a session keyring with the key sessionKey, the ADDR_NO_RANDOMIZE
-//	                        personality, SIGUSR2 blocked, SIGINT and SIGHUP ignored,
+//	                        personality, SIGUSR2 blocked, SIGINT, SIGHUP and signal 32 ignored,
 //	                        RLIMIT_NOFILE 512 (soft), umask 027, and descriptor 9 open without
 //	                        close-on-exec
 //	connect-until FILE SOCK try to connect to SOCK until FILE exists, then once more; print "reached" at
@@ -210,6 +210,11 @@ func launcherSession() error {
 		return err
 	}
 	signal.Ignore(syscall.SIGINT, syscall.SIGHUP)
+	// Signal 32, which the Go runtime leaves as it found it: ignored by raw rt_sigaction.
+	ign := [4]uint64{1} // handler SIG_IGN, flags, restorer, mask
+	if _, _, errno := syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, 32, uintptr(unsafe.Pointer(&ign)), 0, 8, 0, 0); errno != 0 {
+		return fmt.Errorf("rt_sigaction(32): %w", errno)
+	}
 	var set unix.Sigset_t
 	set.Val[0] = 1 << (uint(syscall.SIGUSR2) - 1)
 	return unix.PthreadSigmask(unix.SIG_BLOCK, &set, nil)

@@ -89,6 +89,7 @@ func Main() {
 		// fork: a signal the launcher was started with ignored (SIGHUP, SIGINT: the Go runtime leaves
 		// those alone) would otherwise still be ignored in the target; once caught, the fork resets it.
 		<-notified
+		defaultIgnored()
 		proc, err := Spawn(Command{Path: path, Args: cfg.Argv, Env: cfg.Env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}})
 		if err != nil {
 			fail("exec", err, ExitCodeFor(err))

@@ -2,6 +2,7 @@ package handshake
 
 import (
 	"os"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -31,4 +32,35 @@ func startUnmasked() {
 	// The exec failed: go on with the mask as it is, the descriptors close-on-exec again.
 	unix.CloseOnExec(ConfigFD)
 	unix.CloseOnExec(ResultFD)
+}
+
+// sigaction is the kernel's struct sigaction on amd64 and arm64 (handler, flags, restorer, mask).
+type sigaction struct {
+	handler  uintptr
+	flags    uint64
+	restorer uintptr
+	mask     uint64
+}
+
+// defaultIgnored resets to the default every signal that is ignored now, before the target is started:
+// an ignored signal stays ignored across fork and execve. The Go runtime handles almost every signal
+// itself (a handled signal is reset by execve), but leaves alone SIGHUP and SIGINT when they were ignored
+// at start-up and never notified, and the signals it only marks for its alternate stack (32 and 33, which
+// a C library reserves): those a launcher started with ignored would be ignored in the worker. The one
+// use of unsafe in this package: rt_sigaction takes pointers to the structure.
+func defaultIgnored() {
+	for sig := uintptr(1); sig <= 64; sig++ {
+		if sig == uintptr(unix.SIGKILL) || sig == uintptr(unix.SIGSTOP) {
+			continue
+		}
+		var old sigaction
+		if _, _, errno := unix.RawSyscall6(unix.SYS_RT_SIGACTION, sig, 0, uintptr(unsafe.Pointer(&old)), 8, 0, 0); errno != 0 {
+			continue
+		}
+		if old.handler != 1 { // SIG_IGN
+			continue
+		}
+		dfl := sigaction{}
+		_, _, _ = unix.RawSyscall6(unix.SYS_RT_SIGACTION, sig, uintptr(unsafe.Pointer(&dfl)), 0, 8, 0, 0)
+	}
 }
