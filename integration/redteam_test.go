@@ -2,11 +2,15 @@ package integration
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // The red team (issue 15): attacks a hostile worker makes on purpose, from inside a real child, each
@@ -201,4 +205,104 @@ func TestRedteamSidecarWorkerDescriptors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// servePeers listens on the Unix socket at addr ("@NAME": abstract) and answers "served" to every peer
+// whose host uid is want (-1: any peer), "refused" to the rest: what a service that trusts its own
+// user does (systemd's private socket, a session bus, an agent's socket). It is closed at the end.
+func servePeers(t *testing.T, addr string, want int) {
+	t.Helper()
+	ln, err := net.Listen("unix", addr)
+	must(t, err)
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			answer := "refused"
+			if uid, err := peerUID(c.(*net.UnixConn)); err == nil && (want < 0 || uid == want) {
+				answer = "served"
+			}
+			_, _ = c.Write([]byte(answer + "\n"))
+			c.Close()
+		}
+	}()
+}
+
+// peerUID is the host uid of the process at the other end of c.
+func peerUID(c *net.UnixConn) (int, error) {
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	var cred *unix.Ucred
+	var serr error
+	if err := raw.Control(func(fd uintptr) { cred, serr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED) }); err != nil {
+		return -1, err
+	}
+	if serr != nil {
+		return -1, serr
+	}
+	return int(cred.Uid), nil
+}
+
+// runtimeDir makes dir (mode 0700, owned by uid) with a socket systemd/private in it that serves uid,
+// the way a user's systemd manager does: whoever reaches it as that uid can start any command outside
+// every sandbox (systemd-run --user). It returns the socket's path.
+func runtimeDir(t *testing.T, dir string, uid int) string {
+	t.Helper()
+	must(t, os.MkdirAll(filepath.Join(dir, "systemd"), 0o700))
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "systemd", "private")
+	servePeers(t, sock, uid)
+	for _, p := range []string{dir, filepath.Join(dir, "systemd"), sock} {
+		must(t, os.Chown(p, uid, uid))
+	}
+	must(t, os.Chmod(sock, 0o600))
+	return sock
+}
+
+// A sandboxed worker does not reach a service that serves its host uid: the user manager of the uid it
+// runs as (systemd-run --user starts anything, unsandboxed, as that uid; in a hermes deployment every
+// profile belongs to that one user). The host's /run is in the view, read-only, and connect(2) needs no
+// write access to the mount. Root launcher: the worker is the home's owner, whose manager's socket is
+// /run/user/<uid>/systemd/private. Unprivileged launcher: the worker is the launcher's own uid, and its
+// $XDG_RUNTIME_DIR (only its hlaunch/ directory is hidden) holds that socket.
+func TestRedteamSandboxReachesItsUsersManager(t *testing.T) {
+	requireRoot(t)
+	t.Run("root launcher", func(t *testing.T) {
+		e := newEnv(t)
+		uid := profileUID("b")
+		must(t, os.MkdirAll("/run/user", 0o755))
+		dir := filepath.Join("/run/user", strconv.Itoa(uid))
+		if _, err := os.Lstat(dir); err == nil {
+			t.Fatalf("%s exists: not the test's to use", dir)
+		}
+		sock := runtimeDir(t, dir, uid)
+		rep, _ := e.report([]string{"-p", "b", "--sandbox", "--scope", "none"}, "served:"+sock)
+		if got := rep.Checks["served:"+sock]; got == "ok:served" {
+			t.Errorf("a sandboxed worker of B (uid %d) was served by its user's manager socket %s: it can start anything outside its sandbox", uid, sock)
+		}
+	})
+	t.Run("unprivileged launcher", func(t *testing.T) {
+		w := nobodyEnv(t)
+		base, err := os.MkdirTemp("/var/tmp", "hl-rt-run-")
+		must(t, err)
+		t.Cleanup(func() { os.RemoveAll(base) })
+		must(t, os.Chmod(base, 0o755))
+		xdg := filepath.Join(base, "run")
+		sock := runtimeDir(t, xdg, 65534)
+		cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", w.bin, "--root", w.Root,
+			"--state-dir", w.State, "exec", "-p", "b", "--sandbox", "--scope", "none", "--", selfBin, "child", "report", "served:"+sock)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent", "XDG_RUNTIME_DIR=" + xdg}
+		r := runResult(t, cmd)
+		if r.Code != 0 {
+			t.Fatalf("exit %d: %s", r.Code, r.Stderr)
+		}
+		if got := decodeReport(t, r.Stdout).Checks["served:"+sock]; got == "ok:served" {
+			t.Errorf("an unprivileged launcher's sandboxed worker was served by the launcher's own manager socket %s ($XDG_RUNTIME_DIR/systemd/private)", sock)
+		}
+	})
 }
