@@ -130,7 +130,7 @@ type env struct {
 	Launcher []string
 }
 
-// newEnv makes the hermes invariant world of hermes-contract.md: launch profile A (the root's "a" profile,
+// newEnv makes the hermes invariant world of docs/hermes-contract.md: launch profile A (the root's "a" profile,
 // mirrored into the launcher's environment) and served profile B. Everything is removed at the end, and
 // every cgroup under Parent is killed and removed, even when the test fails.
 func newEnv(t *testing.T) *env {

@@ -38,7 +38,10 @@ type FieldError struct {
 	Msg string // the sentence, naming flags
 }
 
+// Error is the sentence naming flags, after ErrInvalid's lead.
 func (e *FieldError) Error() string { return ErrInvalid.Error() + ": " + e.Msg }
+
+// Unwrap is ErrInvalid: bad input, exit 125.
 func (e *FieldError) Unwrap() error { return ErrInvalid }
 
 // SpecMessage is the sentence with every flag replaced by its spec field; the first one leads as

@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"encoding/json"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -53,6 +54,37 @@ func TestFieldErrorWording(t *testing.T) {
 		}
 		if got := SpecMessage(err); !strings.HasPrefix(got, tc.fields) {
 			t.Errorf("%s: SpecMessage %q, want %q...", tc.spec, got, tc.fields)
+		}
+	}
+}
+
+// docs/schema/spec.schema.json names each property's flag (x-flag) as Settings does.
+func TestSchemaFlagsMatchSettings(t *testing.T) {
+	b, err := os.ReadFile("../docs/schema/spec.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type prop struct {
+		Flag       string          `json:"x-flag"`
+		Properties map[string]prop `json:"properties"`
+	}
+	var schema prop
+	if err := json.Unmarshal(b, &schema); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for k, p := range schema.Properties {
+		if k == "limits" {
+			for lk, lp := range p.Properties {
+				got["limits."+lk] = lp.Flag
+			}
+			continue
+		}
+		got[k] = p.Flag
+	}
+	for _, s := range Settings() {
+		if got[s.Field] != s.Flag {
+			t.Errorf("spec.schema.json %s: x-flag %q, Settings %q", s.Field, got[s.Field], s.Flag)
 		}
 	}
 }

@@ -6,6 +6,6 @@
 // it never reads the process environment on its own. A child's environ is built from nothing but the base
 // list copied from the launcher, names derived from the target profile, the target's own `.env`, and names
 // the caller asks for explicitly; everything else the launcher holds is left behind by construction. The
-// rules mirror hermes-agent (see docs/hermes-contract.md in the shared docs); where they deliberately differ
+// rules mirror hermes-agent (see docs/hermes-contract.md); where they deliberately differ
 // the code says why.
 package nsenv

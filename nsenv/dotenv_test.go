@@ -31,7 +31,7 @@ func entriesOf(t *testing.T, in string) []kv {
 	return out
 }
 
-// TestParseDotenvRules has one or more rows for every rule of the hermes tokenizer in hermes-contract.md.
+// TestParseDotenvRules has one or more rows for every rule of the hermes tokenizer in docs/hermes-contract.md.
 func TestParseDotenvRules(t *testing.T) {
 	tests := []struct {
 		name string

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestHermesInvariant is the invariant hermes' own tests hold (hermes-contract.md): launch profile A's
+// TestHermesInvariant is the invariant hermes' own tests hold (docs/hermes-contract.md): launch profile A's
 // .env mirrored into the launcher's environment (with lower-case variants), HERMES_HOME=<A>, and an
 // ambient-only credential; the child of B gets exactly B's world.
 func TestHermesInvariant(t *testing.T) {

@@ -57,7 +57,7 @@ func DefaultPolicy() *Policy {
 			"_HERMES_FORCE_*", "AUXILIARY_*_API_KEY", "AUXILIARY_*_BASE_URL",
 			"GATEWAY_RELAY_*_SECRET", "GATEWAY_RELAY_*_KEY", "GATEWAY_RELAY_*_TOKEN",
 		},
-		// hermes' static Tier-2 list (hermes-contract.md), which holds profile settings too (home channels,
+		// hermes' static Tier-2 list (docs/hermes-contract.md), which holds profile settings too (home channels,
 		// allow lists, the model), then names of hermes' provider registry as last read; the gateway
 		// extends it with --policy, because the rest of hermes' list is computed at run time.
 		Credentials: []string{

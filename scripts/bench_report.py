@@ -488,7 +488,7 @@ def main():
             "ratios within this run, never absolute times across runs." % (
                 a.rounds, int(a.runs) // int(a.rounds), a.warmup, a.runs),
             "- The run happens inside `internal/systemd` `BenchmarkHyperfineAnchors`: it starts a private "
-            "`systemd --user` manager with the systemdtest harness (the TESTING.md recipe: own cgroup subtree, "
+            "`systemd --user` manager with the systemdtest harness (the recipe in docs/testing.md: own cgroup subtree, "
             "fresh cgroupfs in private cgroup+mount namespaces) and moves hyperfine into the manager's clients "
             "leaf. The three systemd commands run through `nsenter -t $MGR --cgroup --mount --` so that they see "
             "the manager's cgroup paths; `nsenter` + `/bin/true` is measured as the anchor of that prefix.",

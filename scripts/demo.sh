@@ -44,7 +44,7 @@ if [ -t 1 ]; then bold=$'\033[1m' plain=$'\033[0m'; else bold='' plain=''; fi
 say() { printf '\n%s== %s%s\n' "$bold" "$*" "$plain"; }
 run() { printf '$ hlaunch %s\n' "${*:2}"; "$@"; }
 
-# Two profiles, laid out as hermes lays them out (shared/docs/hermes-contract.md).
+# Two profiles, laid out as hermes lays them out (docs/hermes-contract.md).
 for p in a b; do
 	mkdir -p "$root/profiles/$p/cache/scratch" "$root/profiles/$p/logs" "$root/profiles/$p/workspace"
 	: >"$root/profiles/$p/config.yaml"

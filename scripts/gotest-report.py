@@ -74,7 +74,7 @@ def summary(paths, no_skip, allow):
         print(f"FAIL {name}")
     bad_skips = [s for s in skipped if not (allow and re.search(allow, s))]
     if no_skip and bad_skips:
-        print(f"report: {len(bad_skips)} test(s) skipped; in CI every test must run (TESTING.md): "
+        print(f"report: {len(bad_skips)} test(s) skipped; in CI every test must run (docs/testing.md): "
               "fix the capability or the test, do not skip")
     print(json.dumps({"passed": len(passed), "failed": len(failed), "skipped": len(skipped),
                       "forbidden_skips": len(bad_skips) if no_skip else 0}))

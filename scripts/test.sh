@@ -5,7 +5,7 @@
 #
 # Go test output is kept as `go test -json` logs in $LOGDIR and printed as `go test -v` would. With CI=true
 # a test that reports SKIP fails the run: CI runs as root on a full machine, where a skip means a test did
-# not check what it claims to (TESTING.md). HLAUNCH_ALLOW_SKIP (a regex over "pkg.TestName") exempts a test
+# not check what it claims to (docs/testing.md). HLAUNCH_ALLOW_SKIP (a regex over "pkg.TestName") exempts a test
 # by name; leave it empty unless a skip is understood and written down.
 #
 # The last line is "summary: N passed, N failed, N skipped".

@@ -331,7 +331,7 @@ func startSidecar(b *testing.B, bin, root, state, sock, parent string, warm int)
 }
 
 // systemdPhase measures one client's spawns through a `--scope systemd --user` sidecar that runs in a
-// private systemd user manager's world (systemdtest, the TESTING.md recipe), 100 spawns of /bin/true.
+// private systemd user manager's world (systemdtest, the recipe in docs/testing.md), 100 spawns of /bin/true.
 func systemdPhase(b *testing.B, bin, root, state string, warm int) *clientPoint {
 	m := systemdtest.Start(b)
 	sockDir, err := os.MkdirTemp("/tmp", "hlsc-") // a socket path must stay short

@@ -22,7 +22,7 @@ const hyperfineEnv = "HLAUNCH_BENCH_HYPERFINE"
 const sdPrefix = "@SD@"
 
 // BenchmarkHyperfineAnchors is scripts/bench.sh's one hyperfine run, started next to a private systemd
-// user manager (systemdtest, the TESTING.md recipe) so that "systemd-run --user --scope" and
+// user manager (systemdtest, the recipe in docs/testing.md) so that "systemd-run --user --scope" and
 // "hlaunch exec --scope systemd" are measured in the same run as every other anchor. It is not a Go
 // benchmark and skips unless HLAUNCH_BENCH_HYPERFINE is set; run it with -benchtime=1x.
 //

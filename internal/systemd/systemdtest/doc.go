@@ -1,5 +1,5 @@
 // Package systemdtest starts a real, private systemd user manager for tests, following the recipe in
-// docs/TESTING.md, and removes it with everything it made when the test ends.
+// docs/testing.md, and removes it with everything it made when the test ends.
 //
 // # How it is built
 //

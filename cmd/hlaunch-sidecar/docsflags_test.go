@@ -1,0 +1,41 @@
+package main
+
+import (
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+// Every hlaunch-sidecar flag is in docs/cli.md's "hlaunch sidecar" section, and every flag that section
+// names exists (as a sidecar flag, or as one of exec's it refers to).
+func TestDocsCLISidecarFlags(t *testing.T) {
+	b, err := os.ReadFile("../../docs/cli.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	start := strings.Index(doc, "## `hlaunch sidecar")
+	if start < 0 {
+		t.Fatal("docs/cli.md has no hlaunch sidecar section")
+	}
+	sec := doc[start:]
+	if end := strings.Index(sec[3:], "\n## "); end >= 0 {
+		sec = sec[:end+3]
+	}
+	cmd := newSidecarCmd()
+	known := map[string]bool{"help": true, "version": true}
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		known[f.Name] = true
+		if f.Name != "help" && !f.Hidden && !strings.Contains(sec, "--"+f.Name) {
+			t.Errorf("docs/cli.md, hlaunch sidecar: --%s is not documented", f.Name)
+		}
+	})
+	for _, m := range regexp.MustCompile(`(?:^|[^-\w])--([a-z][a-z0-9-]*)`).FindAllStringSubmatch(sec, -1) {
+		if !known[m[1]] {
+			t.Errorf("docs/cli.md, hlaunch sidecar names --%s, which hlaunch-sidecar does not have", m[1])
+		}
+	}
+}
