@@ -42,7 +42,8 @@ func logStdio(spec Spec, stdio Stdio) (Stdio, func(), error) {
 // descriptors (internal/beneath) and no symbolic link is followed anywhere on it; missing directories
 // are made (0700) with mkdirat in the directory just opened; the file is rotated and created relative to
 // its directory's descriptor, created with O_EXCL, and an existing file is opened for writing only after
-// fstat showed a regular file (a FIFO or a device planted as the log is never opened).
+// fstat showed a regular file with one link (a FIFO, a device or a hard link planted as the log is never
+// opened).
 func openLog(path string, max int64) (*os.File, error) {
 	if !filepath.IsAbs(path) {
 		return nil, fmt.Errorf("%w: --log %q must be absolute", ErrInvalid, path)
@@ -111,6 +112,11 @@ func reopenRegular(pfd int, path string) (*os.File, error) {
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil, fmt.Errorf("%w: --log %q: not a regular file", ErrInvalid, path)
+	}
+	if st.Nlink > 1 {
+		// A hard link planted in a writable log directory would have a root launcher append a worker's
+		// output to whatever file it names.
+		return nil, fmt.Errorf("%w: --log %q: the file has %d hard links; a log is appended to only when it is its one name", ErrInvalid, path, st.Nlink)
 	}
 	fd, err := beneath.Reopen(pfd, unix.O_WRONLY|unix.O_APPEND|unix.O_NOCTTY, path)
 	if err != nil {

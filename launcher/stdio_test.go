@@ -1,0 +1,54 @@
+package launcher
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestOpenLogRefuses: a log path through a symbolic link, a log that is a FIFO, or a log with a second
+// hard link is refused (ErrInvalid naming --log) and nothing is created where the link pointed; a plain
+// path is created, appended to and rotated.
+func TestOpenLogRefuses(t *testing.T) {
+	dir := t.TempDir()
+	elsewhere := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.Symlink(elsewhere, filepath.Join(dir, "link")))
+	must(syscall.Mkfifo(filepath.Join(dir, "fifo.log"), 0o600))
+	must(os.WriteFile(filepath.Join(elsewhere, "victim"), []byte("keep"), 0o600))
+	must(os.Link(filepath.Join(elsewhere, "victim"), filepath.Join(dir, "hard.log")))
+	for _, p := range []string{
+		filepath.Join(dir, "link", "w.log"), filepath.Join(dir, "link", "new", "w.log"),
+		filepath.Join(dir, "fifo.log"), filepath.Join(dir, "hard.log"), filepath.Join(dir, "link"),
+	} {
+		f, err := openLog(p, 0)
+		if err == nil {
+			f.Close()
+		}
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "--log") {
+			t.Errorf("openLog(%s) = %v, want ErrInvalid naming --log", p, err)
+		}
+	}
+	if ents, _ := os.ReadDir(elsewhere); len(ents) != 1 {
+		t.Fatalf("a refused log created %d entries where the link pointed", len(ents)-1)
+	}
+	good := filepath.Join(dir, "a", "b", "w.log")
+	for range 2 {
+		f, err := openLog(good, 4)
+		must(err)
+		_, err = f.WriteString("12345")
+		must(err)
+		f.Close()
+	}
+	if b, err := os.ReadFile(good + ".1"); err != nil || string(b) != "12345" {
+		t.Fatalf("rotation: %q, %v", b, err)
+	}
+}
