@@ -142,6 +142,28 @@ class RealSidecarTest(unittest.TestCase):
         with self.assertRaises(hc.NotRunning):
             self.client.signal(rc["id"], "TERM")
 
+    def test_leader_exited_and_idempotent_stop(self):
+        # The worker is its whole tree: the leader exits at once, its child keeps the worker running.
+        rc = self.spawn("beta", "sleep 30 & exit 0")
+        deadline = time.time() + 10
+        while os.path.exists("/proc/%d" % rc["pid"]) and time.time() < deadline:
+            with open("/proc/%d/stat" % rc["pid"]) as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    break
+            time.sleep(0.01)
+        self.assertEqual(self.client.get(rc["id"])["state"], "running")
+        with self.assertRaises(hc.LeaderExited) as cm:
+            self.client.signal(rc["id"], "TERM")
+        self.assertEqual((cm.exception.code, cm.exception.status), ("leader_exited", 409))
+        self.assertIsInstance(cm.exception, hc.NotRunning)
+        self.client.signal(rc["id"], "KILL", all=True)
+        final = self.client.wait(rc["id"], timeout=10)
+        self.assertEqual(final["state"], "exited")
+        self.assertEqual(final["exit_code"], 0)  # the leader's own
+        # stop of an ended worker: its final record, every time.
+        for _ in range(2):
+            self.assertEqual(self.client.stop(rc["id"], grace=0.5)["state"], "exited")
+
     def test_signal_delivered(self):
         rc = self.spawn("alpha", "trap 'exit 42' USR1; while :; do sleep 0.05; done")
         time.sleep(0.3)  # let the shell install its trap
