@@ -273,7 +273,7 @@ func TestExecChildDiesWithLauncher(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if r := e.run("gc", "--cgroup-parent", e.Parent); r.Code != 0 {
+	if r := e.run("gc", "--orphan-age", "0", "--cgroup-parent", e.Parent); r.Code != 0 {
 		t.Fatalf("gc: %d %s", r.Code, r.Stderr)
 	}
 	if _, err := os.Stat(worker); err == nil {

@@ -404,13 +404,8 @@ func (l *Launcher) LegacySignal(ctx context.Context, pid int, fp string, sig sys
 	return h.SignalLeader(sig)
 }
 
-// orphanAge is how old an empty, unrecorded worker cgroup must be before gc takes it for an orphan: longer
-// than any launch takes between creating a cgroup and recording its worker (the sidecar bounds a spawn at
-// two minutes).
-const orphanAge = 3 * time.Minute
-
 // gcOrphans removes empty worker cgroups under the default parent that no record names.
-func (l *Launcher) gcOrphans(recs []Record) []string {
+func (l *Launcher) gcOrphans(recs []Record, minAge time.Duration) []string {
 	if l.host == nil || l.host.Unified == "" {
 		return nil
 	}
@@ -433,8 +428,8 @@ func (l *Launcher) gcOrphans(recs []Record) []string {
 			continue
 		}
 		// A cgroup made for a launch in flight is empty and unrecorded too, until its shim or target runs in
-		// it: only one older than any launch takes is an orphan (the sidecar collects while it spawns).
-		if info, err := e.Info(); err != nil || time.Since(info.ModTime()) < orphanAge {
+		// it: only one older than minAge (Retention.OrphanAge) is an orphan (the sidecar collects while it spawns).
+		if info, err := e.Info(); err != nil || time.Since(info.ModTime()) < minAge {
 			continue
 		}
 		g, err := l.host.Hold(cgroup.Claim{Path: path, Worker: e.Name()})

@@ -25,6 +25,12 @@ type Retention struct {
 	LedgerKeep int
 	// LedgerMaxAge removes ended ledger records last written longer ago than this; 0: no age limit.
 	LedgerMaxAge time.Duration
+	// OrphanAge is how old an empty worker cgroup that no record names must be before it is taken for an
+	// orphan (a foreground hlaunch SIGKILLed before it removed its own): a cgroup made for a launch in flight
+	// is empty and unrecorded too, until its shim or target runs in it. DefaultRetention: 3 minutes, longer
+	// than any launch takes (the sidecar bounds a spawn at two); 0 takes every such cgroup, for a host where
+	// no launch runs meanwhile.
+	OrphanAge time.Duration
 	// KeepParent leaves the cgroup parent in place even when it is empty (the sidecar, which places the
 	// next spawn there: removing it under a launch in flight would fail that launch).
 	KeepParent bool `json:"-"`
@@ -34,7 +40,7 @@ type Retention struct {
 // otherwise: the last 1,000 ended workers or 24 hours of them, and a ledger of at most 10,000 records or 7
 // days (about 1 KB each: 10 MB at most).
 func DefaultRetention() Retention {
-	return Retention{Keep: 1000, MaxAge: 24 * time.Hour, LedgerKeep: 10000, LedgerMaxAge: 7 * 24 * time.Hour}
+	return Retention{Keep: 1000, MaxAge: 24 * time.Hour, LedgerKeep: 10000, LedgerMaxAge: 7 * 24 * time.Hour, OrphanAge: 3 * time.Minute}
 }
 
 // GCReport is what one collection removed.
@@ -88,7 +94,7 @@ func (l *Launcher) GC(ctx context.Context, r Retention) (GCReport, error) {
 		rep.Removed = append(rep.Removed, rec.ID)
 	}
 	// Empty worker cgroups without a record (a foreground hlaunch that was SIGKILLed could not remove its own).
-	rep.Removed = append(rep.Removed, l.gcOrphans(recs)...)
+	rep.Removed = append(rep.Removed, l.gcOrphans(recs, r.OrphanAge)...)
 	// The parent itself goes too once nothing is left under it (it is re-created by the next launch).
 	if l.host != nil && !r.KeepParent {
 		_ = l.host.RemoveParentIfEmpty(l.cfg.Defaults.CgroupParent)

@@ -10,7 +10,7 @@ import (
 	"github.com/hlaunch/hlaunch/launcher"
 )
 
-// Add registers --keep, --max-age, --ledger-keep and --ledger-max-age on fs into r, defaulting to
+// Add registers --keep, --max-age, --ledger-keep, --ledger-max-age and --orphan-age on fs into r, defaulting to
 // launcher.DefaultRetention.
 func Add(fs *pflag.FlagSet, r *launcher.Retention) {
 	*r = launcher.DefaultRetention()
@@ -18,12 +18,13 @@ func Add(fs *pflag.FlagSet, r *launcher.Retention) {
 	fs.DurationVar(&r.MaxAge, "max-age", r.MaxAge, "remove ended workers that ended longer ago than this; 0: no age limit")
 	fs.IntVar(&r.LedgerKeep, "ledger-keep", r.LedgerKeep, "ledger records kept, the most recent first (never one of an execution that has not ended); 0: no bound")
 	fs.DurationVar(&r.LedgerMaxAge, "ledger-max-age", r.LedgerMaxAge, "remove ended ledger records older than this; 0: no age limit")
+	fs.DurationVar(&r.OrphanAge, "orphan-age", r.OrphanAge, "remove an empty worker cgroup no record names only once it is this old (a launch in flight has one too); 0: at once")
 }
 
 // Check refuses negative values, naming the flags.
 func Check(r launcher.Retention) error {
-	if r.Keep < 0 || r.LedgerKeep < 0 || r.MaxAge < 0 || r.LedgerMaxAge < 0 {
-		return fmt.Errorf("%w: --keep, --max-age, --ledger-keep and --ledger-max-age must not be negative", launcher.ErrInvalid)
+	if r.Keep < 0 || r.LedgerKeep < 0 || r.MaxAge < 0 || r.LedgerMaxAge < 0 || r.OrphanAge < 0 {
+		return fmt.Errorf("%w: --keep, --max-age, --ledger-keep, --ledger-max-age and --orphan-age must not be negative", launcher.ErrInvalid)
 	}
 	return nil
 }
