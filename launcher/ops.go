@@ -327,16 +327,20 @@ func refOf(rc Receipt, ref string) string {
 	return ref
 }
 
-// recordStopped writes the exit record when the shim could not (it died with the cgroup).
+// recordStopped writes (or completes) the exit record when the shim could not (it died with the cgroup).
 func (l *Launcher) recordStopped(rc Receipt, killed bool) {
 	d := &state.Dir{Path: l.workersDir()}
 	var ex exitRecord
-	if d.Read(rc.ID+".exit", &ex) == nil {
-		return
+	if d.Read(rc.ID+".exit", &ex) == nil && ex.EndedAt != "" {
+		return // the shim recorded the end itself
 	}
-	ex = exitRecord{EndedAt: time.Now().UTC().Format(time.RFC3339Nano), Stopped: true, Signal: "SIGTERM"}
-	if killed {
-		ex.Signal = "SIGKILL"
+	// Nothing, or only the leader's status (the shim died with the tree before the end): complete it.
+	ex.EndedAt, ex.Stopped = time.Now().UTC().Format(time.RFC3339Nano), true
+	if ex.ExitCode == nil && ex.Signal == "" {
+		ex.Signal = "SIGTERM"
+		if killed {
+			ex.Signal = "SIGKILL"
+		}
 	}
 	_ = d.Write(rc.ID+".exit", ex, true)
 	finishLedger(l.ledger, rc.ID, ex)

@@ -163,6 +163,11 @@ func shimMain() {
 	}
 
 	life := newShimLife(src, ident, proc, rc.Sandbox)
+	life.leaderEnded = func(rec exitRecord) {
+		if d, err := state.Open(sc.Workers); err == nil {
+			_ = d.Write(sc.ID+".exit", rec, true)
+		}
+	}
 	cfg.Close()
 	group := shimGroup(host, &sc, ident)
 	life.finish(&sc, group, life.supervise(sc.Timeout, sc.Grace))

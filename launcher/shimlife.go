@@ -37,6 +37,10 @@ type shimLife struct {
 	h       *fingerprint.Handle // nil without a cgroup or a verified identity: the leader is the worker
 	sandbox bool                // the leader is a sandbox's init, which forwards signals to the target
 	self    int
+	// leaderEnded, when not nil, records the leader's status as soon as it is known, before the tree has
+	// ended (the exit record without ended_at): a shim killed with its tree (stop's, or signal --all's,
+	// whole-cgroup SIGKILL) leaves the leader's status behind.
+	leaderEnded func(exitRecord)
 }
 
 // supervise waits for the worker's leader and then its whole tree, enforcing timeout and grace on the
@@ -76,6 +80,9 @@ func (s *shimLife) supervise(timeout, grace time.Duration) exitRecord {
 			fillStatus(&rec, ws)
 		}
 		rec.LeaderEndedAt = now()
+		if s.leaderEnded != nil {
+			s.leaderEnded(rec)
+		}
 		go s.waitTree(treeDone)
 	}
 	for {

@@ -45,6 +45,23 @@ _NEEDS_BIN = unittest.skipUnless(HLAUNCH_BIN and os.access(HLAUNCH_BIN, os.X_OK)
 
 
 @_NEEDS_BIN
+def _remove_cgroup_parent(parent):
+    """Remove the test's cgroup parent (and the shims' exit leaf in it) from every cgroup2 mount: only what
+    the test made; the worker's own cgroup was removed by its shim."""
+    for root in ("/sys/fs/cgroup/unified", "/sys/fs/cgroup"):
+        top = os.path.join(root, parent)
+        if not os.path.isdir(top):
+            continue
+        for d in sorted((os.path.join(top, n) for n in os.listdir(top) if os.path.isdir(os.path.join(top, n))), reverse=True):
+            for _ in range(100):
+                try:
+                    os.rmdir(d)
+                    break
+                except OSError:
+                    time.sleep(0.02)
+        os.rmdir(top)
+
+
 class RealSidecarTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -142,9 +159,12 @@ class RealSidecarTest(unittest.TestCase):
         with self.assertRaises(hc.NotRunning):
             self.client.signal(rc["id"], "TERM")
 
+    @unittest.skipUnless(os.geteuid() == 0, "needs root: the worker needs a cgroup of its own")
     def test_leader_exited_and_idempotent_stop(self):
-        # The worker is its whole tree: the leader exits at once, its child keeps the worker running.
-        rc = self.spawn("beta", "sleep 30 & exit 0")
+        # The worker is its whole tree (its cgroup): the leader exits at once, its child keeps it running.
+        parent = "hlaunch-test-py-%d" % os.getpid()
+        self.addCleanup(_remove_cgroup_parent, parent)
+        rc = self.spawn("beta", "sleep 30 & exit 0", scope="cgroup", cgroup_parent=parent)
         deadline = time.time() + 10
         while os.path.exists("/proc/%d" % rc["pid"]) and time.time() < deadline:
             with open("/proc/%d/stat" % rc["pid"]) as f:
