@@ -24,6 +24,8 @@ import (
 //	symlink:L=T     replace L (a file or a directory of our own, removed first) with a symbolic link to T
 //	sh:CMD          run /bin/sh -c CMD: "ok:" and its output when it exits 0, else its error and output
 //	fdlinks         what each descriptor we were started with names (fd=target, space-separated)
+//	sidecarreq:SOCK|METHOD|PATH|BODY  one HTTP request to the sidecar on SOCK: "ok:<status>" (an answer
+//	                not finished within 10 s, an event stream, is read as far as its status)
 //	readline:FD     print "reading" on stdout, then read one line from FD (given up after 20 s): what
 //	                someone typed into the terminal FD is
 func redteamCheck(kind, arg string) string {
@@ -75,6 +77,8 @@ func redteamCheck(kind, arg string) string {
 			links = append(links, strconv.Itoa(fd)+"="+l)
 		}
 		return "ok:" + strings.Join(links, " ")
+	case "sidecarreq":
+		return sidecarRequest(strings.SplitN(arg, "|", 4))
 	case "readline":
 		fd, _ := strconv.Atoi(arg)
 		_, _ = os.Stdout.WriteString("reading\n")
@@ -101,4 +105,35 @@ func redteamCheck(kind, arg string) string {
 		return err.Error()
 	}
 	return "ok"
+}
+
+// sidecarRequest sends one request (socket, method, path, body) and answers "ok:<HTTP status>".
+func sidecarRequest(f []string) string {
+	if len(f) != 4 {
+		return "bad sidecarreq"
+	}
+	c, err := net.Dial("unix", f[0])
+	if err != nil {
+		return err.Error()
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	req := f[1] + " " + f[2] + " HTTP/1.1\r\nHost: sidecar\r\nContent-Type: application/json\r\nConnection: close\r\n" +
+		"Content-Length: " + strconv.Itoa(len(f[3])) + "\r\n\r\n" + f[3]
+	if _, err := io.WriteString(c, req); err != nil {
+		return err.Error()
+	}
+	line := make([]byte, 0, 64)
+	b := make([]byte, 1)
+	for len(line) < 64 {
+		if _, err := c.Read(b); err != nil || b[0] == '\n' {
+			break
+		}
+		line = append(line, b[0])
+	}
+	fields := strings.Fields(string(line))
+	if len(fields) < 2 {
+		return "no HTTP answer: " + string(line)
+	}
+	return "ok:" + fields[1]
 }

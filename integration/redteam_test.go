@@ -306,3 +306,41 @@ func TestRedteamSandboxReachesItsUsersManager(t *testing.T) {
 		}
 	})
 }
+
+// A worker that reached the sidecar's socket anyway (here: handed to it as an O_PATH stdin) gets
+// nothing of another worker either: listing, the event stream, a signal and a stop of a worker the
+// gateway started are all refused (403), and that worker runs on. Sandboxed and unsandboxed in a cgroup.
+func TestRedteamSidecarWorkerPeerCannotTouchOthers(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	sock := filepath.Join(scSocketDir(t), "s.sock")
+	p := startSidecarProc(t, e, sock, "--socket-group", strconv.Itoa(profileUID("b")))
+	var victim struct{ ID string }
+	p.mustDo("POST", "/v1/workers", scSpec("a", selfBin, "child", "sleep", "120s"), 201, &victim)
+	const via = "/proc/self/fd/0"
+	reqs := []string{
+		"sidecarreq:" + via + "|GET|/v1/workers|",
+		"sidecarreq:" + via + "|GET|/v1/workers/" + victim.ID + "|",
+		"sidecarreq:" + via + "|GET|/v1/events|",
+		"sidecarreq:" + via + "|POST|/v1/workers/" + victim.ID + `/signal|{"signal":"KILL"}`,
+		"sidecarreq:" + via + "|POST|/v1/workers/" + victim.ID + "/stop|{}",
+	}
+	for _, args := range [][]string{
+		{"-p", "b", "--sandbox", "--scope", "cgroup", "--cgroup-parent", e.Parent},
+		{"-p", "b", "--scope", "cgroup", "--cgroup-parent", e.Parent},
+	} {
+		rep := e.execWithStdin(openPath(t, sock), args, reqs...)
+		for _, c := range reqs {
+			if got := rep.Checks[c]; got != "ok:403" {
+				t.Errorf("%v: %s: %q, want ok:403", args, c, got)
+			}
+		}
+	}
+	var got struct{ State string }
+	p.mustDo("GET", "/v1/workers/"+victim.ID, "", 200, &got)
+	if got.State != "running" {
+		t.Errorf("the gateway's worker is %q after the attacks, want running", got.State)
+	}
+	p.mustDo("POST", "/v1/workers/"+victim.ID+"/stop", "{}", 200, nil)
+}
