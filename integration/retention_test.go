@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -91,5 +92,35 @@ func TestRetentionBesideLiveSidecar(t *testing.T) {
 			t.Fatalf("after 40 spawns: %d records (want <= 5), %d logs (<= 5), %d ledger records (<= 8), cgroups with processes %v", w, l, g, cg)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A worker whose shim died with it (killed by a worker of the launcher's uid, say) leaves its empty cgroup
+// behind; the next collection removes that cgroup even while the record is kept by the retention.
+func TestCollectionRemovesCgroupOfKeptRecord(t *testing.T) {
+	requireRoot(t)
+	v2 := requireCgroup2(t)
+	e := newEnv(t)
+	rc := e.detach([]string{"--scope", "cgroup", "--cgroup-parent", e.Parent}, "sleep", "30")
+	must(t, syscall.Kill(rc.ShimPID, syscall.SIGKILL)) // the shim this test started, by its PID
+	killDir(filepath.Join(v2, rc.Cgroup))              // the worker, through the cgroup the test's env owns
+	deadline := time.Now().Add(10 * time.Second)
+	for alive(rc.PID) || alive(rc.ShimPID) {
+		if time.Now().After(deadline) {
+			t.Fatal("worker or shim still alive")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := os.Stat(filepath.Join(v2, rc.Cgroup)); err != nil {
+		t.Fatalf("the cgroup went with the shim already: %v", err)
+	}
+	if r := e.run("gc", "--cgroup-parent", e.Parent); r.Code != 0 {
+		t.Fatalf("gc: %d %s", r.Code, r.Stderr)
+	}
+	if _, err := os.Stat(filepath.Join(v2, rc.Cgroup)); !os.IsNotExist(err) {
+		t.Errorf("gc left the ended worker's empty cgroup %s (%v)", rc.Cgroup, err)
+	}
+	if st, _ := e.record(rc.ID); st.State != "exited" {
+		t.Errorf("record of the ended worker: state %q, want it kept (exited)", st.State)
 	}
 }

@@ -74,17 +74,13 @@ func (l *Launcher) GC(ctx context.Context, r Retention) (GCReport, error) {
 	}
 	d := &state.Dir{Path: l.workersDir()}
 	for i, rec := range ended {
+		// An ended worker's empty cgroup goes whether or not its record is kept: its shim removes it, but a
+		// shim killed with its tree (or by a worker of the launcher's uid) could not.
+		if !l.removeEndedCgroup(rec) {
+			continue // members left: not over after all
+		}
 		if i < r.Keep && (cutoff == "" || endOf(rec) >= cutoff) {
 			continue
-		}
-		if rec.Mode == ModeCgroup && rec.Cgroup != "" {
-			if ident, err := fingerprint.ParseToken(rec.Token); err == nil {
-				if g, err := l.workerGroup(rec.Receipt, ident); err == nil {
-					if err := g.Delete(); err != nil {
-						continue // members left: not over after all
-					}
-				}
-			}
 		}
 		l.removeOwnLog(rec.Log)
 		_ = d.Remove(rec.ID + ".exit")
@@ -101,6 +97,26 @@ func (l *Launcher) GC(ctx context.Context, r Retention) (GCReport, error) {
 	}
 	rep.LedgerPruned = l.pruneLedger(r)
 	return rep, nil
+}
+
+// removeEndedCgroup removes an ended worker's raw cgroup when it is still there and empty; it reports false
+// only when the cgroup is there with members.
+func (l *Launcher) removeEndedCgroup(rec Record) bool {
+	if rec.Mode != ModeCgroup || rec.Cgroup == "" || l.host == nil || l.host.Unified == "" {
+		return true
+	}
+	if _, err := os.Lstat(filepath.Join(l.host.Unified, rec.Cgroup)); err != nil {
+		return true // removed (by its shim, as usual): one stat per kept record and pass
+	}
+	ident, err := fingerprint.ParseToken(rec.Token)
+	if err != nil {
+		return true
+	}
+	g, err := l.workerGroup(rec.Receipt, ident)
+	if err != nil {
+		return true // not the worker's cgroup (any more): never touched
+	}
+	return g.Delete() == nil
 }
 
 // endOf is when a record's worker ended, else when it started (RFC 3339 UTC strings sort by time).
