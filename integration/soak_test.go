@@ -30,6 +30,7 @@ type soakSnapshot struct {
 // soakReport is the soak's result, written to $HLAUNCH_SOAK_REPORT for make bench (docs/benchmarks.md).
 type soakReport struct {
 	Spawns, Clients int
+	Rate            float64 // spawns/s offered between the windows; 0: closed loop throughout
 	Start, End      soakSnapshot
 	LeftRunning     int
 	Missing         int // spawns with no ledger record
@@ -72,7 +73,8 @@ func pctMS(d []time.Duration, p float64) float64 {
 // sidecar from 4 clients, with a gateway's mix (short /bin/true, some whose children outlive the leader,
 // some past their deadline). It asserts counts, never durations: nothing left running or placed at the
 // end, the records within the retention, descriptors and RSS within bounds, every spawn in the ledger.
-// make bench runs it with 100,000 spawns and renders $HLAUNCH_SOAK_REPORT.
+// make bench runs it with 100,000 spawns, the bulk at a steady HLAUNCH_SOAK_RATE between closed-loop
+// windows at the start and the end, and renders $HLAUNCH_SOAK_REPORT.
 func TestSoak(t *testing.T) {
 	requireRoot(t)
 	v2 := requireCgroup2(t)
@@ -112,13 +114,30 @@ func TestSoak(t *testing.T) {
 		s.PerSec = float64(to-from) / ended.Sub(began).Seconds()
 		return s
 	}
-	run := func(until int) {
+	// The bulk between the two measured windows runs at a steady rate when HLAUNCH_SOAK_RATE (spawns/s)
+	// is set, as a gateway's load arrives; the windows are closed-loop phases, the same at start and end.
+	rate := 0.0
+	if s := os.Getenv("HLAUNCH_SOAK_RATE"); s != "" {
+		var err error
+		if rate, err = strconv.ParseFloat(s, 64); err != nil || rate < 0 {
+			t.Fatalf("HLAUNCH_SOAK_RATE=%q: want spawns per second", s)
+		}
+	}
+	run := func(until int, paced float64) {
 		var wg sync.WaitGroup
 		for c := 0; c < clients; c++ {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				var tick *time.Ticker
+				if paced > 0 {
+					tick = time.NewTicker(time.Duration(float64(clients) / paced * float64(time.Second)))
+					defer tick.Stop()
+				}
 				for {
+					if tick != nil {
+						<-tick.C
+					}
 					mu.Lock()
 					i := next
 					if i >= until {
@@ -149,18 +168,18 @@ func TestSoak(t *testing.T) {
 		wg.Wait()
 	}
 	t0 := time.Now()
-	run(window)
+	run(window, 0)
 	start := snap(0, window, t0, time.Now())
-	run(n - window)
+	run(n-window, rate)
 	t1 := time.Now()
-	run(n)
+	run(n, 0)
 	end := snap(n-window, n, t1, time.Now())
 	if t.Failed() {
 		return
 	}
 	// Let the last workers end (the longest lives 1 s past its leader, or its deadline plus grace) and a
 	// collection run, then nothing may be left.
-	rep := soakReport{Spawns: n, Clients: clients, Start: start}
+	rep := soakReport{Spawns: n, Clients: clients, Rate: rate, Start: start}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		cg := scCgroupsWithProcs(t, v2, e.Parent)

@@ -9,7 +9,7 @@
 # These machines are shared and noisy: compare the ratios from one run, never absolute times across runs.
 #
 # Knobs: RUNS (hyperfine runs per command, default 200, split over ROUNDS=4 rounds), WARMUP (5 per round), BENCHTIME (go test, 1s),
-# OUT (docs/benchmarks.md), SKIP_GO=1 (no Go benchmarks), SKIP_SIDECAR=1, SOAK_SPAWNS (100000), SKIP_SOAK=1.
+# OUT (docs/benchmarks.md), SKIP_GO=1 (no Go benchmarks), SKIP_SIDECAR=1, SOAK_SPAWNS (100000), SOAK_RATE (40 spawns/s between the closed-loop windows), SKIP_SOAK=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -255,7 +255,7 @@ if [ "${SKIP_SOAK:-0}" = 1 ]; then
 elif [ $is_root -eq 1 ]; then
 	log "soak: ${SOAK_SPAWNS:-100000} spawns through one sidecar (load before: $(cut -d' ' -f1-3 /proc/loadavg))"
 	echo "$(cut -d' ' -f1-3 /proc/loadavg)" >"$tmp/soak-load-before.txt"
-	if ! HLAUNCH_BIN=$HL HLAUNCH_SOAK_SPAWNS=${SOAK_SPAWNS:-100000} HLAUNCH_SOAK_REPORT=$tmp/soak.json \
+	if ! HLAUNCH_BIN=$HL HLAUNCH_SOAK_SPAWNS=${SOAK_SPAWNS:-100000} HLAUNCH_SOAK_RATE=${SOAK_RATE:-40} HLAUNCH_SOAK_REPORT=$tmp/soak.json \
 		go test -count=1 -run '^TestSoak$' -timeout 6h ./integration/ >&2; then
 		skip soak "the soak run failed (see the log above)"
 	fi

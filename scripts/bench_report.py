@@ -409,12 +409,15 @@ def soak(a, notes, out):
     s = json.load(open(p))
     load = [open(os.path.join(a.dir, f)).read().strip() if os.path.exists(os.path.join(a.dir, f)) else "?"
             for f in ("soak-load-before.txt", "soak-load-after.txt")]
-    out.append("%d spawns through one sidecar from %d concurrent clients (closed loop), a gateway's mix: "
+    rate = s.get("Rate") or 0
+    out.append("%d spawns through one sidecar from %d concurrent clients (%s), a gateway's mix: "
                "/bin/true, one in ten a leader whose child outlives it by 1 s, one in twenty `sleep 5` past "
                "its 300 ms deadline. Retention `--keep 200 --max-age 0 --ledger-keep 0` (the ledger unbounded "
                "so that every spawn can be accounted for), collection every second. The start is the first "
                "tenth of the spawns, the end the last tenth. Load average before/after: %s / %s.\n" % (
-                   s["Spawns"], s["Clients"], load[0], load[1]))
+                   s["Spawns"], s["Clients"],
+                   "the first and last tenth closed loop, the rest at a steady %.0f spawns/s" % rate if rate else "closed loop",
+                   load[0], load[1]))
     out.append("| figure | start | end | end / start | goal: within 10% |")
     out.append("|---|---|---|---|---|")
     for k, text, unit in (("p50_ms", "spawn p50", "ms"), ("p99_ms", "spawn p99", "ms"),
