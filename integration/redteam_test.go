@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -343,4 +345,47 @@ func TestRedteamSidecarWorkerPeerCannotTouchOthers(t *testing.T) {
 		t.Errorf("the gateway's worker is %q after the attacks, want running", got.State)
 	}
 	p.mustDo("POST", "/v1/workers/"+victim.ID+"/stop", "{}", 200, nil)
+}
+
+// A sandboxed worker's fork bomb stops at --pids (its init, and detached its shim, count too: every thread of each), in the foreground and detached;
+// and the roots it can name through /proc show the same view as "/" (under the hermes root, only B) or
+// nothing (its init's: not dumpable).
+func TestRedteamSandboxForkBombAndProcRoots(t *testing.T) {
+	requireRoot(t)
+	e := newEnv(t)
+	for _, detach := range []bool{false, true} {
+		log := filepath.Join(t.TempDir(), "w.log")
+		args := []string{"exec", "-p", "b", "--sandbox", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--pids", "64", "--log", log}
+		if detach {
+			args = append(args, "--detach")
+		}
+		r := e.run(append(args, "--", selfBin, "child", "forkbomb")...)
+		if r.Code != 0 {
+			t.Fatalf("detach=%v: exit %d: %s", detach, r.Code, r.Stderr)
+		}
+		var b []byte
+		for i := 0; i < 400 && !strings.Contains(string(b), "\n"); i++ { // the count, once it is written
+			b, _ = os.ReadFile(log)
+			time.Sleep(50 * time.Millisecond)
+		}
+		if detach {
+			var rc receipt
+			must(t, json.Unmarshal([]byte(r.Stdout), &rc))
+			e.run("stop", rc.ID)
+		}
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err != nil || n < 1 || n >= 64 {
+			t.Errorf("detach=%v: the fork bomb forked %q times under --pids 64", detach, b)
+		}
+	}
+	profiles := filepath.Join(e.Root, "profiles")
+	checks := []string{"ls:/proc/1/root" + profiles, "ls:/proc/self/root" + profiles, "ls:/proc/1/cwd/../.."}
+	rep, _ := e.report([]string{"-p", "b", "--sandbox", "--scope", "none"}, checks...)
+	for _, c := range checks[:2] {
+		if got := rep.Checks[c]; strings.HasPrefix(got, "ok:") && got != "ok:b" {
+			t.Errorf("%s: %q, want only b", c, got)
+		}
+	}
+	if got := rep.Checks[checks[2]]; strings.Contains(got, "a,") || strings.Contains(got, ",a") {
+		t.Errorf("%s: %q", checks[2], got)
+	}
 }
