@@ -322,6 +322,16 @@ func TestHostileStateDir(t *testing.T) {
 			}
 		})
 	}
+	t.Run("root/ledger made by another user", func(t *testing.T) {
+		ledger := attackerDir("ledger")
+		r := e.with(t).run("--ledger-dir", ledger, "exec", "-p", "b", "--detach", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--", "sleep", "300")
+		if r.Code != 125 || !strings.Contains(r.Stderr, ledger) {
+			t.Errorf("exit %d, stderr %q; want 125 naming %s", r.Code, r.Stderr, ledger)
+		}
+		if ents, _ := os.ReadDir(ledger); len(ents) != 0 {
+			t.Errorf("ledger records were written in the attacker's directory: %v", ents)
+		}
+	})
 	if ents, _ := os.ReadDir(filepath.Join(requireCgroup2(t), e.Parent)); len(ents) != 0 {
 		for _, d := range ents {
 			if d.IsDir() {
