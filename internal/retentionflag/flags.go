@@ -21,10 +21,18 @@ func Add(fs *pflag.FlagSet, r *launcher.Retention) {
 	fs.DurationVar(&r.OrphanAge, "orphan-age", r.OrphanAge, "remove an empty worker cgroup no record names only once it is this old (a launch in flight has one too); 0: at once")
 }
 
-// Check refuses negative values, naming the flags.
+// Check refuses a negative value, naming its flag.
 func Check(r launcher.Retention) error {
-	if r.Keep < 0 || r.LedgerKeep < 0 || r.MaxAge < 0 || r.LedgerMaxAge < 0 || r.OrphanAge < 0 {
-		return fmt.Errorf("%w: --keep, --max-age, --ledger-keep, --ledger-max-age and --orphan-age must not be negative", launcher.ErrInvalid)
+	for _, f := range []struct {
+		name string
+		bad  bool
+	}{
+		{"--keep", r.Keep < 0}, {"--max-age", r.MaxAge < 0}, {"--ledger-keep", r.LedgerKeep < 0},
+		{"--ledger-max-age", r.LedgerMaxAge < 0}, {"--orphan-age", r.OrphanAge < 0},
+	} {
+		if f.bad {
+			return fmt.Errorf("%w: %s must not be negative", launcher.ErrInvalid, f.name)
+		}
 	}
 	return nil
 }
