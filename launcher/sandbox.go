@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/hlaunch/hlaunch/internal/seccomp"
 	"github.com/hlaunch/hlaunch/nsenv"
 )
 
@@ -48,6 +49,12 @@ func (l *Launcher) sandbox(spec Spec, prof *nsenv.Profile, cwd string) (*nsenv.S
 	}
 	if err := sb.Validate(); err != nil {
 		return nil, "", invalid(err)
+	}
+	if !sb.SeccompOff {
+		// Refused before anything starts, rather than by the init stub, which could only fail the launch.
+		if err := seccomp.Supported(); err != nil {
+			return nil, "", invalid(fmt.Errorf("--sandbox: %w (--seccomp off runs it without the filter)", err))
+		}
 	}
 	switch {
 	case spec.User != "":

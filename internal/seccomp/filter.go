@@ -69,6 +69,9 @@ func Default() (*Filter, error) {
 	return &Filter{insts: insts}, nil
 }
 
+// Supported says whether Default can assemble a filter on this architecture: nil here.
+func Supported() error { return nil }
+
 // Len is the number of BPF instructions (the kernel takes at most 4096).
 func (f *Filter) Len() int { return len(f.insts) }
 

@@ -14,10 +14,11 @@ type Filter struct {
 	insts []unix.SockFilter
 }
 
-// Default fails: the table (rules.go) is written for amd64 and arm64 only.
-func Default() (*Filter, error) {
-	return nil, fmt.Errorf("%w: %s", ErrUnsupported, runtime.GOARCH)
-}
+// Supported fails: the table (rules.go) is written for amd64 and arm64 only.
+func Supported() error { return fmt.Errorf("%w: %s", ErrUnsupported, runtime.GOARCH) }
+
+// Default fails as Supported does.
+func Default() (*Filter, error) { return nil, Supported() }
 
 // Len is the number of BPF instructions.
 func (f *Filter) Len() int { return len(f.insts) }
