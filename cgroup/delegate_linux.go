@@ -33,8 +33,9 @@ func systemdManaged() bool {
 // manage it is DefaultParent ("hlaunch", at the root of each hierarchy). Where systemd manages the tree
 // (a pure-v2 host with systemd as PID 1: it owns /sys/fs/cgroup and may remove or re-parent what it does
 // not know), the parent is "hlaunch" inside the caller's own delegated subtree: the nearest ancestor of
-// the caller's cgroup that systemd marked delegated (trusted.delegate, or user.delegate from a user
-// manager, systemd 251+); without one it is ErrSystemdTree, naming the caller's cgroup.
+// the caller's cgroup that systemd marked delegated (trusted.delegate or user.delegate, systemd 251+),
+// unless that is a user manager's own tree (user@UID.service); otherwise it is ErrSystemdTree, naming the
+// caller's cgroup.
 func (h *Host) DefaultParent() (string, error) {
 	if !systemdManaged() {
 		return DefaultParent, nil
@@ -47,9 +48,15 @@ func (h *Host) DefaultParent() (string, error) {
 		return "", err
 	}
 	for p := own; p != "/"; p = path.Dir(p) {
-		if delegated(filepath.Join(h.Unified, p)) {
-			return path.Join(p, DefaultParent), nil
+		if !delegated(filepath.Join(h.Unified, p)) {
+			continue
 		}
+		// user@UID.service is delegated by the system manager to a user manager, which owns that tree as
+		// systemd owns the root (and, in systemd 252, marks none of its own Delegate=yes units): not ours.
+		if b := path.Base(p); strings.HasPrefix(b, "user@") && strings.HasSuffix(b, ".service") {
+			return "", fmt.Errorf("%w (hlaunch runs in %s; %s is a user manager's own tree)", ErrSystemdTree, own, p)
+		}
+		return path.Join(p, DefaultParent), nil
 	}
 	return "", fmt.Errorf("%w (hlaunch runs in %s)", ErrSystemdTree, own)
 }
