@@ -22,7 +22,7 @@ import (
 // connect opens a connection to m's user bus from the test process (outside the manager's namespaces).
 func connect(t testing.TB, m *systemdtest.Manager) *systemd.Conn {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, err := systemd.Connect(ctx, systemd.ConnectOptions{User: true, UID: os.Geteuid(), Getenv: m.Getenv})
 	if err != nil {
@@ -32,8 +32,9 @@ func connect(t testing.TB, m *systemdtest.Manager) *systemd.Conn {
 	return c
 }
 
+// ctxT bounds one test step: generous, for the guest lane under TCG on a loaded machine.
 func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return ctx
 }
