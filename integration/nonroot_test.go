@@ -26,9 +26,12 @@ func TestNonRootRootMadeParentNotWritable(t *testing.T) {
 		strings.Contains(r.Stderr, "not created by hlaunch") {
 		t.Fatalf("non-root launch under root's parent: exit %d, stderr %q; want 125 and one line saying %s is not writable", r.Code, r.Stderr, w.Parent)
 	}
-	// doctor names the same condition for the default parent (root-made or missing: not writable either way).
+	// doctor names the same condition for the default parent (root-made or missing: not writable either
+	// way), or, where systemd owns the tree, that the caller is in no delegated subtree (ADR 0002); never
+	// "not created by hlaunch".
 	d := decodeDoctor(t, w.asNobody("doctor", "--json"))
-	if d.Delegated.OK || !strings.Contains(d.Delegated.Detail, "not writable") {
+	if d.Delegated.OK || !(strings.Contains(d.Delegated.Detail, "not writable") || strings.Contains(d.Delegated.Detail, "systemd manages")) ||
+		strings.Contains(d.Delegated.Detail, "not created by hlaunch") {
 		t.Errorf("doctor as uid 65534: delegated %+v, want not writable", d.Delegated)
 	}
 }
