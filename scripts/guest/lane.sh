@@ -21,7 +21,7 @@ LOGDIR=${LOGDIR:-bin/test-logs}
 case $LOGDIR in /*) ;; *) LOGDIR=$TOP/$LOGDIR ;; esac
 CACHE=${CACHE:-/var/cache/hlaunch-vm}
 GUEST_TIMEOUT=${GUEST_TIMEOUT:-2280}
-SECTIONS1=${SECTIONS1:-info unit-root integration-root alice bob reboot-issue}
+SECTIONS1=${SECTIONS1:-info alice bob reboot-issue unit-root integration-root}
 SECTIONS2=${SECTIONS2:-reboot-check}
 start=$(date +%s)
 elapsed() { echo "$(($(date +%s) - start))s"; }
