@@ -128,15 +128,22 @@ func TestForegroundTimeoutAndOOMSaySo(t *testing.T) {
 	}
 }
 
-// Review bugs: a sidecar's default --net none no longer refuses unsandboxed spawns with a flag the client
-// never sent; a failed detached start leaks no descriptor in the sidecar.
-func TestSidecarDefaultsAndFailedStarts(t *testing.T) {
+// A sidecar's default --net none no longer refuses unsandboxed spawns with a flag the client never sent.
+func TestSidecarDefaultNetNoneAllowsUnsandboxed(t *testing.T) {
 	requireRoot(t)
 	requireCgroup2(t)
 	e := newEnv(t)
 	p := startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s.sock"), "--net", "none")
 	var rc receipt
 	p.mustDo("POST", "/v1/workers", scSpec("b", "true"), 201, &rc)
+}
+
+// A failed detached start leaks no descriptor in the sidecar (before: one pipe end per failure).
+func TestSidecarFailedStartsLeakNothing(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	p := startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s.sock"))
 	fds := func() int {
 		ents, err := os.ReadDir(filepathJoinProc(p.cmd.Process.Pid))
 		must(t, err)
