@@ -63,10 +63,8 @@ func New(cfg Config) (*Launcher, error) {
 	}
 	// Every directory records, ledger entries and key locks live in must be the launcher's alone: under
 	// /tmp anyone can make the non-root default first, and records there could be forged or swapped.
-	for _, d := range []string{l.state, l.workersDir(), l.keysDir(), l.ledger} {
-		if err := state.Check(d); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
-		}
+	if err := state.CheckTree(l.state, l.workersDir(), l.keysDir(), l.ledger); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if cfg.KeepBus {
 		l.buses = &buses{}

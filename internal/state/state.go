@@ -28,9 +28,13 @@ func Open(dir string) (*Dir, error) {
 	if err := Check(dir); err != nil {
 		return nil, err
 	}
+	if st, err := os.Lstat(dir); err == nil && st.IsDir() {
+		return &Dir{Path: dir}, nil // it existed when Check looked: checked already
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("state dir: %w", err)
 	}
+	// Made now, or by someone who raced us to it: look again.
 	if err := Check(dir); err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 )
 
@@ -20,20 +21,7 @@ var ErrUntrusted = errors.New("not trusted")
 // writable by nobody else unless sticky (as /tmp is). A missing dir passes: there is nothing to trust yet,
 // and Open checks what it creates. The error names the directory and what is wrong with it.
 func Check(dir string) error {
-	st, err := os.Lstat(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return checkAbove(dir)
-	}
-	if err != nil {
-		return fmt.Errorf("state dir %s: %w", dir, err)
-	}
-	if st.Mode()&fs.ModeSymlink != 0 {
-		return fmt.Errorf("state dir %s: %w: it is a symbolic link", dir, ErrUntrusted)
-	}
-	if !st.IsDir() {
-		return fmt.Errorf("state dir %s: %w: not a directory", dir, ErrUntrusted)
-	}
-	if err := owned(dir, st, false); err != nil {
+	if err := checkOne(dir); err != nil {
 		return err
 	}
 	return checkAbove(dir)
@@ -72,4 +60,49 @@ func owned(p string, st fs.FileInfo, ancestor bool) error {
 		return fmt.Errorf("state dir %s: %w: mode %04o lets others write it", p, ErrUntrusted, st.Mode().Perm())
 	}
 	return nil
+}
+
+// CheckTree is Check for dir and, below it, each of subs (names or relative paths inside dir): the
+// directories above dir are checked once, a sub only for itself and what lies between it and dir.
+// A sub that is an absolute path elsewhere gets the full Check.
+func CheckTree(dir string, subs ...string) error {
+	if err := Check(dir); err != nil {
+		return err
+	}
+	root := filepath.Clean(dir)
+	for _, s := range subs {
+		p := filepath.Clean(s)
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(root, p)
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+			if err := Check(p); err != nil {
+				return err
+			}
+			continue
+		}
+		for q := p; q != root; q = filepath.Dir(q) {
+			if err := checkOne(q); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkOne is Check's test of one directory, without the directories above it.
+func checkOne(dir string) error {
+	st, err := os.Lstat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("state dir %s: %w", dir, err)
+	case st.Mode()&fs.ModeSymlink != 0:
+		return fmt.Errorf("state dir %s: %w: it is a symbolic link", dir, ErrUntrusted)
+	case !st.IsDir():
+		return fmt.Errorf("state dir %s: %w: not a directory", dir, ErrUntrusted)
+	}
+	return owned(dir, st, false)
 }

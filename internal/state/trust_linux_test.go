@@ -79,3 +79,34 @@ func TestCheck(t *testing.T) {
 		t.Fatal("Read followed a symbolic link planted in a record's place")
 	}
 }
+
+// CheckTree checks a state dir once and each directory below it for itself; a sub elsewhere in full.
+func TestCheckTree(t *testing.T) {
+	base := t.TempDir()
+	st := filepath.Join(base, "state")
+	if err := os.MkdirAll(filepath.Join(st, "workers"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckTree(st, filepath.Join(st, "workers"), filepath.Join(st, "keys"), "ledger"); err != nil {
+		t.Fatalf("a good tree: %v", err)
+	}
+	if err := os.Symlink(base, filepath.Join(st, "keys")); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckTree(st, filepath.Join(st, "keys")); !errors.Is(err, ErrUntrusted) {
+		t.Errorf("a link in the tree = %v, want ErrUntrusted", err)
+	}
+	open := filepath.Join(base, "open")
+	if err := os.Mkdir(open, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(open, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckTree(st, filepath.Join(open, "ledger")); !errors.Is(err, ErrUntrusted) {
+		t.Errorf("a ledger under a world-writable directory elsewhere = %v, want ErrUntrusted", err)
+	}
+	if err := CheckTree(st, filepath.Join(st, "..", "open", "ledger")); !errors.Is(err, ErrUntrusted) {
+		t.Errorf("a sub that leaves the tree by .. = %v, want ErrUntrusted", err)
+	}
+}
