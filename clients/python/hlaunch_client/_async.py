@@ -18,7 +18,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type
 from . import _args
 from ._args import Duration, Signal
 from ._errors import ProtocolError, SidecarUnavailable, WaitTimeout
-from ._sync import Record, _decode, _event, _obj, _records, default_socket
+from ._sync import Record, _Base, _decode, _event, _obj, _records
 
 _MAX_HEAD = 64 << 10  # an answer's status line and headers; the sidecar's are a few hundred bytes
 
@@ -166,7 +166,7 @@ class EventStream:
             raise
 
 
-class AsyncClient:
+class AsyncClient(_Base):
     """An asyncio client of one sidecar socket: the methods of ``Client``, as coroutines.
 
     Args:
@@ -174,15 +174,6 @@ class AsyncClient:
         timeout: seconds to wait for an answer to ordinary requests (``wait`` and ``events`` manage
             their own timeouts).
     """
-
-    def __init__(self, socket_path: Optional[str] = None, timeout: Optional[float] = 30.0) -> None:
-        self.socket_path = socket_path or default_socket()
-        if timeout is not None:
-            timeout = _args.seconds(timeout, "timeout")
-        self.timeout = timeout
-
-    def __repr__(self) -> str:
-        return "AsyncClient(%r)" % self.socket_path
 
     async def _open(self, path: str, body: Optional[Mapping[str, Any]], fds: Optional[Sequence[int]],
                     method: str = "GET") -> _Conn:

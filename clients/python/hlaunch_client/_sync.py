@@ -119,7 +119,20 @@ def _event(line: bytes) -> Record:
     return ev
 
 
-class Client:
+class _Base:
+    """What both clients hold: the socket path and the timeout of an ordinary request, both checked."""
+
+    def __init__(self, socket_path: Optional[str] = None, timeout: Optional[float] = 30.0) -> None:
+        self.socket_path = socket_path or default_socket()
+        if timeout is not None:
+            timeout = _args.seconds(timeout, "timeout")
+        self.timeout = timeout
+
+    def __repr__(self) -> str:
+        return "%s(%r)" % (type(self).__name__, self.socket_path)
+
+
+class Client(_Base):
     """A blocking client of one sidecar socket. Safe to share between threads.
 
     Every method is one HTTP request on a fresh connection, so a sidecar restart needs no reconnect logic.
@@ -129,15 +142,6 @@ class Client:
         timeout: seconds to wait for an answer to ordinary requests (``wait`` and ``events`` manage
             their own timeouts).
     """
-
-    def __init__(self, socket_path: Optional[str] = None, timeout: Optional[float] = 30.0) -> None:
-        self.socket_path = socket_path or default_socket()
-        if timeout is not None:
-            timeout = _args.seconds(timeout, "timeout")
-        self.timeout = timeout
-
-    def __repr__(self) -> str:
-        return "Client(%r)" % self.socket_path
 
     # -- transport ---------------------------------------------------------------------------------
 
