@@ -1,8 +1,10 @@
 package integration
 
 import (
+	"bufio"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -140,5 +142,60 @@ func TestSidecarSpecErrorsNameFields(t *testing.T) {
 	}
 	if recs := p.list(); len(recs) != 0 {
 		t.Errorf("refused spawns left %d records", len(recs))
+	}
+}
+
+// `hlaunch events` prints the sidecar's stream as NDJSON, one event a line, as it happens; without a
+// sidecar on the socket it is one line naming --socket and exit 125.
+func TestEventsCommand(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	sock := filepath.Join(scSocketDir(t), "s.sock")
+	p := startSidecarProc(t, e, sock)
+	cmd := exec.Command(hlaunchBin, "events", "--socket", sock, "--since", "0")
+	out, err := cmd.StdoutPipe()
+	must(t, err)
+	must(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	var rc receipt
+	p.mustDo("POST", "/v1/workers", scSpec("b", "/bin/sh", "-c", "exit 6"), 201, &rc)
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var types []string
+	deadline := time.After(30 * time.Second)
+	for done := false; !done; {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("the stream ended early; events of %s: %v", rc.ID, types)
+			}
+			var ev struct {
+				Type, ID string
+				ExitCode *int `json:"exit_code"`
+			}
+			if err := json.Unmarshal([]byte(l), &ev); err != nil {
+				t.Fatalf("not an NDJSON line: %q", l)
+			}
+			if ev.ID == rc.ID {
+				types = append(types, ev.Type)
+				done = ev.Type == "exited" && ev.ExitCode != nil && *ev.ExitCode == 6
+			}
+		case <-deadline:
+			t.Fatalf("no exited event for %s within 30s: %v", rc.ID, types)
+		}
+	}
+	if types[0] != "started" {
+		t.Errorf("events of %s: %v, want started first", rc.ID, types)
+	}
+	r := e.run("events", "--socket", filepath.Join(scSocketDir(t), "none.sock"))
+	if r.Code != 125 || !strings.Contains(r.Stderr, "--socket") || strings.Count(r.Stderr, "\n") != 1 {
+		t.Errorf("events without a sidecar: %+v, want exit 125 and one line naming --socket", r)
 	}
 }
