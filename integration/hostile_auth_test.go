@@ -449,7 +449,9 @@ func TestHostileSidecarRefusesScopedPeers(t *testing.T) {
 	dir := t.TempDir()
 	gate, log := filepath.Join(dir, "go"), filepath.Join(dir, "report.json")
 	unit := "hermes-worker-" + randHex(3)
-	script := `while [ ! -e "$1" ]; do sleep 0.02; done; exec "$2" child report "$3"`
+	// Bounded (about 60 s), and the gate is opened at cleanup too: a failing test leaves no waiting worker.
+	script := `i=0; while [ ! -e "$1" ] && [ $i -lt 3000 ]; do sleep 0.02; i=$((i+1)); done; exec "$2" child report "$3"`
+	t.Cleanup(func() { _ = os.WriteFile(gate, nil, 0o600) })
 	r = hl(openPath(t, sock), "exec", "-p", "b", "--detach", "--stdio", "inherit", "--log", log, "--scope", "systemd",
 		"--user", "--unit", unit, "--", "sh", "-c", script, "sh", gate, selfBin, via)
 	var rc receipt
