@@ -3,6 +3,7 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -388,4 +389,57 @@ func TestRedteamSandboxForkBombAndProcRoots(t *testing.T) {
 	if got := rep.Checks[checks[2]]; strings.Contains(got, "a,") || strings.Contains(got, ",a") {
 		t.Errorf("%s: %q", checks[2], got)
 	}
+}
+
+// The gateway's own client, run by a hostile worker: a sandboxed worker spawned through the sidecar gets
+// the sidecar's socket (as an O_PATH stdin, so the view does not matter) and the Python client, and asks
+// for a worker of profile A, the list, a SIGKILL and a stop of the gateway's worker. Every call raises
+// Forbidden; the gateway's worker runs on.
+func TestRedteamPythonClientFromSandbox(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	py := scPython(t)
+	e := newEnv(t)
+	dir, err := os.MkdirTemp("/var/tmp", "hl-rt-py-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	must(t, os.Chmod(dir, 0o755))
+	scClientDir(t, dir)
+	sock := filepath.Join(scSocketDir(t), "s.sock")
+	p := startSidecarProc(t, e, sock, "--socket-group", strconv.Itoa(profileUID("b")))
+	var victim struct{ ID string }
+	p.mustDo("POST", "/v1/workers", scSpec("a", selfBin, "child", "sleep", "120s"), 201, &victim)
+	script := `import sys; sys.path.insert(0, ` + strconvQuote(dir) + `)
+from hlaunch_client import Client
+c = Client("/proc/self/fd/0")
+v = ` + strconvQuote(victim.ID) + `
+out = []
+for name, f in [("spawn", lambda: c.spawn({"profile": "a", "argv": ["true"]})), ("list", c.list),
+                ("signal", lambda: c.signal(v, "KILL")), ("stop", lambda: c.stop(v))]:
+    try:
+        f()
+        out.append(name + "=ok")
+    except Exception as e:
+        out.append(name + "=" + type(e).__name__)
+print(" ".join(out))
+`
+	spec, _ := json.Marshal(map[string]any{"profile": "b", "sandbox": true, "stdio": "inherit", "argv": []string{py, "-c", script}})
+	pr, pw, err := os.Pipe()
+	must(t, err)
+	defer pr.Close()
+	st, body := sidecarSpawnWithFDs(t, sock, string(spec), int(openPath(t, sock).Fd()), int(pw.Fd()), int(pw.Fd()))
+	pw.Close()
+	if st != 201 {
+		t.Fatalf("spawn: %d %s", st, body)
+	}
+	out, _ := io.ReadAll(pr)
+	if got, want := strings.TrimSpace(string(out)), "spawn=Forbidden list=Forbidden signal=Forbidden stop=Forbidden"; got != want {
+		t.Errorf("the Python client inside B's sandbox: %q, want %q", got, want)
+	}
+	var v struct{ State string }
+	p.mustDo("GET", "/v1/workers/"+victim.ID, "", 200, &v)
+	if v.State != "running" {
+		t.Errorf("the gateway's worker is %q after the attacks, want running", v.State)
+	}
+	p.mustDo("POST", "/v1/workers/"+victim.ID+"/stop", "{}", 200, nil)
 }
