@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -445,4 +446,82 @@ print(" ".join(out))
 		t.Errorf("the gateway's worker is %q after the attacks, want running", v.State)
 	}
 	p.mustDo("POST", "/v1/workers/"+victim.ID+"/stop", "{}", 200, nil)
+}
+
+// A forged record gets no signal through: whoever could write the state directory (an unsandboxed
+// worker of an unprivileged launcher can: its uid's) re-points a record of its own at a sibling worker
+// (the sibling's token, PID, cgroup and cgroup id), copies the sibling's record under a new id, or
+// points its record at the parent of every worker with a token minted for it. stop and signal (--all)
+// on each are refused (exit 3), and the sibling runs on.
+func TestRedteamForgedRecords(t *testing.T) {
+	requireRoot(t)
+	v2 := requireCgroup2(t)
+	e := newEnv(t)
+	start := func() receipt {
+		r := e.run("exec", "-p", "b", "--detach", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--", selfBin, "child", "sleep", "120s")
+		if r.Code != 0 {
+			t.Fatalf("start: %d %s", r.Code, r.Stderr)
+		}
+		var rc receipt
+		must(t, json.Unmarshal([]byte(r.Stdout), &rc))
+		return rc
+	}
+	victim, attacker := start(), start()
+	workers := filepath.Join(e.State, "workers")
+	read := func(id string) map[string]any {
+		b, err := os.ReadFile(filepath.Join(workers, id+".json"))
+		must(t, err)
+		var m map[string]any
+		must(t, json.Unmarshal(b, &m))
+		return m
+	}
+	write := func(id string, m map[string]any) {
+		b, _ := json.Marshal(m)
+		must(t, os.WriteFile(filepath.Join(workers, id+".json"), b, 0o600))
+	}
+	vrec, arec := read(victim.ID), read(attacker.ID)
+	try := func(name, id string) {
+		for _, args := range [][]string{{"stop", id}, {"signal", "-s", "KILL", id}, {"signal", "--all", "-s", "KILL", id}} {
+			if r := e.run(args...); r.Code != 3 {
+				t.Errorf("%s: %v: exit %d (%s), want 3 (refused)", name, args, r.Code, strings.TrimSpace(r.Stderr))
+			}
+		}
+		if r := e.run("status", victim.ID); r.Code != 0 {
+			t.Fatalf("%s: the victim is no longer running: status exit %d %s", name, r.Code, r.Stdout)
+		}
+	}
+	// The attacker's own record, re-pointed at the victim.
+	forged := map[string]any{}
+	for k, v := range arec {
+		forged[k] = v
+	}
+	for _, k := range []string{"token", "pid", "cgroup", "cgroup_id", "start_time", "shim_pid", "shim_start", "fingerprint"} {
+		forged[k] = vrec[k]
+	}
+	write(attacker.ID, forged)
+	try("own record re-pointed at a sibling", attacker.ID)
+	// The victim's record under another id.
+	const fake = "w-0123456789ab"
+	copied := map[string]any{}
+	for k, v := range vrec {
+		copied[k] = v
+	}
+	copied["id"] = fake
+	write(fake, copied)
+	try("a sibling's record under a new id", fake)
+	// The attacker's record pointed at the parent of every worker, with a token minted for it.
+	forged = map[string]any{}
+	for k, v := range arec {
+		forged[k] = v
+	}
+	var st syscall.Stat_t
+	must(t, syscall.Stat(filepath.Join(v2, e.Parent), &st))
+	forged["cgroup"], forged["cgroup_id"] = "/"+e.Parent, st.Ino
+	forged["token"] = mintToken(t, v2, victim.PID, "/"+e.Parent)
+	forged["pid"] = victim.PID
+	write(attacker.ID, forged)
+	try("own record pointed at the workers' parent", attacker.ID)
+	write(attacker.ID, arec)
+	e.run("stop", victim.ID)
+	e.run("stop", attacker.ID)
 }
