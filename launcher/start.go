@@ -93,6 +93,10 @@ func (l *Launcher) detached(ctx context.Context, spec Spec, stdio Stdio, id stri
 		return nil, fmt.Errorf("%w: stdio inherit: the caller passed no stdin, stdout and stderr", ErrInvalid)
 	}
 	if spec.Log == "" && spec.Stdio != StdioInherit && l.cfg.WorkerLogs {
+		// The launcher's own logs directory is made (and checked: owner, mode) like its records'.
+		if _, err := state.Open(filepath.Join(l.state, "logs")); err != nil {
+			return nil, err
+		}
 		spec.Log = filepath.Join(l.state, "logs", id+".log")
 	}
 	if spec.Log != "" {

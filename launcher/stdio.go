@@ -39,8 +39,8 @@ func logStdio(spec Spec, stdio Stdio) (Stdio, func(), error) {
 // A log often lies in a directory a worker can write (its profile's logs/), and a root launcher creates
 // it: resolved as a string, a worker that swaps that directory for a symbolic link to /etc would have a
 // root-owned file created, or appended to, where it chose. So the path is walked once from "/" through
-// descriptors (internal/beneath) and no symbolic link is followed anywhere on it; missing directories
-// are made (0700) with mkdirat in the directory just opened; the file is rotated and created relative to
+// descriptors (internal/beneath) and no symbolic link is followed anywhere on it; its directory must
+// exist (nothing is created but the file); the file is rotated and created relative to
 // its directory's descriptor, created with O_EXCL, and an existing file is opened for writing only after
 // fstat showed a regular file with one link (a FIFO, a device or a hard link planted as the log is never
 // opened).
@@ -61,7 +61,12 @@ func openLog(path string, max int64) (*os.File, error) {
 		return nil, fmt.Errorf("--log: %w", os.NewSyscallError("open /", err))
 	}
 	defer unix.Close(top)
-	dfd, err := beneath.MkdirAll(top, strings.TrimPrefix(dir, "/"), 0o700, dir)
+	// The directory must exist: a root launcher that made a worker-chosen chain of directories would
+	// be a side effect nobody asked for (a refused launch creates nothing), and a typo would pass.
+	dfd, err := openDir(top, strings.TrimPrefix(filepath.Clean(dir), "/"), dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: --log %q: directory %s does not exist (hlaunch does not create it)", ErrInvalid, path, filepath.Clean(dir))
+	}
 	if err != nil {
 		return nil, logErr(path, err)
 	}
@@ -131,4 +136,17 @@ func logErr(path string, err error) error {
 		return fmt.Errorf("%w: --log %q passes through a symbolic link (refused: name the real path; a worker could re-point a link between a check and the open)", ErrInvalid, path)
 	}
 	return fmt.Errorf("%w: --log: %w", ErrInvalid, err)
+}
+
+// openDir opens the directory rel below top (top itself for "") as an O_PATH descriptor, through no
+// symbolic link.
+func openDir(top int, rel, name string) (int, error) {
+	if rel == "" || rel == "." {
+		fd, err := unix.Dup(top)
+		if err != nil {
+			return -1, os.NewSyscallError("dup", err)
+		}
+		return fd, nil
+	}
+	return beneath.Open(top, rel, unix.O_PATH|unix.O_DIRECTORY, 0, name)
 }

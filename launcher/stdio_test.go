@@ -11,7 +11,8 @@ import (
 
 // TestOpenLogRefuses: a log path through a symbolic link, a log that is a FIFO, or a log with a second
 // hard link is refused (ErrInvalid naming --log) and nothing is created where the link pointed; a plain
-// path is created, appended to and rotated.
+// path is created, appended to and rotated; a log whose directory is missing is refused and nothing is
+// created.
 func TestOpenLogRefuses(t *testing.T) {
 	dir := t.TempDir()
 	elsewhere := t.TempDir()
@@ -40,7 +41,17 @@ func TestOpenLogRefuses(t *testing.T) {
 	if ents, _ := os.ReadDir(elsewhere); len(ents) != 1 {
 		t.Fatalf("a refused log created %d entries where the link pointed", len(ents)-1)
 	}
-	good := filepath.Join(dir, "a", "b", "w.log")
+	missing := filepath.Join(dir, "a", "b", "w.log")
+	if f, err := openLog(missing, 0); err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "does not exist") {
+		if f != nil {
+			f.Close()
+		}
+		t.Fatalf("openLog(%s) in a missing directory = %v, want ErrInvalid saying it does not exist", missing, err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "a")); !os.IsNotExist(err) {
+		t.Fatalf("a refused log made its directory: %v", err)
+	}
+	good := filepath.Join(dir, "w.log")
 	for range 2 {
 		f, err := openLog(good, 4)
 		must(err)

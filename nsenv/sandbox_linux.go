@@ -27,7 +27,7 @@ func (s *Sandbox) validateFS() error {
 	for _, w := range s.writable() {
 		fd, err := openPath(w.path, false)
 		if err != nil {
-			return fmt.Errorf("sandbox %s: %w", w.flag, err)
+			return fmt.Errorf("%w: %s %s: %s", ErrInvalidSandbox, w.flag, w.path, resolveProblem(err))
 		}
 		unix.Close(fd)
 	}
@@ -265,4 +265,24 @@ func (s *Sandbox) openView() (*view, error) {
 		}
 	}
 	return v, nil
+}
+
+// resolveProblem says in words why a path a caller named could not be opened, without the system call:
+// the caller named a path, not openat2.
+func resolveProblem(err error) string {
+	switch {
+	case errors.Is(err, ErrUnsafePath):
+		return "passes through a symbolic link (refused: name the real path)"
+	case errors.Is(err, unix.ENOENT):
+		return "does not exist"
+	case errors.Is(err, unix.ENOTDIR):
+		return "a component of it is not a directory"
+	case errors.Is(err, unix.EACCES):
+		return "permission denied"
+	}
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
 }
