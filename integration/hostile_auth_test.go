@@ -379,6 +379,14 @@ func TestHostileStateDir(t *testing.T) {
 		if w := victimRun(own, "wait", "--timeout", "30s", rc.ID); w.Code != 0 {
 			t.Errorf("wait: %d %s", w.Code, w.Stderr)
 		}
+		// The worker's end is recorded before its shim exits: wait for the shim too, so that the throwaway
+		// user has no process left when it is removed.
+		for deadline := time.Now().Add(20 * time.Second); rc.ShimPID > 0 && alive(rc.ShimPID); {
+			if time.Now().After(deadline) {
+				t.Fatalf("the worker's shim %d still runs", rc.ShimPID)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 	})
 }
 
