@@ -24,7 +24,7 @@ func TestGuestUserScopes(t *testing.T) {
 	if d.AutoChoice != "scoped" || !d.UserBus.OK || d.SystemBus.OK || !strings.Contains(d.SystemBus.Detail, "not used") {
 		t.Fatalf("doctor as a linger user: %+v", d)
 	}
-	rep, _ := e.report([]string{"--scope", "auto"})
+	rep, _ := e.report([]string{"-p", "b", "--scope", "auto"})
 	if len(rep.Cgroup) != 1 || !strings.Contains(rep.Cgroup[0], "/user@") || !strings.HasSuffix(rep.Cgroup[0], ".scope") {
 		t.Fatalf("first cgroup read of an auto child: %q, want a scope of the user's manager", rep.Cgroup)
 	}
@@ -38,7 +38,7 @@ func TestGuestUserScopes(t *testing.T) {
 	own, err := os.ReadFile("/proc/self/cgroup")
 	must(t, err)
 	ownPath := strings.TrimPrefix(strings.TrimSpace(string(own)), "0::")
-	rep, _ = e.report([]string{"--scope", "cgroup", "--cgroup-parent", ownPath + "/hlaunch"})
+	rep, _ = e.report([]string{"-p", "b", "--scope", "cgroup", "--cgroup-parent", ownPath + "/hlaunch"})
 	if want := "0::" + ownPath + "/hlaunch/w-"; len(rep.Cgroup) != 1 || !strings.HasPrefix(rep.Cgroup[0], want) {
 		t.Errorf("first cgroup read of a --scope cgroup child: %q, want %s...", rep.Cgroup, want)
 	}
@@ -66,7 +66,7 @@ func TestGuestNoManagerDegraded(t *testing.T) {
 	if d := decodeDoctor(t, r); r.Code != 1 || d.AutoChoice != "degraded" || d.RestartSafe {
 		t.Fatalf("doctor without a manager: exit %d %+v", r.Code, d)
 	}
-	rep, res := e.report([]string{"--scope", "auto"})
+	rep, res := e.report([]string{"-p", "b", "--scope", "auto"})
 	if w := strings.Count(res.Stderr, "warning"); w != 1 || rep.Env["B_MARKER"] != "b" {
 		t.Fatalf("degraded auto: %d warnings in %q, env %v", w, res.Stderr, rep.Env)
 	}
@@ -108,7 +108,7 @@ func TestGuestUserSidecar(t *testing.T) {
 // (with the given placement) sees neither profile a nor any process but its own.
 func checkNonRootBasics(t *testing.T, e *env, sandboxScope string) {
 	t.Helper()
-	rep, _ := e.report([]string{"--scope", "none"})
+	rep, _ := e.report([]string{"-p", "b", "--scope", "none"})
 	if rep.Env["B_MARKER"] != "b" || rep.Env["A_MARKER"] != "" || rep.UID != os.Geteuid() {
 		t.Errorf("--scope none child: uid %d env %v", rep.UID, rep.Env)
 	}

@@ -33,6 +33,8 @@ sync
 if [ $PHASE = 1 ] && [ "$PHASES" = 2 ]; then
 	touch /var/lib/vmtest/phase2; sync
 	progress "rebooting"
+	# The lane's qemu runs with -no-reboot: this ends it, and the lane boots the disk again.
+	echo phase1 >"$OUT/rebooting"; sync
 	systemctl reboot
 else
 	progress "poweroff"
