@@ -139,7 +139,7 @@ rm -rf "${LOGDIR:?}/guest/"* "$LOGDIR"/guest-*.json
 cp -r "$SHARE/out/." "$LOGDIR/guest/"
 cp "$WORK/serial.log" "$LOGDIR/guest/serial.log"
 for f in "$SHARE"/out/*.json; do
-	[ -e "$f" ] && cp "$f" "$LOGDIR/guest-$(basename "$f")"
+	[ -e "$f" ] && cp "$f" "$LOGDIR/$(basename "$f")" # guest-<kind>--<package>.json
 done
 # Which tests ran for which host kind: one line per test (kind, package, test, result), and the counts.
 python3 - "$LOGDIR/guest" "$SHARE"/out/*.json <<'PY' || true
