@@ -27,7 +27,7 @@ func (s *Sandbox) validateFS() error {
 	for _, w := range s.writable() {
 		fd, err := openPath(w.path, false)
 		if err != nil {
-			return fmt.Errorf("%w: %s %s: %s", ErrInvalidSandbox, w.flag, w.path, resolveProblem(err))
+			return &pathProblem{flag: w.flag, path: w.path, err: err}
 		}
 		unix.Close(fd)
 	}
@@ -267,8 +267,21 @@ func (s *Sandbox) openView() (*view, error) {
 	return v, nil
 }
 
-// resolveProblem says in words why a path a caller named could not be opened, without the system call:
-// the caller named a path, not openat2.
+// pathProblem is a writable path (--cwd, --rw) that could not be opened. Its message says in words what
+// is wrong with the path the caller named, without the system call; it is ErrInvalidSandbox and the
+// resolution's own error (ErrUnsafePath, fs.ErrNotExist, ...) for errors.Is.
+type pathProblem struct {
+	flag, path string
+	err        error
+}
+
+func (e *pathProblem) Error() string {
+	return fmt.Sprintf("%v: %s %s: %s", ErrInvalidSandbox, e.flag, e.path, resolveProblem(e.err))
+}
+
+func (e *pathProblem) Unwrap() []error { return []error{ErrInvalidSandbox, e.err} }
+
+// resolveProblem says in words why a path could not be opened.
 func resolveProblem(err error) string {
 	switch {
 	case errors.Is(err, ErrUnsafePath):
