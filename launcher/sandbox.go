@@ -21,8 +21,8 @@ import (
 // its home otherwise (a sidecar runs in /, a gateway anywhere: none of that is the worker's).
 //
 // The identity (docs/security.md, "The child's identity"): a worker of a root launcher never runs as
-// host uid 0 unless the caller asks with --as 0:0. Without --as it runs as the owner of the profile home,
-// and a home owned by root is refused. An unprivileged launcher's worker is the launcher's own uid,
+// host uid 0 unless the caller asks with --as 0:0. Without --as it runs as the owner and group of the
+// profile home, and a home owned by root or of group root is refused. An unprivileged launcher's worker is the launcher's own uid,
 // mapped to 0 in a user namespace (nsenv.Sandbox.SysProcAttr).
 func (l *Launcher) sandbox(spec Spec, prof *nsenv.Profile, cwd string) (*nsenv.Sandbox, string, error) {
 	if !spec.Sandbox {
@@ -67,6 +67,11 @@ func (l *Launcher) sandbox(spec Spec, prof *nsenv.Profile, cwd string) (*nsenv.S
 		}
 		if uid == 0 {
 			return nil, "", fmt.Errorf("%w: --sandbox: the profile home %s is owned by root, and a sandboxed worker does not run as host root unless asked: pass --as UID:GID (--as 0:0 for root)", ErrInvalid, prof.Home)
+		}
+		// The group is refused like the user: a home made by root and handed over with `chown user dir`
+		// keeps group root, and a worker of gid 0 reads and writes what the root group may.
+		if gid == 0 {
+			return nil, "", fmt.Errorf("%w: --sandbox: the profile home %s has group root, and a sandboxed worker does not run as host gid 0 unless asked: chgrp the home, or pass --as UID:GID", ErrInvalid, prof.Home)
 		}
 		sb.UID, sb.GID, sb.SetUser = uid, gid, true
 	}
