@@ -73,8 +73,8 @@ func openLog(path string, max int64) (*os.File, error) {
 	defer unix.Close(dfd)
 	var st unix.Stat_t
 	if err := unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
-		if st.Mode&unix.S_IFMT != unix.S_IFREG {
-			return nil, fmt.Errorf("%w: --log %q: not a regular file", ErrInvalid, path)
+		if err := checkLogFile(&st, path); err != nil {
+			return nil, err
 		}
 		if st.Size >= max {
 			// renameat never follows a link, at either name.
@@ -115,19 +115,35 @@ func reopenRegular(pfd int, path string) (*os.File, error) {
 	if err := unix.Fstat(pfd, &st); err != nil {
 		return nil, fmt.Errorf("--log: %w", os.NewSyscallError("fstat", err))
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, fmt.Errorf("%w: --log %q: not a regular file", ErrInvalid, path)
-	}
-	if st.Nlink > 1 {
-		// A hard link planted in a writable log directory would have a root launcher append a worker's
-		// output to whatever file it names.
-		return nil, fmt.Errorf("%w: --log %q: the file has %d hard links; a log is appended to only when it is its one name", ErrInvalid, path, st.Nlink)
+	if err := checkLogFile(&st, path); err != nil {
+		return nil, err
 	}
 	fd, err := beneath.Reopen(pfd, unix.O_WRONLY|unix.O_APPEND|unix.O_NOCTTY, path)
 	if err != nil {
 		return nil, logErr(path, err)
 	}
 	return os.NewFile(uintptr(fd), path), nil
+}
+
+// checkLogFile refuses an existing log file hlaunch must not append to: anything but a regular file;
+// a file with more than one name (a hard link planted in a writable log directory would have a root
+// launcher append a worker's output to whatever file it names); a file another user owns, or that its
+// group or anyone may write (a local user who made /tmp/cron-42.log first, mode 0666, would read the
+// worker's output: an existing file is opened without O_CREAT, so fs.protected_regular does not apply).
+func checkLogFile(st *unix.Stat_t, path string) error {
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fmt.Errorf("%w: --log %q: not a regular file", ErrInvalid, path)
+	}
+	if st.Nlink > 1 {
+		return fmt.Errorf("%w: --log %q: the file has %d hard links; a log is appended to only when it is its one name", ErrInvalid, path, st.Nlink)
+	}
+	if euid := uint32(os.Geteuid()); st.Uid != euid {
+		return fmt.Errorf("%w: --log %q: the existing file is owned by uid %d, not by the launcher (uid %d); remove it or name another file", ErrInvalid, path, st.Uid, euid)
+	}
+	if st.Mode&0o022 != 0 {
+		return fmt.Errorf("%w: --log %q: the existing file is writable by its group or others (mode %04o); chmod go-w it or name another file", ErrInvalid, path, st.Mode&0o7777)
+	}
+	return nil
 }
 
 // logErr words a failure to open or create the log.

@@ -9,8 +9,8 @@ import (
 	"testing"
 )
 
-// TestOpenLogRefuses: a log path through a symbolic link, a log that is a FIFO, or a log with a second
-// hard link is refused (ErrInvalid naming --log) and nothing is created where the link pointed; a plain
+// TestOpenLogRefuses: a log path through a symbolic link, a log that is a FIFO, a log with a second
+// hard link, or one its group or others may write is refused (ErrInvalid naming --log) and nothing is created where the link pointed; a plain
 // path is created, appended to and rotated; a log whose directory is missing is refused and nothing is
 // created.
 func TestOpenLogRefuses(t *testing.T) {
@@ -26,7 +26,10 @@ func TestOpenLogRefuses(t *testing.T) {
 	must(syscall.Mkfifo(filepath.Join(dir, "fifo.log"), 0o600))
 	must(os.WriteFile(filepath.Join(elsewhere, "victim"), []byte("keep"), 0o600))
 	must(os.Link(filepath.Join(elsewhere, "victim"), filepath.Join(dir, "hard.log")))
+	must(os.WriteFile(filepath.Join(dir, "open.log"), nil, 0o600))
+	must(os.Chmod(filepath.Join(dir, "open.log"), 0o666)) // anyone may write (or had made) it
 	for _, p := range []string{
+		filepath.Join(dir, "open.log"),
 		filepath.Join(dir, "link", "w.log"), filepath.Join(dir, "link", "new", "w.log"),
 		filepath.Join(dir, "fifo.log"), filepath.Join(dir, "hard.log"), filepath.Join(dir, "link"),
 	} {

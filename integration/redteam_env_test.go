@@ -1,0 +1,63 @@
+package integration
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The red team's findings on the profile environ, hlaunch's own processes, worker logs and deadlines
+// (issue 15), each kept here as the test that failed on the code it was written against.
+
+// own example logs to /tmp/cron-42.log: in a sticky, world-writable directory anyone can create that
+// name before the launch, mode 0666, and hlaunch opens an existing regular file for appending whoever
+// owns it (opened without O_CREAT, so fs.protected_regular does not apply either). The worker's output
+// - B's credentials, if it prints them - lands in a file the local user owns and reads. Foreground and
+// detached.
+func TestRedteamLocalUserOwnsTheLog(t *testing.T) {
+	requireRoot(t)
+	uid, gid := throwawayUser(t)
+	e := newEnv(t)
+	sticky, err := os.MkdirTemp("/var/tmp", "hl-rt-sticky-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(sticky) })
+	must(t, os.Chmod(sticky, 0o1777))
+	for _, detach := range []bool{false, true} {
+		log := filepath.Join(sticky, "cron-42-"+strconv.FormatBool(detach)+".log")
+		// The local user's file, made before the launch.
+		pre := asUser(exec.Command("sh", "-c", "umask 0; : > "+log), uid, gid)
+		if out, err := pre.CombinedOutput(); err != nil {
+			t.Fatalf("the local user could not create %s: %v %s", log, err, out)
+		}
+		args := []string{"exec", "-p", "b", "--scope", "none", "--log", log}
+		if detach {
+			args = append(args, "--detach")
+		}
+		r := e.run(append(args, "--", "sh", "-c", "echo key=$FIRECRAWL_API_KEY")...)
+		if detach && r.Code == 0 {
+			var rc receipt
+			if json.Unmarshal([]byte(r.Stdout), &rc) == nil {
+				e.run("wait", "--timeout", "20s", rc.ID)
+			}
+		}
+		if r.Code != 125 || !strings.Contains(r.Stderr, "--log") {
+			t.Errorf("detach=%v: a log file the local user owns: exit %d %q, want 125 naming --log", detach, r.Code, r.Stderr)
+		}
+		// What the local user reads from the file it owns.
+		got, _ := asUser(exec.Command("cat", log), uid, gid).Output()
+		if strings.Contains(string(got), "key=b-fc") {
+			t.Errorf("detach=%v: the local user (uid %d) reads B's worker log from the file it made first (%s): %q; want the launch refused (exit 125, was %d)",
+				detach, uid, log, strings.TrimSpace(string(got)), r.Code)
+		}
+	}
+}
+
+// A detached worker must not escape its supervision by killing its shim. The shim (its parent, of the
+// launcher's uid) records the worker's end and enforces --timeout: a worker of the same uid (every
+// unsandboxed worker: root's under a root launcher, the user's under an unprivileged one) SIGKILLs it
+// once the launch has answered, and runs on past its deadline in a cgroup nothing supervises; `status`
+// still says running. (Killed before the receipt, the launch fails and its cgroup is killed: that
