@@ -31,6 +31,9 @@ type Receipt struct {
 	// Seccomp is, for a sandboxed worker, SeccompDefault or SeccompOff: whether it runs under the
 	// system-call filter. Empty without a sandbox.
 	Seccomp string `json:"seccomp,omitempty"`
+	// Landlock is, for a sandboxed worker, LandlockScoped or LandlockUnavailable: whether the kernel set
+	// its Landlock scopes (abstract Unix sockets, signals). Empty without a sandbox.
+	Landlock string `json:"landlock,omitempty"`
 
 	BootID             string `json:"boot_id"`
 	MachineID          string `json:"machine_id"`

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/hlaunch/hlaunch/internal/landlock"
 	"github.com/hlaunch/hlaunch/internal/seccomp"
 	"github.com/hlaunch/hlaunch/nsenv"
 )
@@ -44,6 +45,9 @@ func (l *Launcher) sandbox(spec Spec, prof *nsenv.Profile, cwd string) (*nsenv.S
 		// The filter is on unless the spec turns it off by name.
 		SeccompOff: spec.Seccomp == SeccompOff,
 	}
+	// The Landlock scopes (abstract sockets, signals) are on wherever the kernel has them; without them
+	// the worker still starts, and its receipt says "landlock": "unavailable" (docs/security.md).
+	sb.Unscoped = landlock.Supported() != nil
 	if spec.Cwd == "" {
 		cwd = viewCwd(cwd, prof.Home, spec.RW)
 	}
@@ -121,3 +125,17 @@ func unique(ps []string) []string {
 
 // RootSidecarDir is the directory of root's default sidecar socket and state.
 const RootSidecarDir = "/run/hlaunch"
+
+// Landlock values of Receipt.Landlock.
+const (
+	LandlockScoped      = "scoped"      // no abstract Unix socket, no signal outside the sandbox
+	LandlockUnavailable = "unavailable" // the kernel has no Landlock scopes (before Linux 6.12)
+)
+
+// landlockMode is what a sandboxed worker's receipt says of its Landlock scopes.
+func landlockMode(sb *nsenv.Sandbox) string {
+	if sb.Unscoped {
+		return LandlockUnavailable
+	}
+	return LandlockScoped
+}

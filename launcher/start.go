@@ -165,6 +165,9 @@ func (l *Launcher) runShim(ctx context.Context, d *detachedLaunch, h *heldShim) 
 		Receipt: l.receipt(d.spec, d.prof.Name, d.prof.Home, d.id, h.p),
 		Cgroup:  h.cgroup, Unit: h.p.unit, InvocationID: h.p.invID,
 	}
+	if d.sb != nil {
+		sc.Receipt.Landlock = landlockMode(d.sb)
+	}
 	res := &shimResult{}
 	err := h.child.Exchange(sc, res)
 	if err != nil {

@@ -63,6 +63,10 @@ type Sandbox struct {
 	// SeccompOff leaves out the system-call filter (internal/seccomp) that the init stub otherwise installs
 	// right before it starts the target. Zero value: the filter is installed.
 	SeccompOff bool
+	// Unscoped leaves out the Landlock scopes (internal/landlock: no abstract Unix socket and no signal
+	// outside the sandbox's domain), for a kernel that has none (landlock.Supported); the launcher records
+	// it in the receipt. Zero value: the scopes are set, and a kernel that refuses them fails the launch.
+	Unscoped bool
 }
 
 // Validate checks the Sandbox before anything is started: absolute clean paths, Home equal to Root or

@@ -13,13 +13,14 @@ import (
 
 // BenchmarkEnter starts the init stub in the sandbox's namespaces, lets it Enter (or not, for the
 // baseline) and execve /bin/true. ns/op is the whole start (fork, Go start-up of the stub, namespaces,
-// Enter, exec, exit, wait); enter-ns is Enter alone, timed inside the stub. Compare the two
-// sub-benchmarks of one run, never absolute times across runs.
+// Enter, exec, exit, wait); enter-ns is Enter alone, timed inside the stub. "unscoped" is Enter without
+// the Landlock scopes (Sandbox.Unscoped), to compare their cost. Compare the sub-benchmarks of one run,
+// never absolute times across runs.
 func BenchmarkEnter(b *testing.B) {
 	if os.Geteuid() != 0 {
 		b.Skip("needs root")
 	}
-	for _, mode := range []string{"noenter", "enter"} {
+	for _, mode := range []string{"noenter", "unscoped", "enter"} {
 		b.Run(mode, func(b *testing.B) {
 			base := b.TempDir()
 			root := base + "/root"
@@ -29,7 +30,7 @@ func BenchmarkEnter(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			sb := Sandbox{Root: root, Home: home, Cwd: base + "/cwd", Hide: []string{base + "/state"}}
+			sb := Sandbox{Root: root, Home: home, Cwd: base + "/cwd", Hide: []string{base + "/state"}, Unscoped: mode == "unscoped"}
 			if err := sb.Validate(); err != nil {
 				b.Fatal(err)
 			}

@@ -7,10 +7,12 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/internal/landlock"
 )
 
 // harden sets what the sandbox asks of the child's process after the view is built: host name, lo up
-// for Net "none", no core dumps, no_new_privs, and the identity (ids and capability sets). Capabilities go last: everything
+// for Net "none", no core dumps, no_new_privs, the Landlock scopes, and the identity (ids and capability sets). Capabilities go last: everything
 // before needs CAP_SYS_ADMIN or CAP_SETUID.
 //
 // PR_SET_DUMPABLE 0 only protects the stub itself: execve resets it to 1 for an ordinary binary. What
@@ -37,6 +39,12 @@ func (s *Sandbox) harden() error {
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return os.NewSyscallError("prctl(PR_SET_NO_NEW_PRIVS)", err)
+	}
+	// Landlock needs no_new_privs; the domain is this thread's, the one that starts the target.
+	if !s.Unscoped {
+		if err := landlock.Restrict(); err != nil {
+			return err
+		}
 	}
 	if s.KeepCaps && !s.SetUser {
 		return nil

@@ -18,7 +18,7 @@ import (
 // Layout: configMagic, then uvarint-prefixed byte strings and lists: argv, env, cwd, cpus (the
 // affinity.Set's list form); a presence byte for the sandbox, then its Root, Home, Cwd, RW, Hide, Net,
 // UID and GID (varints), the HomeID's device and inode (uvarints) and a flag byte (1 SetUser, 2 KeepCaps,
-// 4 SeccompOff).
+// 4 SeccompOff, 8 Unscoped).
 const configMagic = "hlc1"
 
 // errConfigCodec wraps every malformed Config encoding.
@@ -56,6 +56,9 @@ func (c Config) MarshalBinary() ([]byte, error) {
 	if s.SeccompOff {
 		flags |= 4
 	}
+	if s.Unscoped {
+		flags |= 8
+	}
 	return append(b, flags), nil
 }
 
@@ -84,8 +87,8 @@ func (c *Config) UnmarshalBinary(data []byte) error {
 		s.UID, s.GID = d.varint(), d.varint()
 		s.HomeID.Dev, s.HomeID.Ino = d.uvarint(), d.uvarint()
 		flags := d.octet()
-		s.SetUser, s.KeepCaps, s.SeccompOff = flags&1 != 0, flags&2 != 0, flags&4 != 0
-		if flags&^7 != 0 && d.err == nil {
+		s.SetUser, s.KeepCaps, s.SeccompOff, s.Unscoped = flags&1 != 0, flags&2 != 0, flags&4 != 0, flags&8 != 0
+		if flags&^15 != 0 && d.err == nil {
 			d.err = fmt.Errorf("%w: unknown sandbox flags %#x", errConfigCodec, flags)
 		}
 		out.Sandbox = s

@@ -101,7 +101,7 @@ func TestConfigMalformed(t *testing.T) {
 		"other header":  append([]byte("xxx1"), whole[4:]...),
 		"huge count":    append([]byte(configMagic), 0xff, 0xff, 0xff, 0xff, 0x0f),
 		"bad marker":    append([]byte(configMagic), 0, 0, 0, 0, 2),
-		"bad flags":     append(whole[:len(whole)-1:len(whole)-1], 8),
+		"bad flags":     append(whole[:len(whole)-1:len(whole)-1], 16),
 		"bad cpus":      append([]byte(configMagic), 0, 0, 0, 1, 'x', 0),
 	} {
 		if err := c.UnmarshalBinary(b); !errors.Is(err, errConfigCodec) {
