@@ -8,6 +8,11 @@
 # not check what it claims to (docs/testing.md). HLAUNCH_ALLOW_SKIP (a regex over "pkg.TestName") exempts a test
 # by name; leave it empty unless a skip is understood and written down.
 #
+# The guest lane (scripts/guest/lane.sh) runs last: the unit and integration tests again, in a Debian 12
+# guest with systemd as PID 1 and pure cgroup v2 (as root, as a linger user, as a user without a manager,
+# and across a reboot); its go test -json logs are counted with the others. HLAUNCH_GUEST=0 leaves it out
+# locally; with CI=true it always runs.
+#
 # The last line is "summary: N passed, N failed, N skipped".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +23,7 @@ UNIT_TIMEOUT=${UNIT_TIMEOUT:-10m}
 INTEGRATION_TIMEOUT=${INTEGRATION_TIMEOUT:-15m}
 PYTHON=${PYTHON:-python3}
 mkdir -p "$LOGDIR"
-rm -f "$LOGDIR"/*.json "$LOGDIR"/*.counts
+rm -rf "$LOGDIR"/*.json "$LOGDIR"/*.counts "$LOGDIR"/guest
 
 # Tests that start hlaunch as a separate process (integration, the Python client's sidecar) use this binary.
 make -s build || exit 1
@@ -167,6 +172,14 @@ fuzz() {
 	return "$rc"
 }
 
+guest() {
+	if [ "${HLAUNCH_GUEST:-1}" = 0 ] && [ "${CI:-}" != "true" ]; then
+		echo "guest: left out (HLAUNCH_GUEST=0)"
+		return 0
+	fi
+	LOGDIR=$LOGDIR scripts/guest/lane.sh
+}
+
 step vet vet
 step unit unit
 step race race
@@ -174,6 +187,7 @@ step integration integration
 step python python_tests
 step install install_roundtrip
 step fuzz fuzz
+step guest guest
 
 # Counts and the CI skip rule.
 report_args=()
@@ -202,7 +216,7 @@ failed=$((failed + extra_fail))
 [ "$report_rc" -eq 0 ] || failed_steps+=("report")
 # A step that failed without a counted test failure (vet, a build error) still counts once.
 for s in "${failed_steps[@]}"; do
-	case $s in vet) failed=$((failed + 1)) ;; esac
+	case $s in vet | guest) failed=$((failed + 1)) ;; esac
 done
 
 printf '%s %s %s\n' "$passed" "$failed" "$skipped" >"$LOGDIR/summary.counts"
