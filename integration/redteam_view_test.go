@@ -3,6 +3,7 @@ package integration
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -92,5 +93,80 @@ func TestRedteamSandboxReachesAbstractSockets(t *testing.T) {
 	}
 	if rc.Landlock != want {
 		t.Errorf("a sandboxed worker's receipt says landlock %q, want %q (kernel's Landlock ABI %d)", rc.Landlock, want, landlock.ABI())
+	}
+}
+
+// An unprivileged launcher's sandboxed worker is the launcher's own uid on the host (mapped to 0 in its
+// user namespace), and the host is in its view read-only: it read every file of the launching user
+// outside the hermes root - its SSH key, other tools' credentials. The view covers the users' homes
+// (/root, /home, the launcher's $HOME) with an empty read-only tmpfs.
+func TestRedteamUnprivSandboxReadsLaunchersHome(t *testing.T) {
+	requireRoot(t)
+	w := nobodyEnv(t)
+	home, err := os.MkdirTemp("/var/tmp", "hl-rt-lhome-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(home) })
+	key := filepath.Join(home, ".ssh", "id_ed25519")
+	must(t, os.MkdirAll(filepath.Dir(key), 0o700))
+	must(t, os.WriteFile(key, []byte("PRIVATE KEY of the launching user"), 0o600))
+	must(t, exec.Command("chown", "-R", "65534:65534", home).Run())
+	must(t, os.Chmod(home, 0o700))
+	cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", w.bin, "--root", w.Root,
+		"--state-dir", w.State, "exec", "-p", "b", "--sandbox", "--scope", "none", "--", selfBin, "child", "report", "read:"+key, "ls:"+home)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + home}
+	r := runResult(t, cmd)
+	if r.Code != 0 {
+		t.Fatalf("exit %d: %s", r.Code, r.Stderr)
+	}
+	rep := decodeReport(t, r.Stdout)
+	if got := rep.Checks["read:"+key]; strings.Contains(got, "PRIVATE KEY") {
+		t.Errorf("an unprivileged launcher's sandboxed worker read the launching user's %s: %q", key, got)
+	}
+	if got := rep.Checks["ls:"+home]; got != "ok:" {
+		t.Errorf("the launcher's $HOME %s in the view: %q, want an empty directory", home, got)
+	}
+}
+
+// A hermes root inside a covered home (~/.hermes, the usual layout) is re-made in the cover: the worker
+// has its own home, writable, and nothing else of the user's home - neither the user's files nor the
+// other profiles. A root launcher whose $HOME holds the root, and /root.
+func TestSandboxCoversHomes(t *testing.T) {
+	requireRoot(t)
+	e := newEnv(t)
+	userHome, err := os.MkdirTemp("/var/tmp", "hl-fv-home-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(userHome) })
+	must(t, os.Chmod(userHome, 0o755))
+	secret := filepath.Join(userHome, "notes.txt")
+	must(t, os.WriteFile(secret, []byte("the user's own"), 0o644))
+	root := filepath.Join(userHome, ".hermes")
+	must(t, exec.Command("cp", "-a", e.Root, root).Run())
+	e.Root = root
+	for i, kv := range e.Launcher {
+		if strings.HasPrefix(kv, "HOME=") {
+			e.Launcher[i] = "HOME=" + userHome
+		}
+	}
+	bHome := filepath.Join(root, "profiles", "b")
+	rep, _ := e.report([]string{"-p", "b", "--sandbox", "--scope", "none"},
+		"read:"+secret, "ls:"+userHome, "read:"+filepath.Join(bHome, ".env"), "write:"+bHome,
+		"read:"+filepath.Join(root, "profiles", "a", ".env"), "ls:/root", "write:"+userHome)
+	want := map[string]string{
+		"ls:" + userHome: "ok:.hermes",
+		"ls:/root":       "ok:",
+		"write:" + bHome: "ok",
+	}
+	for c, w := range want {
+		if got := rep.Checks[c]; got != w {
+			t.Errorf("%s: %q, want %q", c, got, w)
+		}
+	}
+	if got := rep.Checks["read:"+filepath.Join(bHome, ".env")]; !strings.Contains(got, "B_MARKER=b") {
+		t.Errorf("B's own .env inside the covered home: %q", got)
+	}
+	for _, c := range []string{"read:" + secret, "read:" + filepath.Join(root, "profiles", "a", ".env"), "write:" + userHome} {
+		if got := rep.Checks[c]; strings.HasPrefix(got, "ok") {
+			t.Errorf("%s: %q, want refused", c, got)
+		}
 	}
 }

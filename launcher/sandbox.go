@@ -41,6 +41,7 @@ func (l *Launcher) sandbox(spec Spec, prof *nsenv.Profile, cwd string) (*nsenv.S
 		Cwd:    spec.Cwd,
 		RW:     spec.RW,
 		Hide:   unique(append(append([]string{l.state, l.ledger}, hiddenHostDirs(l.cfg.Environ)...), l.cfg.Hide...)),
+		Cover:  coveredHomes(l.cfg.Environ),
 		Net:    spec.Net,
 		// The filter is on unless the spec turns it off by name.
 		SeccompOff: spec.Seccomp == SeccompOff,
@@ -138,4 +139,17 @@ func landlockMode(sb *nsenv.Sandbox) string {
 		return LandlockUnavailable
 	}
 	return LandlockScoped
+}
+
+// coveredHomes are the users' homes every sandbox covers (docs/security.md, "The sandbox view"): /root,
+// /home and the launcher's $HOME. The host is read-only in the view, and a worker reads what its uid may:
+// an unprivileged launcher's worker is the launcher's uid, so its SSH keys and other tools' credentials;
+// a root launcher's, the files its home's owner keeps in its own home. A hermes root inside one of them
+// is re-made in the cover.
+func coveredHomes(environ []string) []string {
+	dirs := []string{"/root", "/home"}
+	if d := envLookup(environ)("HOME"); filepath.IsAbs(d) && filepath.Clean(d) != "/" {
+		dirs = append(dirs, filepath.Clean(d))
+	}
+	return unique(dirs)
 }

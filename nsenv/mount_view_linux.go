@@ -39,6 +39,15 @@ func (s *Sandbox) buildView(v *view) error {
 	if err := privateTmpfs("/dev/shm", "mode=1777"); err != nil {
 		return err
 	}
+	covers, err := s.coverDirs()
+	defer func() {
+		for _, fd := range covers {
+			unix.Close(fd)
+		}
+	}()
+	if err != nil {
+		return err
+	}
 	for i, p := range v.devPaths {
 		if err := attachAt(v.devTrees[i], p, false); err != nil {
 			return err
@@ -57,6 +66,13 @@ func (s *Sandbox) buildView(v *view) error {
 	}
 	for _, h := range s.Hide {
 		if err := hide(h); err != nil {
+			return err
+		}
+	}
+	// The covers were writable while the view re-made its mount points in them; now read-only (not
+	// recursively: what was attached inside keeps its own flags).
+	for _, fd := range covers {
+		if err := setAttr(fd, "covered directory", unix.MOUNT_ATTR_RDONLY, false); err != nil {
 			return err
 		}
 	}
@@ -184,4 +200,32 @@ func hide(p string) error {
 		return mountTmpfs(fd, p, unix.MS_RDONLY|unix.MS_NOEXEC, "mode=0")
 	}
 	return bindDevNull(fd, p)
+}
+
+// coverDirs mounts an empty tmpfs (mode 0755, writable for now) on every Cover directory that exists
+// without a link, is not "/" and is not inside the hermes root (the profile view covers that), and
+// returns a descriptor of each new tmpfs for buildView to make read-only at the end. A cover inside
+// another cover (the launcher's $HOME under /home) is left to the outer one.
+func (s *Sandbox) coverDirs() ([]int, error) {
+	var tops []int
+	for _, c := range s.Cover {
+		if c == "/" || pathUnder(c, s.Root) {
+			continue
+		}
+		fd, err := openPath(c, true)
+		if err != nil {
+			continue // missing, a link, or already under a cover: nothing of the host's to cover
+		}
+		err = mountTmpfs(fd, c, unix.MS_NOEXEC, "mode=0755")
+		unix.Close(fd)
+		if err != nil {
+			return tops, err
+		}
+		top, err := openPath(c, true)
+		if err != nil {
+			return tops, err
+		}
+		tops = append(tops, top)
+	}
+	return tops, nil
 }

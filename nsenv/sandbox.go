@@ -48,6 +48,11 @@ type Sandbox struct {
 	// directory is covered by an empty read-only tmpfs, anything else by /dev/null. A missing path is
 	// skipped.
 	Hide []string
+	// Cover are host directories of other users' files - the users' homes (/root, /home, the launcher's
+	// $HOME) - covered by an empty tmpfs, read-only once the view is built, in which only what the view
+	// needs is re-made: the path down to the hermes root when it lies inside, the writable paths. A
+	// missing path, one reached through a link, "/" and a path inside the hermes root are skipped.
+	Cover []string
 	// Net is NetHost (or "") to keep the host network, NetNone for a new empty network namespace.
 	Net string
 	// UID and GID are the ids the child drops to when SetUser is true (ids as seen inside the sandbox;
@@ -116,6 +121,11 @@ func (s *Sandbox) validateLexical() error {
 		// Hiding a directory that holds the home would hide the worker's own home (and "/" everything).
 		if pathUnder(s.Home, h) {
 			return fmt.Errorf("%w: hidden path %q contains the profile home %s", ErrInvalidSandbox, h, s.Home)
+		}
+	}
+	for _, c := range s.Cover {
+		if err := check("covered path", c); err != nil {
+			return err
 		}
 	}
 	switch s.Net {
