@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -28,6 +29,9 @@ import (
 //	                not finished within 10 s, an event stream, is read as far as its status)
 //	readline:FD     print "reading" on stdout, then read one line from FD (given up after 20 s): what
 //	                someone typed into the terminal FD is
+//	winsize:FD      the window size of the terminal at FD, "ok:ROWSxCOLS" (an error when FD is none)
+//	ttysid:FD       "ok:own" when the terminal at FD is our session's controlling terminal, else the
+//	                error of TIOCGSID or "ok:other"
 func redteamCheck(kind, arg string) string {
 	var err error
 	switch kind {
@@ -97,6 +101,21 @@ func redteamCheck(kind, arg string) string {
 			return l
 		case <-time.After(20 * time.Second):
 			return "nothing read"
+		}
+	case "winsize":
+		fd, _ := strconv.Atoi(arg)
+		var ws *unix.Winsize
+		if ws, err = unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ); err == nil {
+			return fmt.Sprintf("ok:%dx%d", ws.Row, ws.Col)
+		}
+	case "ttysid":
+		fd, _ := strconv.Atoi(arg)
+		var sid, own int
+		if sid, err = unix.IoctlGetInt(fd, unix.TIOCGSID); err == nil {
+			if own, err = unix.Getsid(0); err == nil && own == sid {
+				return "ok:own"
+			}
+			return "ok:other"
 		}
 	default:
 		return "unknown check"

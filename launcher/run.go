@@ -75,9 +75,25 @@ func (l *Launcher) Run(ctx context.Context, spec Spec, stdio Stdio, sigs Signals
 	// locked to this goroutine until the child has been waited for.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	fg := foregroundTTY(stdio.Stdin)
+	// A sandboxed worker whose stdio is a terminal runs behind a pty of its own, the leader of its own
+	// session: the caller's terminal is never the worker's, and hlaunch, which relays, stays in the
+	// caller's job control (docs/security.md, "The terminal and the session").
+	var tty *ptyRelay
+	if sb != nil {
+		if tty, out, err = openPTYRelay(out); err != nil {
+			return ExitCode(err), err
+		}
+	}
+	fg := tty == nil && foregroundTTY(stdio.Stdin)
 	if fg {
 		attr.Foreground, attr.Ctty = true, int(stdio.Stdin.Fd())
+	}
+	if tty != nil {
+		defer tty.close()
+		tty.attr(&attr)
+		if err := tty.raw(); err != nil {
+			return ExitCode(err), err
+		}
 	}
 	proc, err := l.start(ctx, spec, id, p, childStart{argv: spec.Argv, env: env.Strings(), cwd: cwd, stdio: out, sb: sb, attr: attr})
 	if err != nil {
@@ -85,6 +101,13 @@ func (l *Launcher) Run(ctx context.Context, spec Spec, stdio Stdio, sigs Signals
 	}
 	if fg {
 		defer reclaimTTY(stdio.Stdin)
+	}
+	if tty != nil {
+		if err := tty.relay(); err != nil {
+			_ = proc.Signal(syscall.SIGKILL)
+			_, _ = proc.Wait()
+			return ExitCode(err), err
+		}
 	}
 	done := make(chan struct{})
 	go forward(proc, sigs.C, done)

@@ -92,6 +92,9 @@ func (l *Launcher) detached(ctx context.Context, spec Spec, stdio Stdio, id stri
 	if spec.Stdio == StdioInherit && (stdio.Stdin == nil || stdio.Stdout == nil || stdio.Stderr == nil) {
 		return nil, fmt.Errorf("%w: stdio inherit: the caller passed no stdin, stdout and stderr", ErrInvalid)
 	}
+	if err := noTerminal(spec, stdio); err != nil {
+		return nil, err
+	}
 	if spec.Log == "" && spec.Stdio != StdioInherit && l.cfg.WorkerLogs {
 		// The launcher's own logs directory is made (and checked: owner, mode) like its records'.
 		if _, err := state.Open(filepath.Join(l.state, "logs")); err != nil {

@@ -23,7 +23,13 @@ import (
 // over, even after a setsid of its own. Chosen over a session of its own for the stub (setsid): with
 // scheduler autogroups every new session is a new scheduling group, and the stub's Go start-up in one
 // measured 4x slower on a loaded host (BenchmarkEnter); and over a pty relay: a process per worker.
+//
+// A stub that leads its session was started so by a launcher that gave it a pty of its own as its
+// controlling terminal (launcher's ptyRelay: setsid and TIOCSCTTY at the clone): that terminal it keeps.
 func dropTerminal() error {
+	if sid, err := unix.Getsid(0); err == nil && sid == unix.Getpid() {
+		return nil
+	}
 	fd, err := unix.Open("/dev/tty", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil //nolint:nilerr // ENXIO (no controlling terminal) or no /dev/tty: nothing to give up

@@ -91,8 +91,9 @@ func (s *Sandbox) openHome(rootFD int) (int, error) {
 // SysProcAttr adds the sandbox's namespaces to attr: mount, pid, ipc and uts, network for Net "none",
 // and, when the caller is not root and the kernel allows it, a user namespace that maps the caller's
 // uid and gid to 0 (the only ids an unprivileged process may map; setgroups is denied). The caller
-// keeps the rest of attr (Setpgid, Foreground, Pdeathsig, UseCgroupFD) as it set it; the controlling
-// terminal is given up inside (dropTerminal), not by a new session.
+// keeps the rest of attr (Setpgid or Setsid, Foreground, Pdeathsig, UseCgroupFD) as it set it; a
+// controlling terminal inherited from the caller's session is given up inside (dropTerminal), one of the
+// worker's own (a new session with a pty's slave) is kept.
 func (s *Sandbox) SysProcAttr(attr *syscall.SysProcAttr) {
 	attr.Cloneflags |= unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS
 	if s.Net == NetNone {

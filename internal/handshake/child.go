@@ -90,7 +90,7 @@ func Main() {
 		// those alone) would otherwise still be ignored in the target; once caught, the fork resets it.
 		<-notified
 		defaultIgnored()
-		proc, err := Spawn(Command{Path: path, Args: cfg.Argv, Env: cfg.Env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}})
+		proc, err := Spawn(Command{Path: path, Args: cfg.Argv, Env: cfg.Env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}, Sys: ownTerminal()})
 		if err != nil {
 			fail("exec", err, ExitCodeFor(err))
 		}
@@ -105,6 +105,22 @@ func Main() {
 	}
 	err = unix.Exec(path, cfg.Argv, cfg.Env)
 	fail("exec", &os.PathError{Op: "execve", Path: path, Err: err}, ExitCodeFor(err))
+}
+
+// ownTerminal returns, for an init that leads a session with a pty of its own as its controlling terminal
+// (the launcher's relay made it so), the attributes that put the target in a process group of its own as
+// that terminal's foreground group: what is typed there (^C, ^Z) reaches the target's group alone, and
+// not a second time through the init's forwarding. Otherwise nil: the target shares the init's group.
+func ownTerminal() *syscall.SysProcAttr {
+	if sid, err := unix.Getsid(0); err != nil || sid != unix.Getpid() {
+		return nil
+	}
+	for fd := range 3 {
+		if sid, err := unix.IoctlGetInt(fd, unix.TIOCGSID); err == nil && sid == unix.Getpid() {
+			return &syscall.SysProcAttr{Setpgid: true, Foreground: true, Ctty: fd}
+		}
+	}
+	return nil
 }
 
 // forwarded are the signals the sandbox's init passes on to the target: the ones a supervisor sends. Not
