@@ -61,3 +61,45 @@ func TestRedteamLocalUserOwnsTheLog(t *testing.T) {
 // unsandboxed worker: root's under a root launcher, the user's under an unprivileged one) SIGKILLs it
 // once the launch has answered, and runs on past its deadline in a cgroup nothing supervises; `status`
 // still says running. (Killed before the receipt, the launch fails and its cgroup is killed: that
+// environment. hlaunch builds the child's environ from B alone (the profile boundary), but the launcher
+// process - hlaunch itself in the foreground, the sidecar for its spawns - still holds the environment it
+// was started with (the gateway's: A's keys), and /proc/<pid>/environ shows it to any process of the same
+// uid (or root): the worker's own parent for a foreground exec, the sidecar found in /proc. Unprivileged
+// and root launchers, the CLI and a real sidecar.
+func TestRedteamUnsandboxedReadsLauncherEnviron(t *testing.T) {
+	requireRoot(t)
+	const secret = "FIRECRAWL_API_KEY=a-fc"
+	leaked := func(t *testing.T, how, got string) {
+		t.Helper()
+		if strings.Contains(got, secret) {
+			t.Errorf("%s: an unsandboxed worker of B read A's %s from its launcher's environ", how, secret)
+		}
+	}
+	t.Run("root launcher", func(t *testing.T) {
+		e := newEnv(t)
+		r := e.run("exec", "-p", "b", "--scope", "none", "--", "sh", "-c", `tr '\0' '\n' < /proc/$PPID/environ`)
+		if r.Code != 0 {
+			t.Fatalf("exit %d: %s", r.Code, r.Stderr)
+		}
+		leaked(t, "exec", r.Stdout)
+	})
+	t.Run("unprivileged launcher", func(t *testing.T) {
+		w := nobodyEnv(t)
+		cmd := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", w.bin, "--root", w.Root,
+			"--state-dir", w.State, "exec", "-p", "b", "--scope", "none", "--", "sh", "-c", `tr '\0' '\n' < /proc/$PPID/environ`)
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent", secret}
+		r := runResult(t, cmd)
+		if r.Code != 0 && !strings.Contains(r.Stderr, "environ") {
+			t.Fatalf("exit %d: %s (want the launch to run, and the read to fail or show nothing)", r.Code, r.Stderr)
+		}
+		leaked(t, "exec", r.Stdout)
+	})
+	t.Run("sidecar", func(t *testing.T) {
+		requireCgroup2(t)
+		e := newEnv(t)
+		p := startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s.sock"))
+		rep := p.report(map[string]any{}, "read:/proc/"+strconv.Itoa(p.cmd.Process.Pid)+"/environ")
+		leaked(t, "sidecar spawn", rep.Checks["read:/proc/"+strconv.Itoa(p.cmd.Process.Pid)+"/environ"])
+	})
+}
+

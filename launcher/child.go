@@ -12,6 +12,7 @@ import (
 
 	"github.com/hlaunch/hlaunch/internal/affinity"
 	"github.com/hlaunch/hlaunch/internal/handshake"
+	"github.com/hlaunch/hlaunch/internal/selfguard"
 	"github.com/hlaunch/hlaunch/nsenv"
 )
 
@@ -64,6 +65,9 @@ func (l *Launcher) start(ctx context.Context, spec Spec, id string, p *placement
 		// ptrace is restricted): the stub holds it instead, as slowly as before.
 	} else {
 		c.sb.SysProcAttr(&attr)
+		if err := selfguard.AllowIDMaps(); err != nil {
+			return nil, err
+		}
 	}
 	// The stub keeps our pin, if any, while it starts (a Go start is cheaper on one CPU) and gives the
 	// target ChildCPUs back itself (handshake.Config.CPUs).

@@ -15,6 +15,7 @@ import (
 	"github.com/hlaunch/hlaunch/cgroup"
 	"github.com/hlaunch/hlaunch/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/handshake"
+	"github.com/hlaunch/hlaunch/internal/selfguard"
 	"github.com/hlaunch/hlaunch/internal/state"
 	"github.com/hlaunch/hlaunch/internal/sysfile"
 )
@@ -80,6 +81,12 @@ type exitRecord struct {
 // outlives the launcher, the sidecar and the gateway alike. It never returns.
 func shimMain() {
 	runtime.GOMAXPROCS(1) // it waits on one child; keep its footprint in the worker's cgroup small
+	// Its environ is empty (the launcher starts it so); non-dumpable keeps an unsandboxed worker of the
+	// same uid from reading its memory or tracing it.
+	if err := selfguard.Hide(); err != nil {
+		fmt.Fprintf(os.Stderr, "hlaunch: shim: %v\n", err)
+		os.Exit(ExitInternal)
+	}
 	// A stop sends SIGTERM to every member of the cgroup: the shim must live on to record the exit. The
 	// signals are caught and dropped, not ignored: an ignored disposition survives execve, and the worker
 	// would inherit a deaf SIGTERM. Catching costs a hand-off to the runtime's signal thread per signal
@@ -221,6 +228,9 @@ func shimStart(sc *shimConfig) (proc *handshake.Proc, release func() error, err 
 		}
 	} else {
 		cfg.Sandbox.SysProcAttr(attr)
+		if err := selfguard.AllowIDMaps(); err != nil {
+			return nil, nil, err
+		}
 	}
 	child, err := handshake.Start(handshake.Command{Path: "/proc/self/exe", Args: []string{"/proc/self/exe", handshake.InitArg}, Files: files, Sys: attr})
 	if err != nil {

@@ -20,12 +20,19 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hlaunch/hlaunch/internal/retentionflag"
+	"github.com/hlaunch/hlaunch/internal/selfguard"
 	"github.com/hlaunch/hlaunch/internal/version"
 	"github.com/hlaunch/hlaunch/launcher"
 	"github.com/hlaunch/hlaunch/sidecar"
 )
 
 func main() {
+	// The sidecar holds the environment it was started with (the gateway's) for as long as it runs, and
+	// the workers it spawns unsandboxed are of its uid: /proc/<sidecar>/environ must show them nothing.
+	if err := selfguard.Hide(); err != nil {
+		fmt.Fprintf(os.Stderr, "hlaunch: %v\n", err)
+		os.Exit(launcher.ExitInternal)
+	}
 	cmd := newSidecarCmd()
 	err := cmd.Execute()
 	if err == nil {

@@ -8,10 +8,12 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"runtime"
 
 	"github.com/hlaunch/hlaunch/internal/affinity"
+	"github.com/hlaunch/hlaunch/internal/selfguard"
 	"github.com/hlaunch/hlaunch/launcher"
 )
 
@@ -25,6 +27,12 @@ func main() {
 	args := os.Args[1:]
 	var children affinity.Set
 	if namesExec(args) {
+		// A launch holds the caller's environment (the gateway's: the launch profile's keys) while its
+		// worker runs, and an unsandboxed worker of the same uid would read it in /proc/<ppid>/environ.
+		if err := selfguard.Hide(); err != nil {
+			fmt.Fprintf(os.Stderr, "hlaunch: %v\n", err)
+			os.Exit(launcher.ExitInternal)
+		}
 		// A launch keeps its own threads on the CPU it started on and gives every child the CPUs it was
 		// started with (internal/affinity, ADR 0006). Failing to pin costs only speed; the set to give back
 		// is returned whenever a thread may have been moved.
