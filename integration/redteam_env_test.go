@@ -103,3 +103,27 @@ func TestRedteamUnsandboxedReadsLauncherEnviron(t *testing.T) {
 	})
 }
 
+// A sandboxed worker's writes to its own home must not turn into code that a later launch of the same
+// profile runs as host root. The home is writable in the view, its .env too; the environ of every later
+// launch of B is composed from that .env (PATH, LD_PRELOAD, BASH_ENV ... pass), and the target is looked
+// up in the child's PATH. So a sandboxed worker (the home's owner, uid != 0) that plants a "true" in its
+// workspace and puts the workspace first in .env's PATH has it run as uid 0 by a root launcher's next
+// unsandboxed `exec -p b -- true`.
+func TestRedteamSandboxPlantsRootCommand(t *testing.T) {
+	requireRoot(t)
+	e := newEnv(t)
+	bHome := filepath.Join(e.Root, "profiles", "b")
+	ws := filepath.Join(bHome, "workspace")
+	pwned := filepath.Join(bHome, "pwned")
+	tool := filepath.Join(ws, "true")
+	dotenv := filepath.Join(bHome, ".env")
+	plantTool := "plant:" + tool + "=#!/bin/sh\nid -u > " + pwned + "\n"
+	plantEnv := "plant:" + dotenv + "=B_MARKER=b\nPATH=" + ws + ":/usr/bin:/bin\n"
+	rep, _ := e.report([]string{"-p", "b", "--sandbox", "--scope", "none"}, plantTool, plantEnv)
+	t.Logf("inside B's sandbox: plant tool %q, rewrite .env %q", rep.Checks[plantTool], rep.Checks[plantEnv])
+	r := e.run("exec", "-p", "b", "--scope", "none", "--", "true")
+	t.Logf("B's next launch: exit %d %s", r.Code, r.Stderr)
+	if b, err := os.ReadFile(pwned); err == nil && strings.TrimSpace(string(b)) == "0" {
+		t.Errorf("B's sandboxed worker (uid %d) had its planted %s run as host uid 0 by B's next launch (its .env's PATH)", profileUID("b"), tool)
+	}
+}

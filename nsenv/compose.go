@@ -3,6 +3,7 @@ package nsenv
 import (
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -117,10 +118,14 @@ func Compose(req Request) (Environ, error) {
 		}
 	}
 
-	dotenv, err := ReadDotenv(p)
+	dotenv, owner, err := readDotenv(p)
 	if err != nil {
 		return nil, err
 	}
+	// A .env another uid owns than the launcher's may not choose what code runs: a root launcher reading
+	// a user's .env (which that user's workers, sandboxed or not, can rewrite) would run what it names as
+	// root. The caller can still pass such a name with --pass (from the .env) or --env.
+	foreign := owner != noOwner && owner != uint32(os.Geteuid())
 
 	// Layers append in order; the final sort keeps the last entry of each name. One slice and one index
 	// sort instead of a map of entries: this runs on every launch.
@@ -174,6 +179,12 @@ func Compose(req Request) (Environ, error) {
 		up := upperASCII(d.Key)
 		if isPinned(up) || m.isTier1(up) {
 			continue
+		}
+		if _, passed := last[d.Key]; foreign && !passed && m.loader.match(up) {
+			if _, given := req.Env[d.Key]; !given {
+				return nil, fmt.Errorf("%s:%d: %w: %s is a loader or search-path name, and the file is owned by uid %d, not the launcher's uid %d (name it with --pass %s or --env)",
+					file, d.Line, ErrRefusedName, d.Key, owner, os.Geteuid(), d.Key)
+			}
 		}
 		cred := m.isCredential(up)
 		if req.Secrets == SecretsNone && cred {

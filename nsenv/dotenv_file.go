@@ -27,34 +27,44 @@ const maxDotenvSize = 16 << 20
 // never opened at all (ErrUnreadable). A file over 16 MiB is ErrUnreadable, one that is not UTF-8
 // ErrNotUTF8. Every message names the file.
 func ReadDotenv(p *Profile) ([]DotenvEntry, error) {
+	entries, _, err := readDotenv(p)
+	return entries, err
+}
+
+// noOwner is the owner readDotenv reports for a missing .env.
+const noOwner = ^uint32(0)
+
+// readDotenv is ReadDotenv that also returns the file's owner (fstat of the descriptor it read; noOwner
+// when there is no file).
+func readDotenv(p *Profile) ([]DotenvEntry, uint32, error) {
 	path := p.EnvFile()
 	if p.dir == nil {
-		return nil, fmt.Errorf("%s: %w: the profile was not opened with OpenProfile, or is closed", path, ErrUnreadable)
+		return nil, 0, fmt.Errorf("%s: %w: the profile was not opened with OpenProfile, or is closed", path, ErrUnreadable)
 	}
 	pfd, err := beneath.Open(int(p.dir.Fd()), ".env", unix.O_PATH, 0, path)
 	if err != nil {
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			return nil, nil
+			return nil, noOwner, nil
 		case beneath.IsUnsafe(err):
-			return nil, fmt.Errorf("%s is a symbolic link: %w (a profile's .env is read only as a regular file of its own home)", path, ErrSymlinkEscape)
+			return nil, 0, fmt.Errorf("%s is a symbolic link: %w (a profile's .env is read only as a regular file of its own home)", path, ErrSymlinkEscape)
 		}
-		return nil, fmt.Errorf("%s: %w: %w", path, ErrUnreadable, err)
+		return nil, 0, fmt.Errorf("%s: %w: %w", path, ErrUnreadable, err)
 	}
 	defer unix.Close(pfd)
 	var st unix.Stat_t
 	if err := unix.Fstat(pfd, &st); err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", path, ErrUnreadable, os.NewSyscallError("fstat", err))
+		return nil, 0, fmt.Errorf("%s: %w: %w", path, ErrUnreadable, os.NewSyscallError("fstat", err))
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, fmt.Errorf("%s: %w: not a regular file (%s)", path, ErrUnreadable, fileType(st.Mode))
+		return nil, 0, fmt.Errorf("%s: %w: not a regular file (%s)", path, ErrUnreadable, fileType(st.Mode))
 	}
 	if st.Size > maxDotenvSize {
-		return nil, fmt.Errorf("%s: %w: larger than %d bytes", path, ErrUnreadable, maxDotenvSize)
+		return nil, 0, fmt.Errorf("%s: %w: larger than %d bytes", path, ErrUnreadable, maxDotenvSize)
 	}
 	fd, err := beneath.Reopen(pfd, unix.O_RDONLY|unix.O_NOCTTY, path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", path, ErrUnreadable, err)
+		return nil, 0, fmt.Errorf("%s: %w: %w", path, ErrUnreadable, err)
 	}
 	// A blocking descriptor made by os.NewFile is never registered with the runtime's poller (see
 	// internal/sysfile).
@@ -62,16 +72,16 @@ func ReadDotenv(p *Profile) ([]DotenvEntry, error) {
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxDotenvSize+1))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", path, ErrUnreadable, err)
+		return nil, 0, fmt.Errorf("%s: %w: %w", path, ErrUnreadable, err)
 	}
 	if len(data) > maxDotenvSize {
-		return nil, fmt.Errorf("%s: %w: larger than %d bytes", path, ErrUnreadable, maxDotenvSize)
+		return nil, 0, fmt.Errorf("%s: %w: larger than %d bytes", path, ErrUnreadable, maxDotenvSize)
 	}
 	entries, err := parseDotenv(data)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, 0, fmt.Errorf("%s: %w", path, err)
 	}
-	return entries, nil
+	return entries, st.Uid, nil
 }
 
 // fileType names a file type for messages.

@@ -91,6 +91,7 @@ type matcher struct {
 	base        nameSet
 	baseExact   nameSet
 	launch      []string
+	loader      nameSet
 }
 
 // compile builds the matcher for p. A nil Policy compiles the defaults.
@@ -106,6 +107,7 @@ func (p *Policy) compile() *matcher {
 		base:        newNameSet(true, p.Base),
 		baseExact:   newNameSet(false, p.Base),
 		launch:      upperAll(p.LaunchSettingPrefixes),
+		loader:      newNameSet(true, p.Loader),
 	}
 }
 
