@@ -326,26 +326,44 @@ func (w *nobodyWorld) asNobodyIn(dir string, args ...string) result {
 // A scope never runs its worker under weaker limits than asked. A user manager on a hybrid host (this
 // machine) accepts MemoryMax= and TasksMax= but cannot apply them (memory and pids are v1 controllers it
 // does not manage): the launch is refused, naming the flags, and the target never runs. Where the manager
-// does apply them (a unified host with delegation), the worker runs under them.
+// does apply them (a pure v2 host, the guest lane), the worker runs under them, foreground and detached.
+// Either way the two launches agree, and a launch that ran shows the limit from inside its own cgroup.
 func TestSystemdScopeLimitsNeverSilentlyDropped(t *testing.T) {
 	requireRoot(t)
 	m := systemdtest.Start(t)
 	e := newEnv(t)
-	marker := filepath.Join(t.TempDir(), "ran")
-	script := `touch ` + marker + `; u=$(grep ^0:: /proc/self/cgroup | cut -d: -f3); cat /sys/fs/cgroup/unified$u/memory.max /sys/fs/cgroup$u/memory.max 2>/dev/null`
+	dir := t.TempDir()
+	// The worker's memory.max, read from its own cgroup on whichever tree carries the memory controller;
+	// the trailing true keeps the exit status the launch's, not cat's.
+	script := func(marker string) string {
+		return `touch ` + marker + `; u=$(grep ^0:: /proc/self/cgroup | cut -d: -f3); ` +
+			`cat /sys/fs/cgroup/unified$u/memory.max /sys/fs/cgroup$u/memory.max 2>/dev/null; true`
+	}
+	applied := map[bool]bool{}
 	for _, detach := range []bool{false, true} {
+		marker := filepath.Join(dir, fmt.Sprintf("ran-%v", detach))
+		log := filepath.Join(dir, fmt.Sprintf("log-%v", detach))
 		args := []string{"exec", "-p", "b", "--scope", "systemd", "--user", "--memory", "64M", "--pids", "32"}
 		if detach {
-			args = append(args, "--detach")
+			args = append(args, "--detach", "--log", log)
 		}
-		r := e.sd(m, append(args, "--", "sh", "-c", script)...)
+		r := e.sd(m, append(args, "--", "sh", "-c", script(marker))...)
 		if r.Code == 0 {
+			out := r.Stdout
 			if detach {
-				t.Fatalf("detached launch with limits the manager cannot apply here succeeded: %s", r.Stdout)
+				var rc receipt
+				must(t, json.Unmarshal([]byte(r.Stdout), &rc))
+				if w := e.sd(m, "wait", "--timeout", "60s", rc.ID); w.Code != 0 && w.Code != 1 {
+					t.Fatalf("wait %s: exit %d: %s", rc.ID, w.Code, w.Stderr)
+				}
+				b, err := os.ReadFile(log)
+				must(t, err)
+				out = string(b)
 			}
-			if strings.TrimSpace(r.Stdout) != "67108864" {
-				t.Fatalf("the scope ran its worker without --memory: memory.max %q", r.Stdout)
+			if strings.TrimSpace(out) != "67108864" {
+				t.Fatalf("detach=%v: the scope ran its worker without --memory: memory.max %q", detach, out)
 			}
+			applied[detach] = true
 			continue
 		}
 		lines := strings.Split(strings.TrimSpace(r.Stderr), "\n")
@@ -356,6 +374,9 @@ func TestSystemdScopeLimitsNeverSilentlyDropped(t *testing.T) {
 		if _, err := os.Stat(marker); err == nil {
 			t.Fatalf("detach=%v: the target ran although its limits were not applied", detach)
 		}
+	}
+	if applied[false] != applied[true] {
+		t.Fatalf("the manager applied the limits to one launch and not the other: %v", applied)
 	}
 	// Nothing is left in the manager: the refused scopes are collected.
 	deadline := time.Now().Add(5 * time.Second)
