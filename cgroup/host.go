@@ -1,12 +1,13 @@
 package cgroup
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"path"
 	"strings"
 	"sync/atomic"
+
+	"github.com/hlaunch/hlaunch/internal/mountinfo"
 )
 
 // Mode is how cgroups are mounted on a host.
@@ -66,31 +67,13 @@ type mountEntry struct {
 // private mount namespace hides the host's hierarchies under it. When a hierarchy is mounted twice, the
 // first visible mount wins. It fails with ErrNotFound when no cgroup hierarchy is mounted.
 func ParseMountinfo(r io.Reader) (*Host, error) {
-	var mounts []mountEntry
-	sc := bufio.NewScanner(r)
-	// 4 KiB to start (a mountinfo line rarely needs more), up to 1 MiB for the longest: a 64 KiB start was
-	// a large allocation, zeroed and page-faulted in every short-lived hlaunch process (ADR 0006).
-	sc.Buffer(make([]byte, 0, 4096), 1024*1024)
-	for sc.Scan() {
-		line := sc.Text()
-		// id parent maj:min root mountpoint opts [optional...] - fstype source superopts
-		left, right, ok := strings.Cut(line, " - ")
-		if !ok {
-			continue
-		}
-		lf := strings.Fields(left)
-		rf := strings.Fields(right)
-		if len(lf) < 5 || len(rf) < 1 {
-			continue
-		}
-		m := mountEntry{mountpoint: unescapeMount(lf[4]), fstype: rf[0]}
-		if len(rf) >= 3 {
-			m.superOpts = rf[2]
-		}
-		mounts = append(mounts, m)
+	entries, err := mountinfo.Parse(r)
+	if err != nil {
+		return nil, fmt.Errorf("cgroup: reading %w", err)
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("cgroup: reading mountinfo: %w", err)
+	mounts := make([]mountEntry, len(entries))
+	for i, e := range entries {
+		mounts[i] = mountEntry{mountpoint: e.MountPoint, fstype: e.FSType, superOpts: e.SuperOpts}
 	}
 	h := &Host{V1: map[string]string{}}
 	controllers := false
@@ -144,35 +127,6 @@ func hidden(mounts []mountEntry, i int) bool {
 		}
 	}
 	return false
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for space, \011, \012, \134).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) && isOctal(s[i+1:i+4]) {
-			b.WriteByte((s[i+1]-'0')<<6 | (s[i+2]-'0')<<3 | (s[i+3] - '0'))
-			i += 3
-			continue
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-func isOctal(s string) bool {
-	if len(s) != 3 || s[0] > '3' {
-		return false
-	}
-	for i := 0; i < 3; i++ {
-		if s[i] < '0' || s[i] > '7' {
-			return false
-		}
-	}
-	return true
 }
 
 // CleanParent validates a --cgroup-parent value and returns it in cgroup form, "/a/b", relative to each

@@ -170,3 +170,44 @@ func TestSandboxCoversHomes(t *testing.T) {
 		}
 	}
 }
+
+// A sandboxed worker must not reach another profile through a second path to the hermes root. The view
+// covered the root at the one path the launcher names; a host where the same directory is mounted a
+// second time (a bind mount, the same file system at two places: common with containers and
+// /var/home-style layouts) showed it there in full, read-only, and in a single-user hermes deployment
+// every profile's home has the one owner the worker runs as, so A's .env was readable. The view now
+// covers every mount of the root's device that shows the root's files (nsenv.rootAliases). The launcher
+// runs in a private mount namespace of the test's own, where the alias is made.
+func TestRedteamSandboxReachesRootThroughAlias(t *testing.T) {
+	requireRoot(t)
+	e := newEnv(t)
+	aHome := filepath.Join(e.Root, "profiles", "a")
+	// One user's hermes: the root, profiles/ and every home belong to it (~/.hermes).
+	owner := strconv.Itoa(profileUID("b"))
+	must(t, exec.Command("chown", "-R", owner+":"+owner, e.Root).Run())
+	alias, err := os.MkdirTemp("/var/tmp", "hl-rt-alias-")
+	must(t, err)
+	t.Cleanup(func() { os.Remove(alias) })
+	aliasA, err := os.MkdirTemp("/var/tmp", "hl-rt-alias-a-")
+	must(t, err)
+	t.Cleanup(func() { os.Remove(aliasA) })
+	// Two aliases: the whole root, and A's home alone.
+	prefix := []string{"unshare", "-m", "--propagation", "private", "sh", "-c",
+		`mount --bind "$1" "$2" && mount --bind "$3" "$4" && shift 4 && exec "$@"`, "sh", e.Root, alias, aHome, aliasA}
+	target := "read:" + filepath.Join(alias, "profiles", "a", ".env")
+	targetA := "read:" + filepath.Join(aliasA, ".env")
+	own := "read:" + filepath.Join(e.Root, "profiles", "b", ".env")
+	rep := e.reportIn("", prefix, []string{"-p", "b", "--sandbox", "--scope", "none"}, target, targetA, own, "read:"+filepath.Join(aHome, ".env"))
+	if got := rep.Checks[target]; strings.Contains(got, "A_MARKER=a") {
+		t.Errorf("B's sandboxed worker read A's .env through a second mount of the hermes root (%s): %q", alias, got)
+	}
+	if got := rep.Checks[targetA]; strings.Contains(got, "A_MARKER=a") {
+		t.Errorf("B's sandboxed worker read A's .env through a bind mount of A's home (%s): %q", aliasA, got)
+	}
+	if got := rep.Checks["read:"+filepath.Join(aHome, ".env")]; strings.HasPrefix(got, "ok:") {
+		t.Errorf("A's .env at its own path: %q", got)
+	}
+	if got := rep.Checks[own]; !strings.Contains(got, "B_MARKER=b") {
+		t.Errorf("B's own .env at the root's path: %q", got)
+	}
+}

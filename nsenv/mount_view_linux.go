@@ -64,6 +64,11 @@ func (s *Sandbox) buildView(v *view) error {
 	if err := s.profileView(v); err != nil {
 		return err
 	}
+	for _, a := range v.aliases {
+		if err := hide(a); err != nil {
+			return err
+		}
+	}
 	for _, h := range s.Hide {
 		if err := hide(h); err != nil {
 			return err

@@ -194,6 +194,7 @@ type view struct {
 	dirs     []bool
 	devPaths []string // sandboxDevices present on this host
 	devTrees []int    // their clones
+	aliases  []string // other mounts showing the hermes root's files (rootAliases)
 }
 
 func (v *view) close() {
@@ -209,6 +210,9 @@ func (s *Sandbox) openView() (*view, error) {
 	var err error
 	if v.rootFD, err = openPath(s.Root, true); err != nil {
 		return v, fmt.Errorf("sandbox root: %w", err)
+	}
+	if v.aliases, err = s.rootAliases(v.rootFD); err != nil {
+		return v, err
 	}
 	homeFD, err := s.openHome(v.rootFD)
 	if err != nil {
