@@ -211,3 +211,55 @@ func TestRedteamSandboxReachesRootThroughAlias(t *testing.T) {
 		t.Errorf("B's own .env at the root's path: %q", got)
 	}
 }
+
+// Beyond the directories the view hides, a sandboxed worker reached every Unix socket of its host uid:
+// the host is in its view read-only, and connect(2) needs no write access to the mount. Such sockets are
+// the user's sessions: a screen or tmux server (commands typed outside the sandbox), an editor's remote
+// server, an agent. Here: a server that serves only B's owner, with its socket in a 0700 directory of
+// the owner's, where such servers keep them: /run/screen/S-<user>/ (hidden), the user's home (covered),
+// /tmp/tmux-<uid>/ (the view's /tmp is private). The launcher runs in a private mount namespace with a
+// /run of the test's own. What stays reachable (a socket in /var/tmp or anywhere else of the host
+// outside these) is in docs/security.md's limits.
+func TestRedteamSandboxReachesOwnersSessionSockets(t *testing.T) {
+	requireRoot(t)
+	e := newEnv(t)
+	uid := profileUID("b")
+	base, err := os.MkdirTemp("/var/tmp", "hl-rt-owner-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(base) })
+	must(t, os.Chmod(base, 0o755))
+	screenSock := runtimeDir(t, filepath.Join(base, "screen", "S-owner"), uid)
+	must(t, os.Chmod(filepath.Join(base, "screen"), 0o755))
+	homeSock := runtimeDir(t, filepath.Join(base, "home", ".tmux"), uid)
+	must(t, os.Chmod(filepath.Join(base, "home"), 0o755))
+	tmpDir, err := os.MkdirTemp("/tmp", "tmux-")
+	must(t, err)
+	tmpSock := runtimeDir(t, tmpDir, uid)
+	for i, kv := range e.Launcher {
+		if strings.HasPrefix(kv, "HOME=") {
+			e.Launcher[i] = "HOME=" + filepath.Join(base, "home")
+		}
+	}
+	prefix := []string{"unshare", "-m", "--propagation", "private", "sh", "-c",
+		`mount -t tmpfs tmpfs /run && mkdir /run/screen && mount --bind "$1" /run/screen && shift && exec "$@"`, "sh", filepath.Join(base, "screen")}
+	inRun := "/run/screen/S-owner/systemd/private"
+	checks := []string{"served:" + inRun, "served:" + homeSock, "served:" + tmpSock}
+	rep := e.reportIn("", prefix, []string{"-p", "b", "--sandbox", "--scope", "none"}, checks...)
+	for _, c := range checks {
+		if got := rep.Checks[c]; got == "ok:served" {
+			t.Errorf("a sandboxed worker of B (uid %d) was served by a session socket of its owner's (%s)", uid, c)
+		}
+	}
+	// Unsandboxed, as B's owner, the same sockets answer: the checks above are not vacuous.
+	u := strconv.Itoa(uid)
+	cmd := exec.Command("setpriv", "--reuid="+u, "--regid="+u, "--clear-groups", "--", selfBin, "child", "report", "served:"+screenSock, "served:"+homeSock, "served:"+tmpSock)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the owner's own reporter: %v", err)
+	}
+	for c, got := range decodeReport(t, string(out)).Checks {
+		if got != "ok:served" {
+			t.Fatalf("the owner outside the sandbox was not served by %s: %q", c, got)
+		}
+	}
+}

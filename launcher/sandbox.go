@@ -101,9 +101,11 @@ func viewCwd(launcherCwd, home string, rw []string) string {
 //   - /run/user and the launcher's $XDG_RUNTIME_DIR: every user's runtime directory holds the sockets of
 //     that user's systemd manager and session bus, and a unix socket stays connectable on a read-only
 //     mount. A worker running as a user with a manager (the home's owner, often a linger user) could
-//     otherwise ask it for a transient unit outside the sandbox.
+//     otherwise ask it for a transient unit outside the sandbox;
+//   - /run/screen: GNU screen's session sockets (S-<user>/), which take commands (screen -X stuff) typed
+//     into the user's sessions outside the sandbox.
 func hiddenHostDirs(environ []string) []string {
-	dirs := []string{RootSidecarDir, "/run/user"}
+	dirs := []string{RootSidecarDir, "/run/user", "/run/screen"}
 	if d := envLookup(environ)("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
 		d = filepath.Clean(d)
 		dirs = append(dirs, d, filepath.Join(d, "hlaunch"))
