@@ -135,7 +135,8 @@ func TestRedteamSandboxPlantsRootCommand(t *testing.T) {
 // unsandboxed worker: root's under a root launcher, the user's under an unprivileged one) SIGKILLs it
 // once the launch has answered, and runs on past its deadline in a cgroup nothing supervises; `status`
 // still says running. Killed before the receipt, the launch fails and its cgroup is killed: that holds,
-// and is the case kept here. After the receipt it is open (docs/security.md, "Known limits"): the
+// and is the case kept here (the worker writes its PID before the kill: a launch that
+// fails and kills the cgroup first is the boundary holding, not a worker that never ran). After the receipt it is open (docs/security.md, "Known limits"): the
 // red team's second case ("after receipt true") fails until gc/status and the sidecar's watcher enforce
 // the recorded deadline of a worker whose shim is gone.
 func TestRedteamWorkerKillsItsShim(t *testing.T) {
@@ -150,7 +151,7 @@ func TestRedteamWorkerKillsItsShim(t *testing.T) {
 				wait = "while [ ! -e " + goFile + " ]; do sleep 0.05; done; "
 			}
 			r := e.run("exec", "-p", "b", "--detach", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--timeout", "2s", "--",
-				"sh", "-c", wait+"kill -9 $PPID; echo $$ > "+pidfile+"; exec sleep 120")
+				"sh", "-c", "echo $$ > "+pidfile+"; "+wait+"kill -9 $PPID; exec sleep 120")
 			must(t, os.WriteFile(goFile, nil, 0o644))
 			var pid int
 			for i := 0; i < 200 && pid == 0; i++ {
