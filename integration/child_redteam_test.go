@@ -30,6 +30,8 @@ import (
 //	readline:FD     print "reading" on stdout, then read one line from FD (given up after 20 s): what
 //	                someone typed into the terminal FD is
 //	winsize:FD      the window size of the terminal at FD, "ok:ROWSxCOLS" (an error when FD is none)
+//	winsize-wait:FD=RxC  "ok:RxC" once the terminal at FD has that window size (polled, given up after
+//	                20 s with the last size seen)
 //	ttysid:FD       "ok:own" when the terminal at FD is our session's controlling terminal, else the
 //	                error of TIOCGSID or "ok:other"
 func redteamCheck(kind, arg string) string {
@@ -108,6 +110,20 @@ func redteamCheck(kind, arg string) string {
 		if ws, err = unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ); err == nil {
 			return fmt.Sprintf("ok:%dx%d", ws.Row, ws.Col)
 		}
+	case "winsize-wait":
+		f, want, _ := strings.Cut(arg, "=")
+		fd, _ := strconv.Atoi(f)
+		last := ""
+		for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+			var ws *unix.Winsize
+			if ws, err = unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ); err != nil {
+				return err.Error()
+			}
+			if last = fmt.Sprintf("%dx%d", ws.Row, ws.Col); last == want {
+				return "ok:" + last
+			}
+		}
+		return last
 	case "ttysid":
 		fd, _ := strconv.Atoi(arg)
 		var sid, own int

@@ -90,7 +90,7 @@ func TestHostileSandboxTerminal(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		cmd := exec.CommandContext(ctx, hlaunchBin, args...)
 		cmd.Env = e.Launcher
-		r := onPTY(t, cmd, 0, 0, func(string) string { return "" })
+		r := onPTY(t, cmd, 0, 0, func(string, *os.File) string { return "" })
 		cancel()
 		if r.err != nil {
 			t.Fatalf("%v: %v: %s", flags, r.err, r.shown)

@@ -28,8 +28,9 @@ type ptyRun struct {
 }
 
 // onPTY runs cmd on a new pty of rows x cols (0: left as the kernel makes it) and types what answer
-// returns for the output shown so far (called after every read; "" types nothing).
-func onPTY(t *testing.T, cmd *exec.Cmd, rows, cols uint16, answer func(shown string) string) ptyRun {
+// returns for the output shown so far (called after every read, with the master to resize the terminal;
+// "" types nothing).
+func onPTY(t *testing.T, cmd *exec.Cmd, rows, cols uint16, answer func(shown string, ptm *os.File) string) ptyRun {
 	t.Helper()
 	ptm, pts := openPTY(t)
 	defer ptm.Close()
@@ -52,7 +53,7 @@ func onPTY(t *testing.T, cmd *exec.Cmd, rows, cols uint16, answer func(shown str
 			n, err := ptm.Read(buf)
 			mu.Lock()
 			out.Write(buf[:max(n, 0)])
-			typed := answer(out.String())
+			typed := answer(out.String(), ptm)
 			mu.Unlock()
 			if typed != "" {
 				_, _ = ptm.Write([]byte(typed))
@@ -124,7 +125,7 @@ func TestRedteamSandboxReadsShellInput(t *testing.T) {
 	cmd := exec.CommandContext(ctx, "python3", args...)
 	cmd.Env = e.Launcher
 	step := 0
-	r := onPTY(t, cmd, 0, 0, func(shown string) string {
+	r := onPTY(t, cmd, 0, 0, func(shown string, _ *os.File) string {
 		switch {
 		case step == 0 && (strings.Contains(shown, "job stopped") || strings.Contains(shown, "reading")):
 			// The user types at the shell's prompt, once the job runs in the background.
@@ -157,7 +158,8 @@ func TestRedteamSandboxReadsShellInput(t *testing.T) {
 }
 
 // A foreground sandboxed worker on a terminal still has one: it reads what is typed, its stdin and
-// stdout are a terminal (its own, its session's controlling terminal) with the caller's window size, and
+// stdout are a terminal (its own, its session's controlling terminal) with the caller's window size, also
+// after the caller's window changed, and
 // its exit code is hlaunch's. TIOCSTI (the filter off) types into its own terminal only: nothing reaches
 // the caller's terminal's input.
 func TestSandboxOwnTerminal(t *testing.T) {
@@ -167,12 +169,14 @@ func TestSandboxOwnTerminal(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, hlaunchBin, "--root", e.Root, "--state-dir", e.State, "exec", "-p", "b", "--sandbox",
 		"--scope", "none", "--seccomp", "off", "--", selfBin, "child", "report",
-		"readline:0", "winsize:0", "winsize:1", "ttysid:0", "tiocsti:0")
+		"winsize:0", "winsize:1", "readline:0", "winsize-wait:0=50x120", "ttysid:0", "tiocsti:0")
 	cmd.Env = e.Launcher
 	typed := false
-	r := onPTY(t, cmd, 37, 91, func(shown string) string {
+	r := onPTY(t, cmd, 37, 91, func(shown string, ptm *os.File) string {
 		if !typed && strings.Contains(shown, "reading") {
 			typed = true
+			// The caller's window changes (the kernel sends hlaunch SIGWINCH), then the user types.
+			must(t, unix.IoctlSetWinsize(int(ptm.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 50, Col: 120}))
 			return "typed-line\n"
 		}
 		return ""
@@ -189,6 +193,9 @@ func TestSandboxOwnTerminal(t *testing.T) {
 			t.Errorf("%s: %q, want the caller's ok:37x91 (a terminal)", k, got)
 		}
 	}
+	if got := c["winsize-wait:0=50x120"]; got != "ok:50x120" {
+		t.Errorf("the caller's window grew to 50x120, the worker's is %q", got)
+	}
 	if got := c["ttysid:0"]; got != "ok:own" {
 		t.Errorf("the worker's stdin is not its session's controlling terminal: %q", got)
 	}
@@ -202,7 +209,7 @@ func TestSandboxOwnTerminal(t *testing.T) {
 	cmd = exec.CommandContext(ctx, hlaunchBin, "--root", e.Root, "--state-dir", e.State, "exec", "-p", "b", "--sandbox",
 		"--scope", "none", "--", selfBin, "child", "exit", "7")
 	cmd.Env = e.Launcher
-	r = onPTY(t, cmd, 0, 0, func(string) string { return "" })
+	r = onPTY(t, cmd, 0, 0, func(string, *os.File) string { return "" })
 	var ee *exec.ExitError
 	if !errors.As(r.err, &ee) || ee.ExitCode() != 7 {
 		t.Errorf("exit: %v, want 7: %q", r.err, r.shown)
@@ -221,7 +228,7 @@ func TestSandboxDetachedRefusesTerminal(t *testing.T) {
 	cmd := exec.CommandContext(ctx, hlaunchBin, "--root", e.Root, "--state-dir", e.State, "exec", "-p", "b", "--sandbox",
 		"--scope", "none", "--detach", "--stdio", "inherit", "--", selfBin, "child", "report", "plant:"+ran+"=x")
 	cmd.Env = e.Launcher
-	r := onPTY(t, cmd, 0, 0, func(string) string { return "" })
+	r := onPTY(t, cmd, 0, 0, func(string, *os.File) string { return "" })
 	var ee *exec.ExitError
 	if !errors.As(r.err, &ee) || ee.ExitCode() != 125 || !strings.Contains(r.shown, "--stdio inherit: stdin is a terminal") {
 		t.Fatalf("a detached sandboxed worker on the caller's terminal: %v: %q", r.err, r.shown)

@@ -26,6 +26,7 @@ const drainBound = 2 * time.Second
 // worker, whose terminal the caller's is not, never touches the caller's.
 type ptyRelay struct {
 	master, slave *os.File
+	mfd           int      // the master's descriptor, for ioctls (master.Fd would make it blocking)
 	ctty          int      // the slave's descriptor number in the child: 0, 1 or 2
 	in            *os.File // the caller's stdin when it is a terminal, else nil
 	out           *os.File // the caller's terminal the worker's output is copied to
@@ -35,6 +36,7 @@ type ptyRelay struct {
 	outDone       chan struct{}
 	inDone        chan struct{}
 	winch         chan os.Signal
+	winchDone     chan struct{}
 }
 
 // isTerminal reports whether f is a terminal.
@@ -85,16 +87,17 @@ func openPTYRelay(stdio Stdio) (*ptyRelay, Stdio, error) {
 	if r.out == nil {
 		r.out = r.in // the echo of what is typed goes back where it was typed
 	}
-	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	// Non-blocking, so that the master is in the runtime's poller: the drain's deadline works on it.
+	mfd, err := unix.Open("/dev/ptmx", unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, stdio, fmt.Errorf("the worker's terminal: %w", err)
+		return nil, stdio, fmt.Errorf("the worker's terminal: %w", &os.PathError{Op: "open", Path: "/dev/ptmx", Err: err})
 	}
-	r.master = m
-	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+	r.mfd, r.master = mfd, os.NewFile(uintptr(mfd), "/dev/ptmx")
+	if err := unix.IoctlSetPointerInt(mfd, unix.TIOCSPTLCK, 0); err != nil {
 		r.close()
 		return nil, stdio, fmt.Errorf("the worker's terminal: %w", os.NewSyscallError("ioctl(TIOCSPTLCK)", err))
 	}
-	n, err := unix.IoctlGetUint32(int(m.Fd()), unix.TIOCGPTN)
+	n, err := unix.IoctlGetUint32(mfd, unix.TIOCGPTN)
 	if err != nil {
 		r.close()
 		return nil, stdio, fmt.Errorf("the worker's terminal: %w", os.NewSyscallError("ioctl(TIOCGPTN)", err))
@@ -162,7 +165,9 @@ func (r *ptyRelay) relay() error {
 	}()
 	r.winch = make(chan os.Signal, 1)
 	signal.Notify(r.winch, syscall.SIGWINCH)
+	r.winchDone = make(chan struct{})
 	go func() {
+		defer close(r.winchDone)
 		for range r.winch {
 			r.copySize()
 		}
@@ -214,7 +219,7 @@ func (r *ptyRelay) copyIn(in, stop int) {
 // copySize gives the worker's terminal the caller's window size (the kernel sends the worker SIGWINCH).
 func (r *ptyRelay) copySize() {
 	if ws, err := unix.IoctlGetWinsize(int(r.size.Fd()), unix.TIOCGWINSZ); err == nil {
-		_ = unix.IoctlSetWinsize(int(r.master.Fd()), unix.TIOCSWINSZ, ws)
+		_ = unix.IoctlSetWinsize(r.mfd, unix.TIOCSWINSZ, ws)
 	}
 }
 
@@ -227,6 +232,7 @@ func (r *ptyRelay) close() {
 	if r.winch != nil {
 		signal.Stop(r.winch)
 		close(r.winch)
+		<-r.winchDone // no size is copied to a closed (or reused) descriptor
 	}
 	if r.outDone != nil {
 		_ = r.master.SetReadDeadline(time.Now().Add(drainBound))
