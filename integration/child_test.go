@@ -46,7 +46,7 @@ type childReport struct {
 //	sleep DUR            sleep, then exit 0
 //	echo                 copy stdin to stdout
 //	trap                 print "ready", then exit 42 on SIGTERM
-//	countsig             count SIGUSR1s; on SIGTERM exit with 10 + the count
+//	countsig             count SIGUSR1s (the count so far in $HERMES_HOME/sigcount); on SIGTERM exit with 10 + the count
 //	spawn-tree DUR       double-fork a setsid grandchild that sleeps DUR, print its pid, sleep DUR
 //	forkbomb             fork until fork fails, report how many, exit 0
 //	memhog MiB           allocate and touch MiB of memory, then sleep
@@ -105,11 +105,20 @@ func childMain(args []string) int {
 		sig := make(chan os.Signal, 16)
 		signalNotify(sig, syscall.SIGUSR1, syscall.SIGTERM)
 		n := 0
+		// "0": subscribed. Before this a USR1 is caught by the Go runtime and dropped, so a test that sends
+		// one must wait for it (SigCgt shows the runtime's handler from the start, not the subscription).
+		count := func() {
+			if home := os.Getenv("HERMES_HOME"); home != "" {
+				_ = os.WriteFile(filepath.Join(home, "sigcount"), []byte(strconv.Itoa(n)), 0o644)
+			}
+		}
+		count()
 		for s := range sig {
 			if s == syscall.SIGTERM {
 				return 10 + n
 			}
 			n++
+			count() // the count so far, for a test that waits for each signal to arrive before the next
 		}
 		return 2
 	case "spawn-tree":
