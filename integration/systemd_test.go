@@ -149,7 +149,7 @@ func TestSystemdFailedLeftoverDoesNotBlock(t *testing.T) {
 
 // A gateway service with KillMode=mixed starts workers through hlaunch and plain children; restarting it
 // kills the plain children (the control) and leaves every hlaunch worker running in its scope, each of
-// which then finishes with its own exit code in the ledger.
+// which then finishes, once released, with its own exit code in the ledger.
 func TestSystemdWorkersSurviveGatewayRestart(t *testing.T) {
 	requireRoot(t)
 	m := systemdtest.Start(t)
@@ -158,8 +158,8 @@ func TestSystemdWorkersSurviveGatewayRestart(t *testing.T) {
 	script := fmt.Sprintf(`
 if [ ! -e %[1]s/launched ]; then
   for i in 0 1 2 3 4 5 6 7 8 9; do
-    %[2]s --root %[3]s --state-dir %[4]s exec -p b --detach --scope systemd --user -- %[5]s child sleep-exit 4s 2$i >/dev/null || exit 9
-    sh -c "sleep 4; touch %[1]s/control-$i" &
+    %[2]s --root %[3]s --state-dir %[4]s exec -p b --detach --scope systemd --user -- %[5]s child exit-when %[1]s/release 2$i >/dev/null || exit 9
+    sh -c "while [ ! -e %[1]s/release ]; do sleep 0.05; done; touch %[1]s/control-$i" &
   done
   touch %[1]s/launched
 fi
@@ -194,11 +194,15 @@ exec sleep 300`, dir, hlaunchBin, e.Root, e.State, selfBin)
 	if len(recs) != 10 || running != 10 {
 		t.Fatalf("after the gateway's restart: %d records, %d running scoped, want 10 and 10", len(recs), running)
 	}
+	// The workers and the control children end when the test says, not after a time that a slow host
+	// (the guest lane under TCG) can spend on the ten launches alone.
+	must(t, os.WriteFile(filepath.Join(dir, "release"), nil, 0o644))
 	var ids []string
 	for _, r := range recs {
 		ids = append(ids, r.ID)
 	}
 	got := e.waitLedger(ids, 30*time.Second)
+	time.Sleep(200 * time.Millisecond) // a control child that survived would have touched its file by now
 	codes := map[int]bool{}
 	for _, r := range got {
 		if r.ExitCode != nil {
