@@ -113,7 +113,8 @@ class CommandNotFound(CannotRun):
 
 
 class Forbidden(HlaunchError):
-    """This process's uid is not the sidecar's, not root, and not in its socket group."""
+    """The sidecar refused this peer: its uid is not the sidecar's, not root and not in the socket group, or
+    it is one of hlaunch's workers (another pid namespace, a worker's cgroup or scope), whoever it claims to be."""
 
     code = "forbidden"
 
