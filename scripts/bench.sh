@@ -9,7 +9,9 @@
 # These machines are shared and noisy: compare the ratios from one run, never absolute times across runs.
 #
 # Knobs: RUNS (hyperfine runs per command, default 200, split over ROUNDS=4 rounds), WARMUP (5 per round), BENCHTIME (go test, 1s),
-# OUT (docs/benchmarks.md), SKIP_GO=1 (no Go benchmarks), SKIP_SIDECAR=1, SOAK_SPAWNS (100000), SOAK_RATE (40 spawns/s between the closed-loop windows), SKIP_SOAK=1.
+# OUT (docs/benchmarks.md), SKIP_GO=1 (no Go benchmarks), SKIP_SIDECAR=1, SOAK_SPAWNS (100000), SOAK_RATE (40 spawns/s between the closed-loop windows), SKIP_SOAK=1,
+# SOAK_FROM=DIR (render an earlier soak's soak.json, soak-load-*.txt and soak-meta.txt from DIR instead of running it:
+# the 100,000-spawn soak takes about 45 minutes and wants a machine that stays quiet for that long).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -252,9 +254,15 @@ fi
 # start and the end side by side (integration TestSoak; make test runs it with 2,000).
 if [ "${SKIP_SOAK:-0}" = 1 ]; then
 	skip soak "SKIP_SOAK=1"
+elif [ -n "${SOAK_FROM:-}" ]; then
+	[ -f "$SOAK_FROM/soak.json" ] || { echo "bench: SOAK_FROM=$SOAK_FROM: no soak.json there" >&2; exit 2; }
+	log "soak: rendering the earlier run in $SOAK_FROM"
+	cp "$SOAK_FROM"/soak.json "$tmp/"
+	cp "$SOAK_FROM"/soak-load-*.txt "$SOAK_FROM"/soak-meta.txt "$tmp/" 2>/dev/null || true
 elif [ $is_root -eq 1 ]; then
 	log "soak: ${SOAK_SPAWNS:-100000} spawns through one sidecar (load before: $(cut -d' ' -f1-3 /proc/loadavg))"
 	echo "$(cut -d' ' -f1-3 /proc/loadavg)" >"$tmp/soak-load-before.txt"
+	echo "commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), started $(date -u +%FT%TZ)" >"$tmp/soak-meta.txt"
 	if ! HLAUNCH_BIN=$HL HLAUNCH_SOAK_SPAWNS=${SOAK_SPAWNS:-100000} HLAUNCH_SOAK_RATE=${SOAK_RATE:-40} HLAUNCH_SOAK_REPORT=$tmp/soak.json \
 		go test -count=1 -run '^TestSoak$' -timeout 6h ./integration/ >&2; then
 		skip soak "the soak run failed (see the log above)"

@@ -418,6 +418,9 @@ def soak(a, notes, out):
                    s["Spawns"], s["Clients"],
                    "the first and last tenth closed loop, the rest at a steady %.0f spawns/s" % rate if rate else "closed loop",
                    load[0], load[1]))
+    meta = os.path.join(a.dir, "soak-meta.txt")
+    if os.path.exists(meta):
+        out.append("Run: %s.\n" % open(meta).read().strip())
     out.append("| figure | start | end | end / start | goal: within 10% |")
     out.append("|---|---|---|---|---|")
     for k, text, unit in (("p50_ms", "spawn p50", "ms"), ("p99_ms", "spawn p99", "ms"),
