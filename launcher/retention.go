@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hlaunch/hlaunch/cgroup"
 	"github.com/hlaunch/hlaunch/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/state"
 )
@@ -178,4 +179,46 @@ func (l *Launcher) pruneLedger(r Retention) int {
 		}
 	}
 	return n
+}
+
+// gcOrphans removes empty worker cgroups under the default parent that no record names.
+func (l *Launcher) gcOrphans(recs []Record, minAge time.Duration) []string {
+	if l.host == nil || l.host.Unified == "" {
+		return nil
+	}
+	parent, err := l.host.CleanParent(l.cfg.Defaults.CgroupParent)
+	if err != nil {
+		return nil
+	}
+	known := map[string]bool{}
+	for _, r := range recs {
+		known[r.Cgroup] = true
+	}
+	ents, err := os.ReadDir(filepath.Join(l.host.Unified, parent))
+	if err != nil {
+		return nil
+	}
+	var removed []string
+	for _, e := range ents {
+		path := parent + "/" + e.Name()
+		if !e.IsDir() || !isID(e.Name()) || known[path] {
+			continue
+		}
+		// A cgroup made for a launch in flight is empty and unrecorded too, until its shim or target runs in
+		// it: only one older than minAge (Retention.OrphanAge) is an orphan (the sidecar collects while it spawns).
+		if info, err := e.Info(); err != nil || time.Since(info.ModTime()) < minAge {
+			continue
+		}
+		g, err := l.host.Hold(cgroup.Claim{Path: path, Worker: e.Name()})
+		if err != nil {
+			continue // not hlaunch's (no marker on it or its parent): never touched
+		}
+		if pop, err := g.Populated(); err != nil || pop {
+			continue
+		}
+		if g.Delete() == nil {
+			removed = append(removed, e.Name())
+		}
+	}
+	return removed
 }

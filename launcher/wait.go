@@ -1,0 +1,54 @@
+package launcher
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hlaunch/hlaunch/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/sysfile"
+)
+
+// Wait blocks until the worker has ended (or ctx ends) and returns its final record.
+func (l *Launcher) Wait(ctx context.Context, ref string) (Record, error) {
+	for {
+		rec, err := l.Get(ctx, ref)
+		if err != nil {
+			return Record{}, err
+		}
+		ended := rec.State != string(fingerprint.Running)
+		// The shim writes the exit status just after the leader ends; give it a moment to land.
+		if ended && (rec.ExitCode != nil || rec.Signal != "" || rec.ID == "" || !ShimAlive(rec.Receipt)) {
+			return rec, nil
+		}
+		select {
+		case <-ctx.Done():
+			return rec, ctx.Err()
+		case <-time.After(25 * time.Millisecond):
+		}
+	}
+}
+
+// ShimAlive reports whether the worker's shim still runs: its PID names a live process (not a zombie)
+// and, when the receipt has the shim's start time, that process started then, so a recycled PID is never
+// taken for the shim. It only decides whether an exit record may still come (Wait, the sidecar's watcher);
+// nothing is ever signalled on its word.
+func ShimAlive(rc Receipt) bool {
+	if rc.ShimPID <= 0 {
+		return false
+	}
+	b, err := sysfile.ReadFile(fmt.Sprintf("/proc/%d/stat", rc.ShimPID))
+	if err != nil {
+		return false
+	}
+	// The state is the first field after the last ')' (comm may hold anything).
+	if i := bytes.LastIndexByte(b, ')'); i < 0 || i+2 >= len(b) || b[i+2] == 'Z' || b[i+2] == 'X' {
+		return false
+	}
+	if rc.ShimStart == 0 {
+		return true // a receipt written before shims recorded their start time
+	}
+	start, err := fingerprint.ReadStartTime(bytes.NewReader(b))
+	return err == nil && start == rc.ShimStart
+}

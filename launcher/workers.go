@@ -1,0 +1,158 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+
+	"github.com/hlaunch/hlaunch/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/state"
+)
+
+// load finds a worker by id (its record) or by token (the token alone is enough to verify and signal).
+func (l *Launcher) load(ref string) (Receipt, fingerprint.Identity, error) {
+	if isID(ref) {
+		d := &state.Dir{Path: l.workersDir()}
+		var rc Receipt
+		if err := d.Read(ref, &rc); err != nil {
+			if errors.Is(err, state.ErrNotFound) {
+				return Receipt{}, fingerprint.Identity{}, fmt.Errorf("%w: %s (state dir %s)", ErrNotFound, ref, l.state)
+			}
+			return Receipt{}, fingerprint.Identity{}, err
+		}
+		if rc.ID != ref {
+			// The id names files beside the record (<id>.exit, the ledger's): it must be the file's own.
+			return Receipt{}, fingerprint.Identity{}, fmt.Errorf("%w: record %s names worker id %q", ErrInvalid, ref, rc.ID)
+		}
+		ident, err := fingerprint.ParseToken(rc.Token)
+		if err != nil {
+			return Receipt{}, fingerprint.Identity{}, fmt.Errorf("record %s: %w", ref, err)
+		}
+		return rc, ident, nil
+	}
+	ident, err := fingerprint.ParseToken(ref)
+	if err != nil {
+		return Receipt{}, fingerprint.Identity{}, fmt.Errorf("%w: not a worker id (w-<12 hex>) nor a valid token: %w", ErrInvalid, err)
+	}
+	// A token of a worker we recorded gets its record's detail (profile, exit status). A token without a
+	// record is verified like any other (status answers), but it is no authority to signal (owns): anyone
+	// can mint one, the codec is public.
+	if ids, err := (&state.Dir{Path: l.workersDir()}).Names("w-"); err == nil {
+		for _, id := range ids {
+			var r Receipt
+			if isID(id) && (&state.Dir{Path: l.workersDir()}).Read(id, &r) == nil && r.Token == ref && r.ID == id {
+				return r, ident, nil
+			}
+		}
+	}
+	return receiptOf(ident), ident, nil
+}
+
+// receiptOf is the receipt a bare token implies.
+func receiptOf(i fingerprint.Identity) Receipt {
+	rc := Receipt{
+		Token: i.Token(), PID: i.PID, Cgroup: i.Cgroup, CgroupID: i.CgroupID, Unit: i.Unit,
+		InvocationID: i.InvocationID, BootID: i.BootID, MachineID: i.MachineID, StartTime: i.Start,
+		InstantiationEpoch: i.Epoch(), Fingerprint: i.Fingerprint(), Verification: "verified",
+	}
+	if i.Unverified {
+		rc.Verification = "unverified"
+	}
+	return rc
+}
+
+// record verifies a worker now and merges what its shim recorded.
+func (l *Launcher) record(rc Receipt, ident fingerprint.Identity) (Record, error) {
+	v, err := fingerprint.Verify(l.src, ident)
+	if err != nil {
+		return Record{}, fmt.Errorf("verify %s: %w", rc.ID, err)
+	}
+	rec := Record{Receipt: rc, State: string(v.State), Reason: v.Reason}
+	if rc.ID == "" && v.State == fingerprint.Running {
+		rec.Reason = joinReason(rec.Reason, "no record of it in state dir "+l.state+": signals are refused")
+	}
+	if rc.ID != "" {
+		var ex exitRecord
+		if (&state.Dir{Path: l.workersDir()}).Read(rc.ID+".exit", &ex) == nil {
+			rec.applyExit(ex)
+		}
+	}
+	if v.State == fingerprint.Running && ident.Cgroup != "" {
+		if g, err := l.workerGroup(rc, ident); err == nil {
+			if st, err := g.Stats(); err == nil {
+				rec.MemoryCurrent, rec.MemoryPeak, rec.PidsCurrent = st.MemoryCurrent, st.MemoryPeak, st.PidsCurrent
+				rec.CPUUsageNS, rec.OOMKills = st.CPUUsageNS, st.OOMKills
+				rec.OOMKilled = rec.OOMKilled || st.OOMKills > 0
+			}
+		}
+	}
+	return rec, nil
+}
+
+func (r *Record) applyExit(ex exitRecord) {
+	r.ExitCode, r.Signal, r.EndedAt, r.LeaderEndedAt = ex.ExitCode, ex.Signal, ex.EndedAt, ex.LeaderEndedAt
+	r.TimedOut, r.OOMKilled = ex.TimedOut, ex.OOMKilled
+	if ex.MemoryPeak > r.MemoryPeak {
+		r.MemoryPeak = ex.MemoryPeak
+	}
+}
+
+// Get returns one worker's record, verified now; ref is a worker id or a token.
+func (l *Launcher) Get(ctx context.Context, ref string) (Record, error) {
+	rc, ident, err := l.load(ref)
+	if err != nil {
+		return Record{}, err
+	}
+	return l.record(rc, ident)
+}
+
+// Status is Get under the name of the `hlaunch status` command.
+func (l *Launcher) Status(ctx context.Context, ref string) (Record, error) { return l.Get(ctx, ref) }
+
+// List returns every worker record in the state directory, each verified now, oldest first.
+func (l *Launcher) List(ctx context.Context) ([]Record, error) {
+	ids, err := l.IDs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []Record
+	for _, id := range ids {
+		rec, err := l.Get(ctx, id)
+		if errors.Is(err, ErrNotFound) {
+			continue // removed since the listing (a concurrent gc): it is not a worker any more
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rec)
+	}
+	return out, nil
+}
+
+// IDs returns the ids of the workers that have a record, in name order. It only lists the state
+// directory: no record is read and nothing is verified, so it costs one directory read however many
+// records there are.
+func (l *Launcher) IDs(ctx context.Context) ([]string, error) {
+	names, err := (&state.Dir{Path: l.workersDir()}).Names("w-")
+	if err != nil {
+		if errors.Is(err, syscall.ENOENT) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	ids := names[:0]
+	for _, n := range names {
+		if isID(n) {
+			ids = append(ids, n)
+		}
+	}
+	return ids, nil
+}
+
+func refOf(rc Receipt, ref string) string {
+	if rc.ID != "" {
+		return rc.ID
+	}
+	return ref
+}
