@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -68,4 +70,104 @@ func (h *Host) CheckParent(parent string) (string, error) {
 			return dir, fmt.Errorf("%w: %s", ErrNotFound, root)
 		}
 	}
+}
+
+// ensureParent creates root+parent (and missing ancestors below root) with the marker, or checks that an
+// existing parent is usable (usableParent: writable, then marked).
+func ensureParent(root, parent string, cr *creation) error {
+	dir := root
+	comps := strings.Split(strings.TrimPrefix(parent, "/"), "/")
+	for i, c := range comps {
+		dir = filepath.Join(dir, c)
+		last := i == len(comps)-1
+		err := mkdir(dir)
+		if err == nil {
+			cr.dirs = append(cr.dirs, dir)
+			if err := mark(dir); err != nil {
+				return err
+			}
+			continue
+		}
+		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+			return notWritable(filepath.Dir(dir), err)
+		}
+		if !errors.Is(err, unix.EEXIST) {
+			return err
+		}
+		if !last {
+			continue // an existing ancestor above our parent need not be ours; we never write to it
+		}
+		if err := usableParent(dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitMarked accepts an existing parent only if it carries the marker. A concurrent Create may have made
+// the directory a moment ago and not marked it yet, so an unmarked parent gets a short grace before refusal.
+func waitMarked(dir string) error {
+	for i := 0; ; i++ {
+		ok, err := marked(dir)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		if i == 10 {
+			return fmt.Errorf("%w: %s", ErrNotOurs, dir)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// RemoveParentIfEmpty removes the parent's directory in every hierarchy where it exists, if hlaunch made it
+// and it has no children left (ErrPopulated otherwise). It checks every hierarchy before removing anything.
+func (h *Host) RemoveParentIfEmpty(parent string) error {
+	parent, err := cleanParent(parent)
+	if err != nil {
+		return err
+	}
+	var dirs []string
+	roots := []string{}
+	if h.Unified != "" {
+		roots = append(roots, h.Unified)
+	}
+	seen := map[string]bool{}
+	for _, k := range sortedKeys(h.V1) {
+		if mp := h.V1[k]; !seen[mp] && h.Mode != Unified {
+			seen[mp] = true
+			roots = append(roots, mp)
+		}
+	}
+	for _, r := range roots {
+		d := filepath.Join(r, parent)
+		if _, err := os.Lstat(d); err != nil {
+			continue
+		}
+		ok, err := marked(d)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: %s", ErrNotOurs, d)
+		}
+		dirs = append(dirs, d)
+	}
+	for _, d := range dirs {
+		// The shims' exit leaf (ExitLeaf) goes first; a shim in it right now keeps the parent.
+		if err := removeExitLeaf(d); err != nil {
+			return err
+		}
+		if err := rmdir(d); err != nil {
+			if errors.Is(err, unix.EBUSY) || errors.Is(err, unix.ENOTEMPTY) {
+				return fmt.Errorf("%w: %v", ErrPopulated, err)
+			}
+			if !errors.Is(err, unix.ENOENT) {
+				return err
+			}
+		}
+	}
+	return nil
 }
