@@ -27,6 +27,12 @@ var hlaunchBin string
 // selfBin is this test binary, which acts as the child when its first argument is "child".
 var selfBin string
 
+// hostBase is the test run's directory on the host's read-only rest (/opt/hlaunch-itest-*, 0755,
+// removed at the end): selfBin lives there, and tests make the host directories a sandboxed worker
+// must see (but not write) below it with os.MkdirTemp(hostBase, ...). /tmp, /var/tmp, /dev/shm and /run
+// are private or covered inside a sandbox.
+var hostBase string
+
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "child" {
 		os.Exit(childMain(os.Args[2:]))
@@ -39,18 +45,23 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	// The child is a copy outside /tmp (a sandbox's /tmp is private) that any uid may execute.
-	dir, err := os.MkdirTemp("/var/tmp", "hlaunch-itest-child-")
+	// The child is a copy that any uid may execute, in a directory of the test run's own under /opt:
+	// a sandbox's /tmp, /var/tmp, /dev/shm and /run are its own (and a home is covered), so the copy
+	// must live on the host's read-only rest, in a place where nobody's sockets live (a socket the
+	// tests plant next to it would otherwise share its directory with whatever the host keeps there).
+	dir, err := os.MkdirTemp("/opt", "hlaunch-itest-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	hostBase = dir
 	selfBin = filepath.Join(dir, "child.test")
 	err = copyExecutable(self, selfBin)
 	if err == nil {
 		err = os.Chmod(dir, 0o755)
 	}
 	if err != nil {
+		os.RemoveAll(dir)
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}

@@ -175,7 +175,7 @@ func TestHostileSandboxWritablePathRefused(t *testing.T) {
 // unprivileged launcher's worker is that user, mapped to 0 in a user namespace.
 func TestHostileSandboxIdentity(t *testing.T) {
 	requireRoot(t)
-	secretDir, err := os.MkdirTemp("/var/tmp", "hl-secret-")
+	secretDir, err := os.MkdirTemp(hostBase, "hl-secret-")
 	must(t, err)
 	t.Cleanup(func() { os.RemoveAll(secretDir) })
 	must(t, os.Chmod(secretDir, 0o755))

@@ -160,7 +160,7 @@ func TestHostileSandboxSidecarSocket(t *testing.T) {
 	requireCgroup2(t)
 	t.Run("sidecar restart", func(t *testing.T) {
 		e := newEnv(t)
-		dir, err := os.MkdirTemp("/var/tmp", "hl-sc-")
+		dir, err := os.MkdirTemp(hostBase, "hl-sc-")
 		must(t, err)
 		t.Cleanup(func() { os.RemoveAll(dir) })
 		sock := filepath.Join(dir, "s.sock")

@@ -24,7 +24,7 @@ func TestRedteamLocalUserOwnsTheLog(t *testing.T) {
 	requireRoot(t)
 	uid, gid := throwawayUser(t)
 	e := newEnv(t)
-	sticky, err := os.MkdirTemp("/var/tmp", "hl-rt-sticky-")
+	sticky, err := os.MkdirTemp(hostBase, "hl-rt-sticky-")
 	must(t, err)
 	t.Cleanup(func() { os.RemoveAll(sticky) })
 	must(t, os.Chmod(sticky, 0o1777))

@@ -79,7 +79,7 @@ func TestRedteamSandboxKernelAndInit(t *testing.T) {
 func TestRedteamHomeLinksAndHiddenState(t *testing.T) {
 	requireRoot(t)
 	e := newEnv(t)
-	outside, err := os.MkdirTemp("/var/tmp", "hl-rt-outside-")
+	outside, err := os.MkdirTemp(hostBase, "hl-rt-outside-")
 	must(t, err)
 	t.Cleanup(func() { os.RemoveAll(outside) })
 	must(t, os.Chmod(outside, 0o777))
@@ -108,7 +108,7 @@ func TestRedteamHomeLinksAndHiddenState(t *testing.T) {
 
 	t.Run("state under a --rw path", func(t *testing.T) {
 		e := newEnv(t)
-		top, err := os.MkdirTemp("/var/tmp", "hl-rt-top-")
+		top, err := os.MkdirTemp(hostBase, "hl-rt-top-")
 		must(t, err)
 		t.Cleanup(func() { os.RemoveAll(top) })
 		must(t, os.Chmod(top, 0o755))
@@ -295,7 +295,7 @@ func TestRedteamSandboxReachesItsUsersManager(t *testing.T) {
 	})
 	t.Run("unprivileged launcher", func(t *testing.T) {
 		w := nobodyEnv(t)
-		base, err := os.MkdirTemp("/var/tmp", "hl-rt-run-")
+		base, err := os.MkdirTemp(hostBase, "hl-rt-run-")
 		must(t, err)
 		t.Cleanup(func() { os.RemoveAll(base) })
 		must(t, os.Chmod(base, 0o755))
@@ -404,7 +404,7 @@ func TestRedteamPythonClientFromSandbox(t *testing.T) {
 	requireCgroup2(t)
 	py := scPython(t)
 	e := newEnv(t)
-	dir, err := os.MkdirTemp("/var/tmp", "hl-rt-py-")
+	dir, err := os.MkdirTemp(hostBase, "hl-rt-py-")
 	must(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	must(t, os.Chmod(dir, 0o755))

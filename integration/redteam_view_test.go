@@ -24,7 +24,7 @@ func TestRedteamSandboxRootGroupFromHome(t *testing.T) {
 	e := newEnv(t)
 	bHome := filepath.Join(e.Root, "profiles", "b")
 	must(t, os.Chown(bHome, profileUID("b"), 0)) // chown user dir: the group stays root's
-	dir, err := os.MkdirTemp("/var/tmp", "hl-rt-gid0-")
+	dir, err := os.MkdirTemp(hostBase, "hl-rt-gid0-")
 	must(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	must(t, os.Chmod(dir, 0o755))
@@ -103,7 +103,7 @@ func TestRedteamSandboxReachesAbstractSockets(t *testing.T) {
 func TestRedteamUnprivSandboxReadsLaunchersHome(t *testing.T) {
 	requireRoot(t)
 	w := nobodyEnv(t)
-	home, err := os.MkdirTemp("/var/tmp", "hl-rt-lhome-")
+	home, err := os.MkdirTemp(hostBase, "hl-rt-lhome-")
 	must(t, err)
 	t.Cleanup(func() { os.RemoveAll(home) })
 	key := filepath.Join(home, ".ssh", "id_ed25519")
@@ -133,7 +133,7 @@ func TestRedteamUnprivSandboxReadsLaunchersHome(t *testing.T) {
 func TestSandboxCoversHomes(t *testing.T) {
 	requireRoot(t)
 	e := newEnv(t)
-	userHome, err := os.MkdirTemp("/var/tmp", "hl-fv-home-")
+	userHome, err := os.MkdirTemp(hostBase, "hl-fv-home-")
 	must(t, err)
 	t.Cleanup(func() { os.RemoveAll(userHome) })
 	must(t, os.Chmod(userHome, 0o755))
@@ -185,10 +185,10 @@ func TestRedteamSandboxReachesRootThroughAlias(t *testing.T) {
 	// One user's hermes: the root, profiles/ and every home belong to it (~/.hermes).
 	owner := strconv.Itoa(profileUID("b"))
 	must(t, exec.Command("chown", "-R", owner+":"+owner, e.Root).Run())
-	alias, err := os.MkdirTemp("/var/tmp", "hl-rt-alias-")
+	alias, err := os.MkdirTemp(hostBase, "hl-rt-alias-")
 	must(t, err)
 	t.Cleanup(func() { os.Remove(alias) })
-	aliasA, err := os.MkdirTemp("/var/tmp", "hl-rt-alias-a-")
+	aliasA, err := os.MkdirTemp(hostBase, "hl-rt-alias-a-")
 	must(t, err)
 	t.Cleanup(func() { os.Remove(aliasA) })
 	// Two aliases: the whole root, and A's home alone.
@@ -224,7 +224,7 @@ func TestRedteamSandboxReachesOwnersSessionSockets(t *testing.T) {
 	requireRoot(t)
 	e := newEnv(t)
 	uid := profileUID("b")
-	base, err := os.MkdirTemp("/var/tmp", "hl-rt-owner-")
+	base, err := os.MkdirTemp(hostBase, "hl-rt-owner-")
 	must(t, err)
 	t.Cleanup(func() { os.RemoveAll(base) })
 	must(t, os.Chmod(base, 0o755))

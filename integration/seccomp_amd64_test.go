@@ -38,7 +38,7 @@ func i386Exit42() []byte {
 func TestSeccompKillsForeignArchitecture(t *testing.T) {
 	requireRoot(t)
 	e := newEnv(t)
-	dir, err := os.MkdirTemp("/var/tmp", "hlaunch-i386-") // /tmp is private inside the sandbox
+	dir, err := os.MkdirTemp(hostBase, "hlaunch-i386-") // /tmp and /var/tmp are private inside the sandbox
 	must(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	must(t, os.Chmod(dir, 0o755))

@@ -658,7 +658,7 @@ func TestSidecarSocketHiddenFromSandbox(t *testing.T) {
 	requireRoot(t)
 	requireCgroup2(t)
 	e := newEnv(t)
-	dir, err := os.MkdirTemp("/var/tmp", "hl-sc-")
+	dir, err := os.MkdirTemp(hostBase, "hl-sc-")
 	must(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	sock := filepath.Join(dir, "s.sock")
