@@ -176,7 +176,7 @@ func TestSandboxCoversHomes(t *testing.T) {
 // second time (a bind mount, the same file system at two places: common with containers and
 // /var/home-style layouts) showed it there in full, read-only, and in a single-user hermes deployment
 // every profile's home has the one owner the worker runs as, so A's .env was readable. The view now
-// covers every mount of the root's device that shows the root's files (nsenv.rootAliases). The launcher
+// covers every mount of the root's device that shows the root's files (sandbox.rootAliases). The launcher
 // runs in a private mount namespace of the test's own, where the alias is made.
 func TestRedteamSandboxReachesRootThroughAlias(t *testing.T) {
 	requireRoot(t)

@@ -13,7 +13,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/affinity"
 	"github.com/hlaunch/hlaunch/internal/handshake"
 	"github.com/hlaunch/hlaunch/internal/selfguard"
-	"github.com/hlaunch/hlaunch/nsenv"
+	"github.com/hlaunch/hlaunch/nsenv/sandbox"
 )
 
 // childStart is one child to start: the target itself, or the shim that will start it.
@@ -22,7 +22,7 @@ type childStart struct {
 	env   []string // the target's environ
 	cwd   string
 	stdio Stdio
-	sb    *nsenv.Sandbox
+	sb    *sandbox.Sandbox
 	attr  syscall.SysProcAttr // session/pgrp settings chosen by the caller
 }
 

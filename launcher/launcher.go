@@ -7,12 +7,12 @@ import (
 	"github.com/hlaunch/hlaunch/cgroup"
 	"github.com/hlaunch/hlaunch/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/affinity"
-	"github.com/hlaunch/hlaunch/nsenv"
+	"github.com/hlaunch/hlaunch/nsenv/profile"
 )
 
 // Config is what a Launcher needs from its host; zero fields take the defaults given.
 type Config struct {
-	// Root is the hermes root (--root); empty resolves it as nsenv.ResolveRoot does.
+	// Root is the hermes root (--root); empty resolves it as profile.ResolveRoot does.
 	Root string
 	// StateDir holds worker records; empty means HLAUNCH_STATE_DIR, else /run/hlaunch for root,
 	// else $XDG_RUNTIME_DIR/hlaunch.
@@ -62,12 +62,12 @@ type Stdio struct {
 // process is enough, and it is safe for concurrent use.
 type Launcher struct {
 	cfg     Config
-	root    string        // resolved hermes root
-	policy  *nsenv.Policy // built-in lists, extended by --policy
-	host    *cgroup.Host  // nil when this host has no usable cgroupfs
-	hostErr error         // why host is nil
-	state   string        // state directory
-	ledger  string        // ledger directory
+	root    string          // resolved hermes root
+	policy  *profile.Policy // built-in lists, extended by --policy
+	host    *cgroup.Host    // nil when this host has no usable cgroupfs
+	hostErr error           // why host is nil
+	state   string          // state directory
+	ledger  string          // ledger directory
 	src     fingerprint.Sources
 	buses   *buses // kept manager connections (Config.KeepBus); nil dials per launch
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/hlaunch/hlaunch/cgroup"
-	"github.com/hlaunch/hlaunch/nsenv"
+	"github.com/hlaunch/hlaunch/nsenv/profile"
 )
 
 func TestSpecValidate(t *testing.T) {
@@ -128,7 +128,7 @@ func TestExitCodeAndCode(t *testing.T) {
 }
 
 func TestRedactArgv(t *testing.T) {
-	pol := nsenv.DefaultPolicy()
+	pol := profile.DefaultPolicy()
 	in := []string{"tool", "--api-key=sk-1", "--token", "tok-2", "OPENAI_API_KEY=sk-3", "--verbose", "file=x", "--password", "pw"}
 	want := []string{"tool", "--api-key=***", "--token", "***", "OPENAI_API_KEY=***", "--verbose", "file=x", "--password", "***"}
 	got := redactArgv(in, pol)

@@ -12,7 +12,7 @@ import (
 	"github.com/hlaunch/hlaunch/cgroup"
 	"github.com/hlaunch/hlaunch/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/state"
-	"github.com/hlaunch/hlaunch/nsenv"
+	"github.com/hlaunch/hlaunch/nsenv/profile"
 )
 
 // New checks cfg and returns a Launcher. It resolves the hermes root, loads the policy and detects the
@@ -29,14 +29,14 @@ func New(cfg Config) (*Launcher, error) {
 	}
 	l := &Launcher{cfg: cfg}
 	getenv := envLookup(cfg.Environ)
-	root, err := nsenv.ResolveRoot(cfg.Root, getenv, osHome(getenv))
+	root, err := profile.ResolveRoot(cfg.Root, getenv, osHome(getenv))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	l.root = root
-	l.policy = nsenv.DefaultPolicy()
+	l.policy = profile.DefaultPolicy()
 	if cfg.PolicyFile != "" {
-		if l.policy, err = nsenv.LoadPolicyFile(cfg.PolicyFile); err != nil {
+		if l.policy, err = profile.LoadPolicyFile(cfg.PolicyFile); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 	}
@@ -121,20 +121,20 @@ func osHome(getenv func(string) string) string {
 
 // Environ composes the environ the child of spec would get, each entry with its provenance
 // (`hlaunch env`). Nothing is started.
-func (l *Launcher) Environ(ctx context.Context, spec Spec) (nsenv.Environ, error) {
+func (l *Launcher) Environ(ctx context.Context, spec Spec) (profile.Environ, error) {
 	env, _, err := l.compose(spec)
 	return env, err
 }
 
-func (l *Launcher) compose(spec Spec) (nsenv.Environ, *nsenv.Profile, error) {
-	p, err := nsenv.OpenProfile(l.root, spec.Profile)
+func (l *Launcher) compose(spec Spec) (profile.Environ, *profile.Profile, error) {
+	p, err := profile.OpenProfile(l.root, spec.Profile)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	// The home's descriptor is needed only to read the .env; the caller keeps the names (a long-lived
 	// sidecar must not hold one descriptor per spawn until the garbage collector finds it).
 	defer p.Close()
-	env, err := nsenv.Compose(nsenv.Request{
+	env, err := profile.Compose(profile.Request{
 		Profile:  p,
 		Secrets:  spec.Secrets,
 		Pass:     spec.Pass,

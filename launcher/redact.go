@@ -3,14 +3,14 @@ package launcher
 import (
 	"strings"
 
-	"github.com/hlaunch/hlaunch/nsenv"
+	"github.com/hlaunch/hlaunch/nsenv/profile"
 )
 
 // redactArgv hides credential values in an argv kept in receipts and the ledger: NAME=VALUE where NAME is
 // a credential, --flag=VALUE and "--flag VALUE" where the flag names one (--token, --api-key, --apikey,
 // --passwd, ...), the credentials of an HTTP header ("Authorization: Bearer x", "X-Api-Key: x", as curl
 // -H takes them) and the password of a URL ("https://user:pw@host").
-func redactArgv(argv []string, pol *nsenv.Policy) []string {
+func redactArgv(argv []string, pol *profile.Policy) []string {
 	out := make([]string, len(argv))
 	secretNext := false
 	for i, a := range argv {
@@ -54,7 +54,7 @@ func squashedSecret(key string) bool {
 
 // redactHeader hides the value of "Name: value" when Name is Authorization, Proxy-Authorization, Cookie
 // or a credential-shaped name (X-Api-Key); ok is false when a is no such header.
-func redactHeader(a string, pol *nsenv.Policy) (string, bool) {
+func redactHeader(a string, pol *profile.Policy) (string, bool) {
 	name, _, ok := strings.Cut(a, ":")
 	if !ok || name == "" || strings.ContainsAny(name, " /=") {
 		return "", false

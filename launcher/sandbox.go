@@ -8,7 +8,8 @@ import (
 
 	"github.com/hlaunch/hlaunch/internal/landlock"
 	"github.com/hlaunch/hlaunch/internal/seccomp"
-	"github.com/hlaunch/hlaunch/nsenv"
+	"github.com/hlaunch/hlaunch/nsenv/profile"
+	"github.com/hlaunch/hlaunch/nsenv/sandbox"
 )
 
 // sandbox builds the sandbox of spec, or returns nil when none is asked for, and the working directory
@@ -24,20 +25,20 @@ import (
 // The identity (docs/security.md, "The child's identity"): a worker of a root launcher never runs as
 // host uid 0 unless the caller asks with --as 0:0. Without --as it runs as the owner and group of the
 // profile home, and a home owned by root or of group root is refused. An unprivileged launcher's worker is the launcher's own uid,
-// mapped to 0 in a user namespace (nsenv.Sandbox.SysProcAttr).
-func (l *Launcher) sandbox(spec Spec, prof *nsenv.Profile, cwd string) (*nsenv.Sandbox, string, error) {
+// mapped to 0 in a user namespace (sandbox.Sandbox.SysProcAttr).
+func (l *Launcher) sandbox(spec Spec, prof *profile.Profile, cwd string) (*sandbox.Sandbox, string, error) {
 	if !spec.Sandbox {
 		return nil, cwd, nil
 	}
 	if os.Geteuid() != 0 {
-		if err := nsenv.UserNamespaceSupport(); err != nil {
+		if err := sandbox.UserNamespaceSupport(); err != nil {
 			return nil, "", fmt.Errorf("--sandbox without root needs a user namespace: %w", err)
 		}
 	}
-	sb := &nsenv.Sandbox{
+	sb := &sandbox.Sandbox{
 		Root:   l.root,
 		Home:   prof.Home,
-		HomeID: prof.HomeID(),
+		HomeID: sandbox.FileID(prof.HomeID()),
 		Cwd:    spec.Cwd,
 		RW:     spec.RW,
 		Hide:   unique(append(append([]string{l.state, l.ledger}, hiddenHostDirs(l.cfg.Environ)...), l.cfg.Hide...)),
@@ -136,7 +137,7 @@ const (
 )
 
 // landlockMode is what a sandboxed worker's receipt says of its Landlock scopes.
-func landlockMode(sb *nsenv.Sandbox) string {
+func landlockMode(sb *sandbox.Sandbox) string {
 	if sb.Unscoped {
 		return LandlockUnavailable
 	}

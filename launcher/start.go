@@ -12,7 +12,8 @@ import (
 	"github.com/hlaunch/hlaunch/internal/affinity"
 	"github.com/hlaunch/hlaunch/internal/handshake"
 	"github.com/hlaunch/hlaunch/internal/state"
-	"github.com/hlaunch/hlaunch/nsenv"
+	"github.com/hlaunch/hlaunch/nsenv/profile"
+	"github.com/hlaunch/hlaunch/nsenv/sandbox"
 )
 
 // ShimArg is the argv[1] that makes an hlaunch binary act as a worker's shim.
@@ -62,9 +63,9 @@ type detachedLaunch struct {
 	spec    Spec
 	id      string
 	env     []string
-	prof    *nsenv.Profile
+	prof    *profile.Profile
 	cwd     string
-	sb      *nsenv.Sandbox
+	sb      *sandbox.Sandbox
 	workers *state.Dir
 	unlock  func() // releases the key lock (a no-op without --key)
 	// onReceipt is Stdio.OnReceipt: called with the receipt before the worker may run.

@@ -12,7 +12,7 @@ import (
 
 	"github.com/hlaunch/hlaunch/internal/affinity"
 	"github.com/hlaunch/hlaunch/launcher"
-	"github.com/hlaunch/hlaunch/nsenv"
+	"github.com/hlaunch/hlaunch/nsenv/profile"
 )
 
 // jsonRoundTrip re-encodes a spec and decodes it strictly again.
@@ -240,7 +240,7 @@ func TestFormatting(t *testing.T) {
 }
 
 func TestEnvRedaction(t *testing.T) {
-	environ := nsenv.Environ{
+	environ := profile.Environ{
 		{Name: "B_MARKER", Value: "b", Source: "profile:/h/.env:1"},
 		{Name: "FIRECRAWL_API_KEY", Value: "b-fc", Source: "profile:/h/.env:2", Secret: true},
 	}

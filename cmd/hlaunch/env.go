@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hlaunch/hlaunch/nsenv"
+	"github.com/hlaunch/hlaunch/nsenv/profile"
 )
 
 // envEntry is one variable in `hlaunch env --json`.
@@ -64,7 +64,7 @@ Credential values are shown as *** unless --show-secrets.`,
 }
 
 // envEntries converts the launcher's environ for display, redacting credentials unless asked not to.
-func envEntries(environ nsenv.Environ, showSecrets bool) []envEntry {
+func envEntries(environ profile.Environ, showSecrets bool) []envEntry {
 	out := make([]envEntry, 0, len(environ))
 	for _, e := range environ {
 		v := e.Value

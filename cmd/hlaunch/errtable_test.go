@@ -12,7 +12,7 @@ import (
 
 // goInternals are fragments of Go's own error texts that must never reach a user: parser names, syscall
 // names, formatting verbs gone wrong, struct dumps.
-var goInternals = regexp.MustCompile(`strconv\.|(?:^|[\s(])(?:time|json|cgroup|fingerprint|nsenv|launcher): |openat2|syscall|errno|%!|&\{|\{[A-Z][a-zA-Z]+:|invalid launch|\(\*`)
+var goInternals = regexp.MustCompile(`strconv\.|(?:^|[\s(])(?:time|json|cgroup|fingerprint|nsenv|profile|sandbox|launcher): |openat2|syscall|errno|%!|&\{|\{[A-Z][a-zA-Z]+:|invalid launch|\(\*`)
 
 // Every flag's bad inputs: exit 125, one line that names the flag, says what was wrong and what is
 // accepted, no Go internals, and nothing created - no state directory, no log file or its directory, no

@@ -11,7 +11,7 @@ import (
 
 	"github.com/hlaunch/hlaunch/cgroup"
 	"github.com/hlaunch/hlaunch/launcher"
-	"github.com/hlaunch/hlaunch/nsenv"
+	"github.com/hlaunch/hlaunch/nsenv/profile"
 )
 
 // maxSpecBytes bounds a --spec document; a launch spec is a few hundred bytes, and reading an unbounded
@@ -254,9 +254,9 @@ func parseEnvFlags(flags []string, base map[string]string) (map[string]string, e
 		env[k] = v
 	}
 	for _, kv := range flags {
-		k, v, err := nsenv.ParseAssignment(kv)
+		k, v, err := profile.ParseAssignment(kv)
 		if err != nil {
-			// nsenv's message already names --env and the value; never print two prefixes.
+			// profile's message already names --env and the value; never print two prefixes.
 			if msg := err.Error(); strings.HasPrefix(msg, "--env") {
 				return nil, &invalidError{msg: msg}
 			}

@@ -7,7 +7,7 @@ import (
 	"fmt"
 
 	"github.com/hlaunch/hlaunch/internal/affinity"
-	"github.com/hlaunch/hlaunch/nsenv"
+	"github.com/hlaunch/hlaunch/nsenv/sandbox"
 )
 
 // A Config travels as bytes, not as JSON fields: argv, the environ and paths are byte strings to the
@@ -81,7 +81,7 @@ func (c *Config) UnmarshalBinary(data []byte) error {
 	switch d.octet() {
 	case 0:
 	case 1:
-		s := &nsenv.Sandbox{}
+		s := &sandbox.Sandbox{}
 		s.Root, s.Home, s.Cwd = d.str(), d.str(), d.str()
 		s.RW, s.Hide, s.Cover = d.list(), d.list(), d.list()
 		s.Net = d.str()

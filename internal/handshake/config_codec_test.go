@@ -9,10 +9,10 @@ import (
 	"testing"
 
 	"github.com/hlaunch/hlaunch/internal/affinity"
-	"github.com/hlaunch/hlaunch/nsenv"
+	"github.com/hlaunch/hlaunch/nsenv/sandbox"
 )
 
-// fullConfig sets every field of Config and nsenv.Sandbox, by reflection, so that a field added later
+// fullConfig sets every field of Config and sandbox.Sandbox, by reflection, so that a field added later
 // and forgotten by the codec comes back zero and fails the round trip. Strings carry bytes that are not
 // UTF-8.
 func fullConfig(t testing.TB) Config {
@@ -20,7 +20,7 @@ func fullConfig(t testing.TB) Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := Config{CPUs: cpus, Sandbox: &nsenv.Sandbox{}}
+	c := Config{CPUs: cpus, Sandbox: &sandbox.Sandbox{}}
 	fill := func(v reflect.Value) {
 		for i := 0; i < v.NumField(); i++ {
 			f := v.Field(i)
@@ -44,7 +44,7 @@ func fullConfig(t testing.TB) Config {
 	}
 	fill(reflect.ValueOf(&c).Elem())
 	fill(reflect.ValueOf(c.Sandbox).Elem())
-	c.Sandbox.HomeID = nsenv.FileID{Dev: 1<<40 + 3, Ino: 1<<63 + 5}
+	c.Sandbox.HomeID = sandbox.FileID{Dev: 1<<40 + 3, Ino: 1<<63 + 5}
 	return c
 }
 
@@ -155,7 +155,7 @@ func BenchmarkConfigJSON(b *testing.B) {
 	type wire struct {
 		Argv, Env []string
 		Cwd       string
-		Sandbox   *nsenv.Sandbox
+		Sandbox   *sandbox.Sandbox
 		CPUs      string
 	}
 	c := fullConfig(b)

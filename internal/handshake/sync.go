@@ -9,7 +9,7 @@ import (
 	"syscall"
 
 	"github.com/hlaunch/hlaunch/internal/affinity"
-	"github.com/hlaunch/hlaunch/nsenv"
+	"github.com/hlaunch/hlaunch/nsenv/sandbox"
 )
 
 // The protocol, over two pipes the stub inherits as fds 3 and 4:
@@ -43,7 +43,7 @@ type Config struct {
 	Argv    []string
 	Env     []string
 	Cwd     string
-	Sandbox *nsenv.Sandbox
+	Sandbox *sandbox.Sandbox
 	// CPUs, when not zero, is the CPU set the target starts with: the stub was started with its parent's
 	// pin (internal/affinity) and gives the target the set its parent was started with.
 	CPUs affinity.Set

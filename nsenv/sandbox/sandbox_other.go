@@ -1,0 +1,13 @@
+//go:build !linux
+
+package sandbox
+
+import (
+	"errors"
+	"fmt"
+)
+
+// validateFS: the sandbox is built from Linux namespaces only.
+func (s *Sandbox) validateFS() error {
+	return fmt.Errorf("%w: %w", ErrInvalidSandbox, errors.ErrUnsupported)
+}
