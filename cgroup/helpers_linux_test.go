@@ -3,8 +3,6 @@ package cgroup
 import (
 	"bufio"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -17,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/hlaunch/hlaunch/internal/testutil"
 )
 
 // helperEnv selects a helper mode when the test binary re-executes itself as a worker.
@@ -53,12 +51,10 @@ func TestHelperProcess(t *testing.T) {
 	os.Exit(0)
 }
 
-// requireRoot skips a kernel test when not running as root: creating cgroups needs it.
+// requireRoot skips a kernel test when not running as root: creating cgroups needs it (testutil).
 func requireRoot(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skipf("needs root to create cgroups (euid %d)", os.Geteuid())
-	}
+	testutil.RequireRoot(t, "it creates cgroups")
 }
 
 // testHost detects the running host's cgroup layout, skipping when none is mounted.
@@ -67,7 +63,7 @@ func testHost(t testing.TB) *Host {
 	requireRoot(t)
 	h, err := Detect()
 	if errors.Is(err, ErrNotFound) {
-		t.Skip("no cgroup hierarchy mounted")
+		testutil.Skip(t, "no cgroup hierarchy mounted")
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +75,7 @@ func testHost(t testing.TB) *Host {
 func requireCgroup2(t testing.TB, h *Host) {
 	t.Helper()
 	if h.Unified == "" {
-		t.Skip("needs a cgroup2 hierarchy (this host is legacy, v1 only)")
+		testutil.Skip(t, "needs a cgroup2 hierarchy (this host is legacy, v1 only)")
 	}
 }
 
@@ -88,16 +84,12 @@ func requireV1(t testing.TB, h *Host, ctrls ...string) {
 	t.Helper()
 	for _, c := range ctrls {
 		if h.V1[c] == "" || h.Mode == Unified {
-			t.Skipf("needs a v1 %s hierarchy (host mode %s)", c, h.Mode)
+			testutil.Skip(t, fmt.Sprintf("needs a v1 %s hierarchy (host mode %s)", c, h.Mode))
 		}
 	}
 }
 
-func randName(prefix string) string {
-	var b [4]byte
-	rand.Read(b[:])
-	return prefix + hex.EncodeToString(b[:])
-}
+func randName(prefix string) string { return testutil.RandName(prefix) }
 
 // testParent returns a fresh parent name and registers a cleanup that kills whatever is left under it in
 // every hierarchy of h and removes the directories, failing the test if anything remains.
@@ -106,7 +98,7 @@ func testParent(t testing.TB, h *Host) string {
 	p := randName("hlaunch-test-")
 	t.Cleanup(func() {
 		for _, r := range roots(h) {
-			if err := destroyTree(filepath.Join(r, p)); err != nil {
+			if err := testutil.RemoveTree(filepath.Join(r, p)); err != nil {
 				t.Errorf("cleanup: %v", err)
 			}
 		}
@@ -128,42 +120,6 @@ func roots(h *Host) []string {
 	}
 	sort.Strings(r)
 	return r
-}
-
-// destroyTree kills every member under dir (a subtree the test created) and removes it bottom-up.
-func destroyTree(dir string) error {
-	if _, err := os.Lstat(dir); err != nil {
-		return nil
-	}
-	var dirs []string
-	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			dirs = append(dirs, p)
-		}
-		return nil
-	})
-	deadline := time.Now().Add(5 * time.Second)
-	for i := len(dirs) - 1; i >= 0; i-- {
-		d := dirs[i]
-		for {
-			_ = writeFile(filepath.Join(d, "cgroup.kill"), "1")
-			set := map[int]struct{}{}
-			_ = readPids(filepath.Join(d, "cgroup.procs"), set)
-			for p := range set {
-				_ = unix.Kill(p, unix.SIGKILL)
-			}
-			_ = writeFile(filepath.Join(d, "freezer.state"), "THAWED")
-			err := rmdir(d)
-			if err == nil || errors.Is(err, unix.ENOENT) {
-				break
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("could not remove %s: %v", d, err)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
-	return nil
 }
 
 // selfCmd re-executes the test binary as a helper in mode.

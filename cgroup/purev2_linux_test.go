@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/internal/testutil"
 )
 
 // pureV2Env marks the re-executed test binary running inside the private cgroup + mount namespace.
@@ -38,7 +40,7 @@ func TestPureV2(t *testing.T) {
 	}
 	top := randName("hlaunch-test-")
 	t.Cleanup(func() {
-		if err := destroyTree(filepath.Join(h.Unified, top)); err != nil {
+		if err := testutil.RemoveTree(filepath.Join(h.Unified, top)); err != nil {
 			t.Error(err)
 		}
 	})

@@ -2,8 +2,6 @@ package fingerprint
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"os"
 	"os/exec"
@@ -14,30 +12,19 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/hlaunch/hlaunch/internal/testutil"
 )
 
-// requireRoot skips a kernel test when it cannot create cgroups.
+// requireRoot skips a kernel test when it cannot create cgroups (testutil).
 func requireRoot(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skipf("skipping: needs root to create cgroups and pidfds of other processes (euid %d)", os.Geteuid())
-	}
+	testutil.RequireRoot(t, "it creates cgroups and pidfds of other processes")
 }
 
-// requireCgroup2 returns the mount point of a cgroup2 hierarchy (hybrid: /sys/fs/cgroup/unified; pure v2:
-// /sys/fs/cgroup) or skips naming what is missing.
+// requireCgroup2 returns the mount point of the cgroup2 hierarchy (testutil.RequireCgroup2).
 func requireCgroup2(t testing.TB) string {
 	t.Helper()
-	requireRoot(t)
-	for _, p := range []string{"/sys/fs/cgroup/unified", "/sys/fs/cgroup"} {
-		var st unix.Statfs_t
-		if unix.Statfs(p, &st) == nil && st.Type == unix.CGROUP2_SUPER_MAGIC {
-			return p
-		}
-	}
-	t.Skip("skipping: no cgroup2 hierarchy at /sys/fs/cgroup/unified or /sys/fs/cgroup")
-	return ""
+	return testutil.RequireCgroup2(t)
 }
 
 // testTree is a cgroup subtree this test created, hlaunch-test-<rand>, removed in t.Cleanup after its
@@ -51,9 +38,7 @@ type testTree struct {
 func newTree(t testing.TB) *testTree {
 	t.Helper()
 	mount := requireCgroup2(t)
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	tr := &testTree{t: t, mount: mount, rel: "/hlaunch-test-" + hex.EncodeToString(b[:])}
+	tr := &testTree{t: t, mount: mount, rel: "/" + testutil.RandName("hlaunch-test-")}
 	if err := os.Mkdir(tr.path(tr.rel), 0o755); err != nil {
 		t.Fatalf("create test cgroup: %v", err)
 	}
@@ -90,20 +75,8 @@ func (tr *testTree) kill(rel string) {
 
 // remove kills every member of the tree and removes its directories bottom-up.
 func (tr *testTree) remove() {
-	top := tr.path(tr.rel)
-	_ = os.WriteFile(top+"/cgroup.freeze", []byte("0"), 0)
-	tr.kill(tr.rel)
-	var dirs []string
-	_ = filepath.WalkDir(top, func(p string, d os.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			dirs = append(dirs, p)
-		}
-		return nil
-	})
-	for i := len(dirs) - 1; i >= 0; i-- {
-		if err := os.Remove(dirs[i]); err != nil && !errors.Is(err, os.ErrNotExist) {
-			tr.t.Errorf("remove test cgroup: %v", err)
-		}
+	if err := testutil.RemoveTree(tr.path(tr.rel)); err != nil {
+		tr.t.Errorf("remove test cgroup: %v", err)
 	}
 }
 

@@ -1,8 +1,6 @@
 package fingerprint
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"os"
 	"os/exec"
 	"strconv"
@@ -12,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/internal/testutil"
 )
 
 // TestKernelV1Hierarchy runs a worker in a cgroup of a v1 hierarchy (legacy hosts): no cgroup.events, no
@@ -21,11 +21,9 @@ func TestKernelV1Hierarchy(t *testing.T) {
 	const mount = "/sys/fs/cgroup/pids"
 	var st unix.Statfs_t
 	if unix.Statfs(mount, &st) != nil || st.Type != unix.CGROUP_SUPER_MAGIC {
-		t.Skipf("skipping: no v1 pids hierarchy at %s (a pure cgroup2 host)", mount)
+		testutil.Skip(t, "no v1 pids hierarchy at "+mount+" (a pure cgroup2 host)")
 	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	top := "/hlaunch-test-" + hex.EncodeToString(b[:])
+	top := "/" + testutil.RandName("hlaunch-test-")
 	rel := top + "/w"
 	for _, d := range []string{top, rel} {
 		if err := os.Mkdir(mount+d, 0o755); err != nil {
@@ -33,29 +31,9 @@ func TestKernelV1Hierarchy(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() {
-		// Our subtree holds only processes this test placed there; kill them by PID, then remove it.
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			b, _ := os.ReadFile(mount + rel + "/cgroup.procs")
-			f := strings.Fields(string(b))
-			if len(f) == 0 {
-				break
-			}
-			for _, s := range f {
-				if pid, err := strconv.Atoi(s); err == nil {
-					_ = syscall.Kill(pid, syscall.SIGKILL)
-				}
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("v1 test cgroup did not empty: %v", f)
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-		for _, d := range []string{rel, top} {
-			if err := os.Remove(mount + d); err != nil {
-				t.Errorf("remove v1 test cgroup: %v", err)
-			}
+		// Our subtree holds only processes this test placed there: killed by PID, then removed.
+		if err := testutil.RemoveTree(mount + top); err != nil {
+			t.Errorf("remove v1 test cgroup: %v", err)
 		}
 	})
 

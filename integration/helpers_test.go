@@ -14,11 +14,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/internal/testutil"
 )
 
 // hlaunchBin is the binary under test: $HLAUNCH_BIN, or one built by TestMain.
@@ -103,27 +104,16 @@ func copyExecutable(src, dst string) error {
 	return os.WriteFile(dst, data, 0o755)
 }
 
-// requireRoot skips a test that needs root, saying so. CI fails on any skip (see .ci/run).
+// requireRoot skips a test that needs root, saying so (testutil: under CI=true it fails instead).
 func requireRoot(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (real cgroups, namespaces)")
-	}
+	testutil.RequireRoot(t, "real cgroups, namespaces")
 }
 
-// requireCgroup2 skips when there is no cgroup2 tree with cgroup.kill.
+// requireCgroup2 returns the cgroup2 mount point (testutil.Cgroup2).
 func requireCgroup2(t testing.TB) string {
 	t.Helper()
-	for _, p := range []string{"/sys/fs/cgroup/unified", "/sys/fs/cgroup"} {
-		if _, err := os.Stat(filepath.Join(p, "cgroup.procs")); err == nil {
-			var st syscall.Statfs_t
-			if syscall.Statfs(p, &st) == nil && st.Type == 0x63677270 {
-				return p
-			}
-		}
-	}
-	t.Skip("needs a cgroup2 hierarchy")
-	return ""
+	return testutil.Cgroup2(t)
 }
 
 func randHex(n int) string {
@@ -147,7 +137,7 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	dir := t.TempDir()
-	e := &env{t: t, Root: filepath.Join(dir, "hermes"), State: filepath.Join(dir, "state"), Parent: "hlaunch-test-" + randHex(4)}
+	e := &env{t: t, Root: filepath.Join(dir, "hermes"), State: filepath.Join(dir, "state"), Parent: testutil.RandName("hlaunch-test-")}
 	e.profile("a", "A_MARKER=a\nHERMES_MODEL=a-model\nTERMINAL_ENV=docker\nFIRECRAWL_API_KEY=a-fc\n")
 	e.profile("b", "B_MARKER=b\nFIRECRAWL_API_KEY=b-fc\nGH_TOKEN=b-gh-tier1\n")
 	must(t, os.WriteFile(filepath.Join(e.Root, ".env"), []byte("ROOT_MARKER=root\n"), 0o600))
@@ -294,58 +284,15 @@ func mounts() []mountEntry {
 }
 
 // cgroupRoots are this host's hierarchy mount points (v2 and each v1).
-func cgroupRoots() []string {
-	var out []string
-	for _, m := range mounts() {
-		if m.fstype == "cgroup" || m.fstype == "cgroup2" {
-			out = append(out, m.point)
-		}
-	}
-	return out
-}
+func cgroupRoots() []string { return testutil.CgroupRoots() }
 
 // cleanupCgroups kills everything under parent in every hierarchy and removes it bottom-up. It touches
 // nothing outside parent, which the test created.
 func cleanupCgroups(t testing.TB, parent string) {
-	for _, root := range cgroupRoots() {
-		top := filepath.Join(root, parent)
-		if _, err := os.Stat(top); err != nil {
-			continue
-		}
-		var dirs []string
-		_ = filepath.WalkDir(top, func(p string, d os.DirEntry, err error) error {
-			if err == nil && d.IsDir() {
-				dirs = append(dirs, p)
-			}
-			return nil
-		})
-		for i := len(dirs) - 1; i >= 0; i-- {
-			killDir(dirs[i])
-			var err error
-			for try := 0; try < 100; try++ {
-				if err = syscall.Rmdir(dirs[i]); err == nil || errors.Is(err, syscall.ENOENT) {
-					break
-				}
-				killDir(dirs[i])
-				time.Sleep(20 * time.Millisecond)
-			}
-			if err != nil && !errors.Is(err, syscall.ENOENT) {
-				t.Errorf("cleanup: rmdir %s: %v", dirs[i], err)
-			}
-		}
+	if err := testutil.RemoveCgroups(parent); err != nil {
+		t.Errorf("cleanup: %v", err)
 	}
 }
 
-func killDir(dir string) {
-	if os.WriteFile(filepath.Join(dir, "cgroup.kill"), []byte("1"), 0) == nil {
-		return
-	}
-	b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-	for _, f := range strings.Fields(string(b)) {
-		var pid int
-		fmt.Sscan(f, &pid)
-		if pid > 1 {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
-	}
-}
+// killDir kills the members of one cgroup directory (testutil.KillCgroup).
+func killDir(dir string) { testutil.KillCgroup(dir) }

@@ -42,9 +42,7 @@ func peerClientMain(sock string) int {
 
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: runs a client under other uids and gids")
-	}
+	testutil.RequireRoot(t, "runs a client under other uids and gids")
 }
 
 func TestSocketModes(t *testing.T) {

@@ -1,13 +1,13 @@
 package main
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/hlaunch/hlaunch/internal/testutil"
 )
 
 // goInternals are fragments of Go's own error texts that must never reach a user: parser names, syscall
@@ -25,9 +25,7 @@ func TestEveryFlagsBadInputs(t *testing.T) {
 	}
 	state := filepath.Join(dir, "state")
 	logDir := filepath.Join(dir, "logs")
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	parent := "hlaunch-test-" + hex.EncodeToString(b)
+	parent := testutil.RandName("hlaunch-test-")
 	base := []string{"--root", root, "--state-dir", state}
 	exec := func(flags ...string) []string {
 		a := append(append([]string{}, base...), "exec", "-p", "b", "--log", filepath.Join(logDir, "x.log"),

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/hlaunch/hlaunch/internal/testutil"
 )
 
 // fakeUID owns the directories the bus tests make; a uid nobody uses, so /run/user/<fakeUID> is absent.
@@ -15,9 +17,7 @@ const fakeUID = 424242
 // requireRoot skips tests that chown files to another uid.
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root to chown test directories to another uid")
-	}
+	testutil.RequireRoot(t, "it chowns test directories to another uid")
 }
 
 // mkdirOwned makes dir with mode, owned by uid.

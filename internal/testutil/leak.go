@@ -1,4 +1,7 @@
-// Package testutil holds helpers shared by hlaunch's tests. It is imported only from _test.go files.
+// Package testutil holds the helpers hlaunch's tests share: the capability checks that skip a test (and
+// fail it under CI=true, where nothing may skip), the test's own cgroup parent and its removal, a temporary
+// hermes root, and the goroutine-leak check. It is imported only from _test.go files, and imports nothing of
+// hlaunch's own, so every package's tests can use it.
 package testutil
 
 import (

@@ -16,15 +16,15 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/internal/testutil"
 )
 
 const nobody = 65534
 
 func requireRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: the test builds namespaces and plays an unprivileged launcher with setuid")
-	}
+	testutil.RequireRoot(t, "the test builds namespaces and plays an unprivileged launcher with setuid")
 }
 
 // fixture is a hermes root with profiles a and b, a state directory with a listening sidecar socket,

@@ -3,8 +3,6 @@ package systemdtest
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -17,6 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/internal/testutil"
 )
 
 // systemdBinary is the user manager binary of Debian and most distributions.
@@ -72,20 +72,18 @@ func detectLayout() (string, error) {
 // requireCapabilities skips t unless a private manager can be started here.
 func requireCapabilities(t testing.TB) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("systemdtest: needs root (creates cgroups and mount namespaces)")
-	}
+	testutil.RequireRoot(t, "systemdtest creates cgroups and mount namespaces")
 	if _, err := os.Stat(systemdBinary); err != nil {
-		t.Skipf("systemdtest: no systemd binary (%v); apt-get install -y systemd dbus dbus-user-session", err)
+		testutil.Skip(t, fmt.Sprintf("systemdtest: no systemd binary (%v); apt-get install -y systemd dbus dbus-user-session", err))
 	}
 	for _, b := range []string{"unshare", "nsenter", "mount", "systemctl"} {
 		if _, err := exec.LookPath(b); err != nil {
-			t.Skipf("systemdtest: %s not found: %v", b, err)
+			testutil.Skip(t, fmt.Sprintf("systemdtest: %s not found: %v", b, err))
 		}
 	}
 	layout, err := detectLayout()
 	if err != nil {
-		t.Skipf("systemdtest: unsupported cgroup layout: %v", err)
+		testutil.Skip(t, fmt.Sprintf("systemdtest: unsupported cgroup layout: %v", err))
 	}
 	return layout
 }
@@ -112,14 +110,12 @@ func StartWith(t testing.TB, o Options) *Manager {
 	layout := requireCapabilities(t)
 	if o.UID != 0 {
 		if _, err := exec.LookPath("setpriv"); err != nil {
-			t.Skipf("systemdtest: setpriv not found (needed for a non-root manager): %v", err)
+			testutil.Skip(t, fmt.Sprintf("systemdtest: setpriv not found (needed for a non-root manager): %v", err))
 		}
 	}
 	pid1Before, _ := os.ReadFile("/proc/1/cgroup")
 
-	var rnd [6]byte
-	_, _ = rand.Read(rnd[:])
-	name := "hlaunch-test-sd-" + hex.EncodeToString(rnd[:])
+	name := testutil.RandName("hlaunch-test-sd-")
 	m := &Manager{done: make(chan struct{}), UID: o.UID, GID: o.GID}
 	if layout == "hybrid" {
 		m.CgroupV2 = filepath.Join("/sys/fs/cgroup/unified", name)
