@@ -22,7 +22,7 @@ type childStart struct {
 	env   []string // the target's environ
 	cwd   string
 	stdio Stdio
-	sb    *sandbox.Sandbox
+	sb    *sandbox.Spec
 	attr  syscall.SysProcAttr // session/pgrp settings chosen by the caller
 }
 

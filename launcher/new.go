@@ -127,7 +127,7 @@ func (l *Launcher) Environ(ctx context.Context, spec Spec) (profile.Environ, err
 }
 
 func (l *Launcher) compose(spec Spec) (profile.Environ, *profile.Profile, error) {
-	p, err := profile.OpenProfile(l.root, spec.Profile)
+	p, err := profile.Open(l.root, spec.Profile)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}

@@ -25,8 +25,8 @@ import (
 // The identity (docs/security.md, "The child's identity"): a worker of a root launcher never runs as
 // host uid 0 unless the caller asks with --as 0:0. Without --as it runs as the owner and group of the
 // profile home, and a home owned by root or of group root is refused. An unprivileged launcher's worker is the launcher's own uid,
-// mapped to 0 in a user namespace (sandbox.Sandbox.SysProcAttr).
-func (l *Launcher) sandbox(spec Spec, prof *profile.Profile, cwd string) (*sandbox.Sandbox, string, error) {
+// mapped to 0 in a user namespace (sandbox.Spec.SysProcAttr).
+func (l *Launcher) sandbox(spec Spec, prof *profile.Profile, cwd string) (*sandbox.Spec, string, error) {
 	if !spec.Sandbox {
 		return nil, cwd, nil
 	}
@@ -35,7 +35,7 @@ func (l *Launcher) sandbox(spec Spec, prof *profile.Profile, cwd string) (*sandb
 			return nil, "", fmt.Errorf("--sandbox without root needs a user namespace: %w", err)
 		}
 	}
-	sb := &sandbox.Sandbox{
+	sb := &sandbox.Spec{
 		Root:   l.root,
 		Home:   prof.Home,
 		HomeID: sandbox.FileID(prof.HomeID()),
@@ -137,7 +137,7 @@ const (
 )
 
 // landlockMode is what a sandboxed worker's receipt says of its Landlock scopes.
-func landlockMode(sb *sandbox.Sandbox) string {
+func landlockMode(sb *sandbox.Spec) string {
 	if sb.Unscoped {
 		return LandlockUnavailable
 	}

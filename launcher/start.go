@@ -65,7 +65,7 @@ type detachedLaunch struct {
 	env     []string
 	prof    *profile.Profile
 	cwd     string
-	sb      *sandbox.Sandbox
+	sb      *sandbox.Spec
 	workers *state.Dir
 	unlock  func() // releases the key lock (a no-op without --key)
 	// onReceipt is Stdio.OnReceipt: called with the receipt before the worker may run.

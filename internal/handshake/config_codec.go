@@ -81,7 +81,7 @@ func (c *Config) UnmarshalBinary(data []byte) error {
 	switch d.octet() {
 	case 0:
 	case 1:
-		s := &sandbox.Sandbox{}
+		s := &sandbox.Spec{}
 		s.Root, s.Home, s.Cwd = d.str(), d.str(), d.str()
 		s.RW, s.Hide, s.Cover = d.list(), d.list(), d.list()
 		s.Net = d.str()

@@ -12,7 +12,7 @@ import (
 	"github.com/hlaunch/hlaunch/nsenv/sandbox"
 )
 
-// fullConfig sets every field of Config and sandbox.Sandbox, by reflection, so that a field added later
+// fullConfig sets every field of Config and sandbox.Spec, by reflection, so that a field added later
 // and forgotten by the codec comes back zero and fails the round trip. Strings carry bytes that are not
 // UTF-8.
 func fullConfig(t testing.TB) Config {
@@ -20,7 +20,7 @@ func fullConfig(t testing.TB) Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := Config{CPUs: cpus, Sandbox: &sandbox.Sandbox{}}
+	c := Config{CPUs: cpus, Sandbox: &sandbox.Spec{}}
 	fill := func(v reflect.Value) {
 		for i := 0; i < v.NumField(); i++ {
 			f := v.Field(i)
@@ -155,7 +155,7 @@ func BenchmarkConfigJSON(b *testing.B) {
 	type wire struct {
 		Argv, Env []string
 		Cwd       string
-		Sandbox   *sandbox.Sandbox
+		Sandbox   *sandbox.Spec
 		CPUs      string
 	}
 	c := fullConfig(b)

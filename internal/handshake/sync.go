@@ -43,7 +43,7 @@ type Config struct {
 	Argv    []string
 	Env     []string
 	Cwd     string
-	Sandbox *sandbox.Sandbox
+	Sandbox *sandbox.Spec
 	// CPUs, when not zero, is the CPU set the target starts with: the stub was started with its parent's
 	// pin (internal/affinity) and gives the target the set its parent was started with.
 	CPUs affinity.Set

@@ -19,7 +19,7 @@ const (
 
 // Request describes the environ one child gets. The zero value of each field means what its comment says.
 type Request struct {
-	// Profile is the target profile (required), from OpenProfile.
+	// Profile is the target profile (required), from Open.
 	Profile *Profile
 	// Secrets is SecretsProfile (also the zero value "") or SecretsNone.
 	Secrets string

@@ -19,7 +19,7 @@ const maxDotenvSize = 16 << 20
 // ReadDotenv reads and tokenizes the profile's .env (see ParseDotenv). A missing file is an empty list,
 // as in hermes.
 //
-// The file is opened below the home's descriptor that OpenProfile kept, never through the Home string,
+// The file is opened below the home's descriptor that Open kept, never through the Home string,
 // and never through a symbolic link: a .env that is a link - even to a file inside the home - gives
 // ErrSymlinkEscape, because a worker can re-point a link, or swap a directory the link passes through,
 // between any check and the open. It is first opened O_PATH and checked with fstat; only a regular file
@@ -39,7 +39,7 @@ const noOwner = ^uint32(0)
 func readDotenv(p *Profile) ([]DotenvEntry, uint32, error) {
 	path := p.EnvFile()
 	if p.dir == nil {
-		return nil, 0, fmt.Errorf("%s: %w: the profile was not opened with OpenProfile, or is closed", path, ErrUnreadable)
+		return nil, 0, fmt.Errorf("%s: %w: the profile was not opened with Open, or is closed", path, ErrUnreadable)
 	}
 	pfd, err := beneath.Open(int(p.dir.Fd()), ".env", unix.O_PATH, 0, path)
 	if err != nil {

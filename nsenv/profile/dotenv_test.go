@@ -154,7 +154,7 @@ func mkProfile(t testing.TB, root, name, env string) *Profile {
 			t.Fatal(err)
 		}
 	}
-	p, err := OpenProfile(root, name)
+	p, err := Open(root, name)
 	if err != nil {
 		t.Fatal(err)
 	}

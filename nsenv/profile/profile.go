@@ -12,7 +12,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/beneath"
 )
 
-// Profile is one hermes profile on disk, opened and checked by OpenProfile.
+// Profile is one hermes profile on disk, opened and checked by Open.
 type Profile struct {
 	// Name is the canonical profile name (DefaultProfile for the root's own profile).
 	Name string
@@ -22,7 +22,7 @@ type Profile struct {
 	// Root/profiles/Name. It is what the child is told (HERMES_HOME) and what messages show; the files
 	// of the home are opened through dir, never through this string.
 	Home string
-	// dir is an O_PATH descriptor of the home, opened once by OpenProfile; nil for a Profile made by hand.
+	// dir is an O_PATH descriptor of the home, opened once by Open; nil for a Profile made by hand.
 	dir *os.File
 	// id is the home's device and inode, read from dir when it was opened.
 	id FileID
@@ -35,8 +35,8 @@ type FileID struct {
 	Dev, Ino uint64
 }
 
-// HomeID is the identity of the home directory OpenProfile opened and read the .env below. The sandbox
-// view checks that the home it mounts is the same directory (Sandbox.HomeID), so a child never gets one
+// HomeID is the identity of the home directory Open opened and read the .env below. The sandbox
+// view checks that the home it mounts is the same directory (sandbox.Spec.HomeID), so a child never gets one
 // home's environ and another's files.
 func (p *Profile) HomeID() FileID { return p.id }
 
@@ -51,7 +51,7 @@ func newProfile(name, root, home string, fd int) (*Profile, error) {
 		id: FileID{Dev: uint64(st.Dev), Ino: st.Ino}}, nil
 }
 
-// OpenProfile attaches to an existing profile under root; it creates nothing. The name is normalized
+// Open attaches to an existing profile under root; it creates nothing. The name is normalized
 // (NormalizeName) and refused before any path is built. The default profile's home is root itself;
 // any other profile's home is <root>/profiles/<name>.
 //
@@ -65,7 +65,7 @@ func newProfile(name, root, home string, fd int) (*Profile, error) {
 // ErrNoProfile (both "profile 'x' does not exist", as hermes words it; never a fallback to another home);
 // a <root>/profiles or a home that is a symbolic link gives ErrSymlinkEscape. Close releases the
 // descriptor (a Profile that is dropped is closed by the garbage collector).
-func OpenProfile(root, name string) (*Profile, error) {
+func Open(root, name string) (*Profile, error) {
 	n, err := NormalizeName(name)
 	if err != nil {
 		return nil, err

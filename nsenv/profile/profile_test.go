@@ -40,7 +40,7 @@ func TestOpenProfile(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := OpenProfile(root, tt.raw)
+			p, err := Open(root, tt.raw)
 			if !errors.Is(err, tt.err) {
 				t.Fatalf("err = %v, want %v", err, tt.err)
 			}
@@ -61,7 +61,7 @@ func TestOpenProfile(t *testing.T) {
 			}
 		})
 	}
-	if _, err := OpenProfile(filepath.Join(root, "nope"), "default"); !errors.Is(err, ErrNoProfile) {
+	if _, err := Open(filepath.Join(root, "nope"), "default"); !errors.Is(err, ErrNoProfile) {
 		t.Fatalf("missing root: err = %v, want ErrNoProfile", err)
 	}
 }
@@ -115,7 +115,7 @@ func TestOpenProfileSymlinks(t *testing.T) {
 			} else {
 				tt.setup(t, root)
 			}
-			p, err := OpenProfile(root, "b")
+			p, err := Open(root, "b")
 			if !errors.Is(err, tt.err) {
 				t.Fatalf("err = %v, want %v", err, tt.err)
 			}

@@ -18,7 +18,7 @@ import (
 // covers each with an empty read-only tmpfs. A mount of the target home or of something inside it is
 // left alone (it shows only the worker's own files), and so is anything under the root itself (the
 // profile view replaces it). Read before the view is built, from the launcher's copy of the mount table.
-func (s *Sandbox) rootAliases(rootFD int) ([]string, error) {
+func (s *Spec) rootAliases(rootFD int) ([]string, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(rootFD, &st); err != nil {
 		return nil, &os.PathError{Op: "fstat", Path: s.Root, Err: err}

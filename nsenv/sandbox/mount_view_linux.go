@@ -20,7 +20,7 @@ func sandboxDevices() []string {
 // view, then Hide, then /proc; each later step covers the earlier ones, so a writable path that
 // contains the hermes root (--rw $HOME) cannot re-expose other profiles, and a hidden path inside a
 // writable one stays hidden.
-func (s *Sandbox) buildView(v *view) error {
+func (s *Spec) buildView(v *view) error {
 	slash, err := openPath("/", true)
 	if err != nil {
 		return err
@@ -134,7 +134,7 @@ func attachAt(tree int, p string, dir bool) error {
 // an empty read-only tmpfs over profiles/. Named profile: an empty read-only tmpfs over the root holding
 // only profiles/<name>, with the writable home bound there; the root's own .env, auth.json, state.db are
 // gone with the rest.
-func (s *Sandbox) profileView(v *view) error {
+func (s *Spec) profileView(v *view) error {
 	root, err := openTarget(s.Root, true)
 	if err != nil {
 		return fmt.Errorf("sandbox root: %w", err)
@@ -211,7 +211,7 @@ func hide(p string) error {
 // without a link, is not "/" and is not inside the hermes root (the profile view covers that), and
 // returns a descriptor of each new tmpfs for buildView to make read-only at the end. A cover inside
 // another cover (the launcher's $HOME under /home) is left to the outer one.
-func (s *Sandbox) coverDirs() ([]int, error) {
+func (s *Spec) coverDirs() ([]int, error) {
 	var tops []int
 	for _, c := range s.Cover {
 		if c == "/" || pathUnder(c, s.Root) {

@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Net values of Sandbox.Net.
+// Net values of Spec.Net.
 const (
 	// NetHost keeps the launcher's network namespace (the zero value "" means the same).
 	NetHost = "host"
@@ -14,10 +14,10 @@ const (
 	NetNone = "none"
 )
 
-// SandboxHostname is the host name the child sees in its own UTS namespace.
-const SandboxHostname = "hlaunch"
+// Hostname is the host name the child sees in its own UTS namespace.
+const Hostname = "hlaunch"
 
-// Sandbox describes the world of one sandboxed worker: new mount, pid, ipc and uts namespaces (and
+// Spec describes the world of one sandboxed worker: new mount, pid, ipc and uts namespaces (and
 // network with Net "none"), a read-only view of the host in which, under the hermes root, only the
 // target profile exists, and a child without privileges.
 //
@@ -29,7 +29,7 @@ const SandboxHostname = "hlaunch"
 // the SIGKILL after the grace ends it; and when PID 1 exits the kernel kills every other process of the
 // namespace, so a worker's whole tree ends with it (orphans are re-parented to the worker, which must
 // reap them or leave zombies until it exits).
-type Sandbox struct {
+type Spec struct {
 	// Root is the hermes root, absolute, clean and without symbolic links. Required.
 	Root string
 	// Home is the target profile's home: Root itself for the default profile, else <Root>/profiles/<name>.
@@ -74,20 +74,20 @@ type Sandbox struct {
 	Unscoped bool
 }
 
-// Validate checks the Sandbox before anything is started: absolute clean paths, Home equal to Root or
+// Validate checks the Spec before anything is started: absolute clean paths, Home equal to Root or
 // one level under <Root>/profiles, no writable path re-exposing a hidden part of Root, a known Net
 // value, and (on the file system) that Root, Home, Cwd, RW and Hide pass through no symbolic link.
-func (s *Sandbox) Validate() error {
+func (s *Spec) Validate() error {
 	if err := s.validateLexical(); err != nil {
 		return err
 	}
 	return s.validateFS()
 }
 
-func (s *Sandbox) validateLexical() error {
+func (s *Spec) validateLexical() error {
 	check := func(what, p string) error {
 		if p == "" || !filepath.IsAbs(p) || filepath.Clean(p) != p {
-			return fmt.Errorf("%w: %s %q must be an absolute clean path", ErrInvalidSandbox, what, p)
+			return fmt.Errorf("%w: %s %q must be an absolute clean path", ErrInvalid, what, p)
 		}
 		return nil
 	}
@@ -95,7 +95,7 @@ func (s *Sandbox) validateLexical() error {
 		return err
 	}
 	if s.Root == "/" {
-		return fmt.Errorf("%w: root may not be /", ErrInvalidSandbox)
+		return fmt.Errorf("%w: root may not be /", ErrInvalid)
 	}
 	if err := check("home", s.Home); err != nil {
 		return err
@@ -103,10 +103,10 @@ func (s *Sandbox) validateLexical() error {
 	if s.Home != s.Root {
 		name, ok := s.profileName()
 		if !ok {
-			return fmt.Errorf("%w: home %q is neither the root nor %s/profiles/<name>", ErrInvalidSandbox, s.Home, s.Root)
+			return fmt.Errorf("%w: home %q is neither the root nor %s/profiles/<name>", ErrInvalid, s.Home, s.Root)
 		}
 		if strings.HasPrefix(name, ".") {
-			return fmt.Errorf("%w: home %q is a hidden entry of profiles/", ErrInvalidSandbox, s.Home)
+			return fmt.Errorf("%w: home %q is a hidden entry of profiles/", ErrInvalid, s.Home)
 		}
 	}
 	for _, w := range s.writable() {
@@ -120,7 +120,7 @@ func (s *Sandbox) validateLexical() error {
 		}
 		// Hiding a directory that holds the home would hide the worker's own home (and "/" everything).
 		if pathUnder(s.Home, h) {
-			return fmt.Errorf("%w: hidden path %q contains the profile home %s", ErrInvalidSandbox, h, s.Home)
+			return fmt.Errorf("%w: hidden path %q contains the profile home %s", ErrInvalid, h, s.Home)
 		}
 	}
 	for _, c := range s.Cover {
@@ -131,16 +131,16 @@ func (s *Sandbox) validateLexical() error {
 	switch s.Net {
 	case "", NetHost, NetNone:
 	default:
-		return fmt.Errorf("%w: net %q (want %q or %q)", ErrInvalidSandbox, s.Net, NetHost, NetNone)
+		return fmt.Errorf("%w: net %q (want %q or %q)", ErrInvalid, s.Net, NetHost, NetNone)
 	}
 	if s.SetUser && (s.UID < 0 || s.GID < 0) {
-		return fmt.Errorf("%w: user %d:%d", ErrInvalidSandbox, s.UID, s.GID)
+		return fmt.Errorf("%w: user %d:%d", ErrInvalid, s.UID, s.GID)
 	}
 	return nil
 }
 
 // profileName returns the target profile's name, and false when Home is not <Root>/profiles/<name>.
-func (s *Sandbox) profileName() (string, bool) {
+func (s *Spec) profileName() (string, bool) {
 	dir, name := filepath.Split(s.Home)
 	if filepath.Clean(dir) != filepath.Join(s.Root, "profiles") || name == "" {
 		return "", false
@@ -159,21 +159,21 @@ func (s *Sandbox) profileName() (string, bool) {
 //     the root's .env.
 //   - anything under /proc or /sys: a writable cgroupfs lets the worker leave its cgroup (write its pid to
 //     an ancestor's cgroup.procs), a writable sysfs or procfs changes the host.
-func (s *Sandbox) checkWritable(flag, w string) error {
+func (s *Spec) checkWritable(flag, w string) error {
 	if w == "" || !filepath.IsAbs(w) || filepath.Clean(w) != w {
-		return fmt.Errorf("%w: %s %q must be an absolute clean path", ErrInvalidSandbox, flag, w)
+		return fmt.Errorf("%w: %s %q must be an absolute clean path", ErrInvalid, flag, w)
 	}
 	if w == "/" || (pathUnder(s.Root, w) && w != s.Root) {
-		return fmt.Errorf("%w: %s %q: a writable path may not be / or contain the hermes root %s", ErrInvalidSandbox, flag, w, s.Root)
+		return fmt.Errorf("%w: %s %q: a writable path may not be / or contain the hermes root %s", ErrInvalid, flag, w, s.Root)
 	}
 	if s.Home == s.Root && pathUnder(w, filepath.Join(s.Root, "profiles")) {
-		return fmt.Errorf("%w: %s %q is inside another profile", ErrInvalidSandbox, flag, w)
+		return fmt.Errorf("%w: %s %q is inside another profile", ErrInvalid, flag, w)
 	}
 	if pathUnder(w, s.Root) && !pathUnder(w, s.Home) {
-		return fmt.Errorf("%w: %s %q is inside the hermes root but not inside the home", ErrInvalidSandbox, flag, w)
+		return fmt.Errorf("%w: %s %q is inside the hermes root but not inside the home", ErrInvalid, flag, w)
 	}
 	if pathUnder(w, "/proc") || pathUnder(w, "/sys") {
-		return fmt.Errorf("%w: %s %q: /proc and /sys stay read-only", ErrInvalidSandbox, flag, w)
+		return fmt.Errorf("%w: %s %q: /proc and /sys stay read-only", ErrInvalid, flag, w)
 	}
 	return nil
 }
@@ -183,7 +183,7 @@ type writablePath struct{ flag, path string }
 
 // writable lists Cwd and RW, without duplicates (an empty Cwd is left out; an empty RW entry is kept
 // so that Validate refuses it).
-func (s *Sandbox) writable() []writablePath {
+func (s *Spec) writable() []writablePath {
 	out := make([]writablePath, 0, len(s.RW)+1)
 	seen := map[string]bool{}
 	if s.Cwd != "" {

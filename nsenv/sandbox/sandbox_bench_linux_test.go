@@ -14,7 +14,7 @@ import (
 // BenchmarkEnter starts the init stub in the sandbox's namespaces, lets it Enter (or not, for the
 // baseline) and execve /bin/true. ns/op is the whole start (fork, Go start-up of the stub, namespaces,
 // Enter, exec, exit, wait); enter-ns is Enter alone, timed inside the stub. "unscoped" is Enter without
-// the Landlock scopes (Sandbox.Unscoped), to compare their cost. Compare the sub-benchmarks of one run,
+// the Landlock scopes (Spec.Unscoped), to compare their cost. Compare the sub-benchmarks of one run,
 // never absolute times across runs.
 func BenchmarkEnter(b *testing.B) {
 	if os.Geteuid() != 0 {
@@ -30,7 +30,7 @@ func BenchmarkEnter(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			sb := Sandbox{Root: root, Home: home, Cwd: base + "/cwd", Hide: []string{base + "/state"}, Unscoped: mode == "unscoped"}
+			sb := Spec{Root: root, Home: home, Cwd: base + "/cwd", Hide: []string{base + "/state"}, Unscoped: mode == "unscoped"}
 			if err := sb.Validate(); err != nil {
 				b.Fatal(err)
 			}

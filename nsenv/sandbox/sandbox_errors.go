@@ -5,10 +5,10 @@ import "errors"
 // Sentinel errors of the sandbox half of this package (sandbox*.go, mount*.go), wrapped with %w; the
 // wrapping message names the field or path at fault.
 var (
-	// ErrInvalidSandbox: a Sandbox that cannot be built (a relative or unclean path, a Home that is neither
+	// ErrInvalid: a Spec that cannot be built (a relative or unclean path, a Home that is neither
 	// the root nor <root>/profiles/<name>, a writable path that would re-expose what the sandbox hides, an
 	// unknown Net value, SetUser with a negative id).
-	ErrInvalidSandbox = errors.New("invalid sandbox")
+	ErrInvalid = errors.New("invalid sandbox")
 	// ErrUnsafePath: a path of the sandbox that passes through a symbolic link. Mounts are made at the
 	// literal paths, so a link (planted by a worker in its own home, say) could redirect a writable bind
 	// or move a hidden directory out of view.

@@ -19,8 +19,8 @@ import (
 // survives execve is RLIMIT_CORE 0 (no core file, and no core pipe helper is started with a zero limit
 // except by a pipe pattern that ignores it) and the pid namespace, which hides the worker from other
 // profiles' workers (they cannot ptrace what they cannot name).
-func (s *Sandbox) harden() error {
-	if err := unix.Sethostname([]byte(SandboxHostname)); err != nil {
+func (s *Spec) harden() error {
+	if err := unix.Sethostname([]byte(Hostname)); err != nil {
 		return os.NewSyscallError("sethostname", err)
 	}
 	if s.Net == NetNone {
@@ -112,7 +112,7 @@ func dropBounding() error {
 // setIDs drops to UID:GID with no supplementary groups. In a user namespace made by an unprivileged
 // launcher setgroups is denied by the kernel (/proc/self/setgroups holds "deny"); the supplementary
 // groups then stay what the launcher had, and cannot be dropped from inside.
-func (s *Sandbox) setIDs() error {
+func (s *Spec) setIDs() error {
 	if b, err := os.ReadFile("/proc/self/setgroups"); err != nil || strings.TrimSpace(string(b)) != "deny" {
 		if err := syscall.Setgroups([]int{}); err != nil {
 			return os.NewSyscallError("setgroups", err)

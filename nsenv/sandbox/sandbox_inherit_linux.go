@@ -52,7 +52,7 @@ func stdioNotDirectories() error {
 			continue // closed: nothing handed over
 		}
 		if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-			return fmt.Errorf("%w: %s is a directory, which would reach outside the view", ErrInvalidSandbox, name)
+			return fmt.Errorf("%w: %s is a directory, which would reach outside the view", ErrInvalid, name)
 		}
 	}
 	return nil

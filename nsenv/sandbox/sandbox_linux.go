@@ -13,7 +13,7 @@ import (
 
 // validateFS resolves every path of s on the file system the way Enter will: no symbolic link anywhere,
 // Home beneath Root.
-func (s *Sandbox) validateFS() error {
+func (s *Spec) validateFS() error {
 	rootFD, err := openPath(s.Root, true)
 	if err != nil {
 		return fmt.Errorf("sandbox root: %w", err)
@@ -46,7 +46,7 @@ func (s *Sandbox) validateFS() error {
 
 // HomeOwner returns the uid and gid that own Home, resolved as Enter will resolve it (beneath Root, no
 // symbolic link): a root launcher's worker runs as them unless the caller names an identity.
-func (s *Sandbox) HomeOwner() (uid, gid int, err error) {
+func (s *Spec) HomeOwner() (uid, gid int, err error) {
 	rootFD, err := openPath(s.Root, true)
 	if err != nil {
 		return 0, 0, fmt.Errorf("sandbox root: %w", err)
@@ -65,7 +65,7 @@ func (s *Sandbox) HomeOwner() (uid, gid int, err error) {
 }
 
 // openHome opens Home beneath the already open Root.
-func (s *Sandbox) openHome(rootFD int) (int, error) {
+func (s *Spec) openHome(rootFD int) (int, error) {
 	rel := "."
 	if s.Home != s.Root {
 		rel = strings.TrimPrefix(s.Home, s.Root+"/")
@@ -94,7 +94,7 @@ func (s *Sandbox) openHome(rootFD int) (int, error) {
 // keeps the rest of attr (Setpgid or Setsid, Foreground, Pdeathsig, UseCgroupFD) as it set it; a
 // controlling terminal inherited from the caller's session is given up inside (dropTerminal), one of the
 // worker's own (a new session with a pty's slave) is kept.
-func (s *Sandbox) SysProcAttr(attr *syscall.SysProcAttr) {
+func (s *Spec) SysProcAttr(attr *syscall.SysProcAttr) {
 	attr.Cloneflags |= unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS
 	if s.Net == NetNone {
 		attr.Cloneflags |= unix.CLONE_NEWNET
@@ -143,7 +143,7 @@ func UserNamespaceSupport() error {
 // holding only the target home; Hide paths are covered; /proc is mounted fresh for the new pid namespace
 // (read-only); then the host name, core dumps, the session's inheritance (keyring, personality,
 // oom_score_adj), no_new_privs and the identity.
-func (s *Sandbox) Enter() error {
+func (s *Spec) Enter() error {
 	if err := s.validateLexical(); err != nil {
 		return err
 	}
@@ -205,7 +205,7 @@ func (v *view) close() {
 	}
 }
 
-func (s *Sandbox) openView() (*view, error) {
+func (s *Spec) openView() (*view, error) {
 	v := &view{rootFD: -1, homeTree: -1}
 	var err error
 	if v.rootFD, err = openPath(s.Root, true); err != nil {
@@ -273,7 +273,7 @@ func (s *Sandbox) openView() (*view, error) {
 }
 
 // pathProblem is a writable path (--cwd, --rw) that could not be opened. Its message says in words what
-// is wrong with the path the caller named, without the system call; it is ErrInvalidSandbox and the
+// is wrong with the path the caller named, without the system call; it is ErrInvalid and the
 // resolution's own error (ErrUnsafePath, fs.ErrNotExist, ...) for errors.Is.
 type pathProblem struct {
 	flag, path string
@@ -281,10 +281,10 @@ type pathProblem struct {
 }
 
 func (e *pathProblem) Error() string {
-	return fmt.Sprintf("%v: %s %s: %s", ErrInvalidSandbox, e.flag, e.path, resolveProblem(e.err))
+	return fmt.Sprintf("%v: %s %s: %s", ErrInvalid, e.flag, e.path, resolveProblem(e.err))
 }
 
-func (e *pathProblem) Unwrap() []error { return []error{ErrInvalidSandbox, e.err} }
+func (e *pathProblem) Unwrap() []error { return []error{ErrInvalid, e.err} }
 
 // resolveProblem says in words why a path could not be opened.
 func resolveProblem(err error) string {

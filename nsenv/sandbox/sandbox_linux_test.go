@@ -25,7 +25,7 @@ import (
 //	stub     (envChild):    the init stub inside the new namespaces; Enter, then execve the reporter
 //	reporter (envReport):   the target program, PID 1 of the sandbox; prints what it sees as JSON
 const (
-	envChild     = "HLAUNCH_SANDBOX_CHILD"      // JSON Sandbox
+	envChild     = "HLAUNCH_SANDBOX_CHILD"      // JSON Spec
 	envTargetEnv = "HLAUNCH_SANDBOX_TARGET_ENV" // JSON []string: the clean environ of the target
 	envBench     = "HLAUNCH_SANDBOX_BENCH"      // stub execs /bin/true instead of the reporter; "noenter": skip Enter
 	envLauncher  = "HLAUNCH_SANDBOX_LAUNCHER"   // run as launcher
@@ -47,7 +47,7 @@ func TestMain(m *testing.M) {
 
 // stubMain is the init stub: Enter, then execve the target with its clean environ only.
 func stubMain() int {
-	var sb Sandbox
+	var sb Spec
 	if err := json.Unmarshal([]byte(os.Getenv(envChild)), &sb); err != nil {
 		fmt.Fprintln(os.Stderr, "stub: sandbox:", err)
 		return 110
@@ -90,7 +90,7 @@ func stubMain() int {
 
 // launcherMain plays an unprivileged launcher: SysProcAttr decides on a user namespace by itself.
 func launcherMain() int {
-	var sb Sandbox
+	var sb Spec
 	if err := json.Unmarshal([]byte(os.Getenv(envChild)), &sb); err != nil {
 		fmt.Fprintln(os.Stderr, "launcher:", err)
 		return 110

@@ -8,6 +8,6 @@ import (
 )
 
 // validateFS: the sandbox is built from Linux namespaces only.
-func (s *Sandbox) validateFS() error {
-	return fmt.Errorf("%w: %w", ErrInvalidSandbox, errors.ErrUnsupported)
+func (s *Spec) validateFS() error {
+	return fmt.Errorf("%w: %w", ErrInvalid, errors.ErrUnsupported)
 }

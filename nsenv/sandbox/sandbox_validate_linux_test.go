@@ -22,52 +22,52 @@ func TestSandboxValidate(t *testing.T) {
 	must(t, os.Symlink(filepath.Join(root, "profiles", "a"), filepath.Join(root, "profiles", "b", "escape")))
 	must(t, os.Symlink(filepath.Join(base, "real"), filepath.Join(base, "link")))
 	home := filepath.Join(root, "profiles", "b")
-	ok := func() Sandbox { return Sandbox{Root: root, Home: home, Cwd: filepath.Join(home, "ws")} }
+	ok := func() Spec { return Spec{Root: root, Home: home, Cwd: filepath.Join(home, "ws")} }
 	cases := []struct {
 		name string
-		mod  func(*Sandbox)
+		mod  func(*Spec)
 		want error
 	}{
-		{"valid named", func(*Sandbox) {}, nil},
-		{"valid default", func(s *Sandbox) { s.Home = root; s.Cwd = outside }, nil},
-		{"valid rw, net none, missing hide", func(s *Sandbox) {
+		{"valid named", func(*Spec) {}, nil},
+		{"valid default", func(s *Spec) { s.Home = root; s.Cwd = outside }, nil},
+		{"valid rw, net none, missing hide", func(s *Spec) {
 			s.RW = []string{outside}
 			s.Net = NetNone
 			s.Hide = []string{filepath.Join(base, "nope", "sock")}
 		}, nil},
-		{"relative root", func(s *Sandbox) { s.Root = "root" }, ErrInvalidSandbox},
-		{"unclean home", func(s *Sandbox) { s.Home = root + "/profiles/../profiles/b" }, ErrInvalidSandbox},
-		{"root is /", func(s *Sandbox) { s.Root = "/"; s.Home = "/" }, ErrInvalidSandbox},
-		{"home outside root", func(s *Sandbox) { s.Home = outside }, ErrInvalidSandbox},
-		{"home two levels down", func(s *Sandbox) { s.Home = filepath.Join(home, "ws") }, ErrInvalidSandbox},
-		{"home is a tombstone dir", func(s *Sandbox) { s.Home = filepath.Join(root, "profiles", ".deleted") }, ErrInvalidSandbox},
-		{"rw is the root", func(s *Sandbox) { s.RW = []string{root} }, ErrInvalidSandbox},
-		{"rw is another profile", func(s *Sandbox) { s.RW = []string{filepath.Join(root, "profiles", "a")} }, ErrInvalidSandbox},
-		{"default: cwd in a profile", func(s *Sandbox) { s.Home = root; s.Cwd = filepath.Join(root, "profiles", "a") }, ErrInvalidSandbox},
-		{"relative rw", func(s *Sandbox) { s.RW = []string{"rw"} }, ErrInvalidSandbox},
+		{"relative root", func(s *Spec) { s.Root = "root" }, ErrInvalid},
+		{"unclean home", func(s *Spec) { s.Home = root + "/profiles/../profiles/b" }, ErrInvalid},
+		{"root is /", func(s *Spec) { s.Root = "/"; s.Home = "/" }, ErrInvalid},
+		{"home outside root", func(s *Spec) { s.Home = outside }, ErrInvalid},
+		{"home two levels down", func(s *Spec) { s.Home = filepath.Join(home, "ws") }, ErrInvalid},
+		{"home is a tombstone dir", func(s *Spec) { s.Home = filepath.Join(root, "profiles", ".deleted") }, ErrInvalid},
+		{"rw is the root", func(s *Spec) { s.RW = []string{root} }, ErrInvalid},
+		{"rw is another profile", func(s *Spec) { s.RW = []string{filepath.Join(root, "profiles", "a")} }, ErrInvalid},
+		{"default: cwd in a profile", func(s *Spec) { s.Home = root; s.Cwd = filepath.Join(root, "profiles", "a") }, ErrInvalid},
+		{"relative rw", func(s *Spec) { s.RW = []string{"rw"} }, ErrInvalid},
 		// A writable "/" or ancestor of the root: the clone over "/" would sit above every later mount.
-		{"cwd is /", func(s *Sandbox) { s.Cwd = "/" }, ErrInvalidSandbox},
-		{"rw is /", func(s *Sandbox) { s.RW = []string{"/"} }, ErrInvalidSandbox},
-		{"rw holds the root", func(s *Sandbox) { s.RW = []string{base} }, ErrInvalidSandbox},
-		{"default: cwd holds the root", func(s *Sandbox) { s.Home = root; s.Cwd = base }, ErrInvalidSandbox},
-		{"rw in /sys (a writable cgroupfs)", func(s *Sandbox) { s.RW = []string{"/sys/fs/cgroup"} }, ErrInvalidSandbox},
-		{"rw in /proc", func(s *Sandbox) { s.RW = []string{"/proc/sys"} }, ErrInvalidSandbox},
-		{"empty rw", func(s *Sandbox) { s.RW = []string{""} }, ErrInvalidSandbox},
-		{"hide holds the home", func(s *Sandbox) { s.Hide = []string{filepath.Join(root, "profiles")} }, ErrInvalidSandbox},
-		{"hide /", func(s *Sandbox) { s.Hide = []string{"/"} }, ErrInvalidSandbox},
-		{"bad net", func(s *Sandbox) { s.Net = "bridge" }, ErrInvalidSandbox},
-		{"negative uid", func(s *Sandbox) { s.SetUser = true; s.UID = -1 }, ErrInvalidSandbox},
-		{"home is a link out of the root", func(s *Sandbox) { s.Home = filepath.Join(root, "profiles", "c"); s.Cwd = "" }, ErrUnsafePath},
-		{"cwd through a link in the home", func(s *Sandbox) { s.Cwd = filepath.Join(home, "escape") }, ErrUnsafePath},
-		{"rw through a link", func(s *Sandbox) { s.RW = []string{filepath.Join(base, "link")} }, ErrUnsafePath},
-		{"hide through a link", func(s *Sandbox) { s.Hide = []string{filepath.Join(base, "link")} }, ErrUnsafePath},
-		{"root through a link", func(s *Sandbox) {
+		{"cwd is /", func(s *Spec) { s.Cwd = "/" }, ErrInvalid},
+		{"rw is /", func(s *Spec) { s.RW = []string{"/"} }, ErrInvalid},
+		{"rw holds the root", func(s *Spec) { s.RW = []string{base} }, ErrInvalid},
+		{"default: cwd holds the root", func(s *Spec) { s.Home = root; s.Cwd = base }, ErrInvalid},
+		{"rw in /sys (a writable cgroupfs)", func(s *Spec) { s.RW = []string{"/sys/fs/cgroup"} }, ErrInvalid},
+		{"rw in /proc", func(s *Spec) { s.RW = []string{"/proc/sys"} }, ErrInvalid},
+		{"empty rw", func(s *Spec) { s.RW = []string{""} }, ErrInvalid},
+		{"hide holds the home", func(s *Spec) { s.Hide = []string{filepath.Join(root, "profiles")} }, ErrInvalid},
+		{"hide /", func(s *Spec) { s.Hide = []string{"/"} }, ErrInvalid},
+		{"bad net", func(s *Spec) { s.Net = "bridge" }, ErrInvalid},
+		{"negative uid", func(s *Spec) { s.SetUser = true; s.UID = -1 }, ErrInvalid},
+		{"home is a link out of the root", func(s *Spec) { s.Home = filepath.Join(root, "profiles", "c"); s.Cwd = "" }, ErrUnsafePath},
+		{"cwd through a link in the home", func(s *Spec) { s.Cwd = filepath.Join(home, "escape") }, ErrUnsafePath},
+		{"rw through a link", func(s *Spec) { s.RW = []string{filepath.Join(base, "link")} }, ErrUnsafePath},
+		{"hide through a link", func(s *Spec) { s.Hide = []string{filepath.Join(base, "link")} }, ErrUnsafePath},
+		{"root through a link", func(s *Spec) {
 			s.Root = filepath.Join(base, "link")
 			s.Home = s.Root
 			s.Cwd = ""
 		}, ErrUnsafePath},
-		{"missing home", func(s *Sandbox) { s.Home = filepath.Join(root, "profiles", "zz"); s.Cwd = "" }, os.ErrNotExist},
-		{"missing rw", func(s *Sandbox) { s.RW = []string{filepath.Join(base, "nope")} }, os.ErrNotExist},
+		{"missing home", func(s *Spec) { s.Home = filepath.Join(root, "profiles", "zz"); s.Cwd = "" }, os.ErrNotExist},
+		{"missing rw", func(s *Spec) { s.RW = []string{filepath.Join(base, "nope")} }, os.ErrNotExist},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -99,7 +99,7 @@ func TestSandboxSysProcAttr(t *testing.T) {
 	want := uintptr(unix.CLONE_NEWNS | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUTS)
 	for _, net := range []string{"", NetHost, NetNone} {
 		attr := &syscall.SysProcAttr{Setsid: true, Cloneflags: unix.CLONE_NEWCGROUP}
-		(&Sandbox{Net: net}).SysProcAttr(attr)
+		(&Spec{Net: net}).SysProcAttr(attr)
 		if attr.Cloneflags&want != want || attr.Cloneflags&unix.CLONE_NEWCGROUP == 0 || !attr.Setsid {
 			t.Errorf("net %q: flags %#x lost or missing namespaces", net, attr.Cloneflags)
 		}
@@ -120,7 +120,7 @@ func TestSandboxSysProcAttr(t *testing.T) {
 // process is not PID 1, so this is safe to call here.
 func TestEnterRefusesHostNamespaces(t *testing.T) {
 	root := t.TempDir()
-	s := &Sandbox{Root: root, Home: root}
+	s := &Spec{Root: root, Home: root}
 	if err := s.Enter(); !errors.Is(err, ErrNotIsolated) {
 		t.Fatalf("Enter() in the host's namespaces = %v, want ErrNotIsolated", err)
 	}

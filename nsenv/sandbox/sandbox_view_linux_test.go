@@ -141,7 +141,7 @@ func targetEnv(home string, p probe) []string {
 
 // run starts the sandbox as the launcher would and returns the reporter's view. asUser >= 0 plays an
 // unprivileged launcher with that uid (user namespace); otherwise the test process (root) launches.
-func (f *fixture) run(t *testing.T, sb Sandbox, asUser int) report {
+func (f *fixture) run(t *testing.T, sb Spec, asUser int) report {
 	t.Helper()
 	must(t, sb.Validate())
 	// As the launcher decides it (launcher/sandbox.go): the Landlock scopes wherever the kernel has them;
@@ -176,7 +176,7 @@ func (f *fixture) run(t *testing.T, sb Sandbox, asUser int) report {
 }
 
 // checkCommon asserts what every sandbox must show, whatever the profile and the user.
-func (f *fixture) checkCommon(t *testing.T, r report, env []string, sb Sandbox) {
+func (f *fixture) checkCommon(t *testing.T, r report, env []string, sb Spec) {
 	t.Helper()
 	if r.Pid != 1 || !slices.Equal(r.Procs, []string{"1"}) {
 		t.Errorf("pid %d, /proc holds %v: want only the sandbox (pid 1)", r.Pid, r.Procs)
@@ -235,7 +235,7 @@ func (f *fixture) checkCommon(t *testing.T, r report, env []string, sb Sandbox) 
 	if r.LoopOK != "ok" {
 		t.Errorf("localhost listen+dial: %s", r.LoopOK)
 	}
-	if r.Status["NoNewPrivs"] != "1" || r.Core != 0 || r.Hostname != SandboxHostname {
+	if r.Status["NoNewPrivs"] != "1" || r.Core != 0 || r.Hostname != Hostname {
 		t.Errorf("NoNewPrivs %q, RLIMIT_CORE %d, hostname %q", r.Status["NoNewPrivs"], r.Core, r.Hostname)
 	}
 	// On the host: the writable paths received the files, the protected ones did not.
@@ -329,7 +329,7 @@ func TestSandboxView(t *testing.T) {
 				under = "/var/tmp"
 			}
 			f := newFixture(t, c.owner, under)
-			sb := Sandbox{Root: f.root, Home: f.b, Cwd: f.cwd, RW: []string{f.rw}, Hide: []string{f.state, f.sockFile},
+			sb := Spec{Root: f.root, Home: f.b, Cwd: f.cwd, RW: []string{f.rw}, Hide: []string{f.state, f.sockFile},
 				Net: c.net, SetUser: c.setUser, UID: nobody, GID: nobody}
 			if c.dflt {
 				sb.Home = f.root
