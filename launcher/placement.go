@@ -249,6 +249,7 @@ func (p *placement) place(ctx context.Context, spec Spec, id string, pid int, cl
 		if err != nil {
 			return fmt.Errorf("%w: --unit: %w", ErrInvalid, err)
 		}
+		backstop := scopeBackstop(spec)
 		cctx, cancel := context.WithTimeout(ctx, scopeTimeout)
 		defer cancel()
 		info, err := p.conn.StartScope(cctx, systemd.ScopeSpec{
@@ -261,6 +262,7 @@ func (p *placement) place(ctx context.Context, spec Spec, id string, pid int, cl
 			TasksMax:           uint64(spec.Limits.Pids),
 			CPUWeight:          spec.Limits.CPUWeight,
 			CPUQuotaPerSecUSec: uint64(spec.Limits.CPUs * 1e6),
+			RuntimeMax:         backstop.RuntimeMax, StopTimeout: backstop.StopTimeout,
 			// A foreground launch records nothing: no InvocationID, and its cgroup comes from the member.
 			NoInfo: !spec.Detach,
 		})

@@ -25,6 +25,11 @@ type Receipt struct {
 	Log          string        `json:"log,omitempty"`        // the file that receives stdout and stderr, when one does
 	ShimPID      int           `json:"shim_pid,omitempty"`   // the detached worker's shim (its parent)
 	ShimStart    uint64        `json:"shim_start,omitempty"` // the shim's start time (field 22 of its /proc stat)
+	// DeadlineBoottimeNS is when the worker's --timeout falls, in CLOCK_BOOTTIME nanoseconds of the boot
+	// BootID names (0: no timeout); GraceNS is its --grace. Recorded so that something other than the
+	// shim can enforce the deadline when the shim is gone (launcher/orphan.go, docs/identity.md).
+	DeadlineBoottimeNS int64 `json:"deadline_boottime_ns,omitempty"`
+	GraceNS            int64 `json:"grace_ns,omitempty"`
 	// Sandbox says the leader is the sandbox's init, which forwards signals to the target: a whole-worker
 	// signal leaves it out so that the target hears the signal once.
 	Sandbox bool `json:"sandbox,omitempty"`
@@ -56,6 +61,10 @@ type Record struct {
 	LeaderEndedAt string `json:"leader_ended_at,omitempty"` // when its leader ended (exit_code, signal are the leader's)
 	TimedOut      bool   `json:"timed_out,omitempty"`
 	OOMKilled     bool   `json:"oom_killed,omitempty"`
+	// ShimLost says the worker's shim is gone without recording its end (Reason starts with
+	// ReasonShimLost): running, its deadline enforced by hlaunch's next reader; exited, its end recorded
+	// by that reader.
+	ShimLost      bool   `json:"shim_lost,omitempty"`
 	MemoryCurrent uint64 `json:"memory_current,omitempty"`
 	MemoryPeak    uint64 `json:"memory_peak,omitempty"`
 	PidsCurrent   uint64 `json:"pids_current,omitempty"`

@@ -74,6 +74,8 @@ type exitRecord struct {
 	OOMKilled     bool   `json:"oom_killed,omitempty"`
 	MemoryPeak    uint64 `json:"memory_peak,omitempty"`
 	Stopped       bool   `json:"stopped,omitempty"` // ended by `hlaunch stop` (recorded by stop when the shim died with it)
+	// ShimLost: the shim was gone without recording the end; hlaunch's reader recorded it (orphan.go).
+	ShimLost bool `json:"shim_lost,omitempty"`
 }
 
 // shimMain is the shim's life: start the worker as its child, report the worker's identity, enforce the
@@ -136,6 +138,7 @@ func shimMain() {
 	rc := sc.Receipt
 	rc.setIdentity(ident, sc.Unit, sc.InvocationID)
 	rc.ShimPID = os.Getpid()
+	rc.setDeadline(sc.Timeout, sc.Grace)
 	if b, err := sysfile.ReadFile("/proc/self/stat"); err == nil {
 		rc.ShimStart, _ = fingerprint.ReadStartTime(bytes.NewReader(b))
 	}

@@ -92,7 +92,7 @@ func (l *Launcher) record(rc Receipt, ident fingerprint.Identity) (Record, error
 
 func (r *Record) applyExit(ex exitRecord) {
 	r.ExitCode, r.Signal, r.EndedAt, r.LeaderEndedAt = ex.ExitCode, ex.Signal, ex.EndedAt, ex.LeaderEndedAt
-	r.TimedOut, r.OOMKilled = ex.TimedOut, ex.OOMKilled
+	r.TimedOut, r.OOMKilled, r.ShimLost = ex.TimedOut, ex.OOMKilled, ex.ShimLost
 	if ex.MemoryPeak > r.MemoryPeak {
 		r.MemoryPeak = ex.MemoryPeak
 	}
@@ -104,7 +104,7 @@ func (l *Launcher) Get(ctx context.Context, ref string) (Record, error) {
 	if err != nil {
 		return Record{}, err
 	}
-	return l.record(rc, ident)
+	return l.reconciled(ctx, rc, ident)
 }
 
 // Status is Get under the name of the `hlaunch status` command.

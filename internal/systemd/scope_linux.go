@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"syscall"
+	"time"
 
 	sdbus "github.com/coreos/go-systemd/v22/dbus"
 	godbus "github.com/godbus/dbus/v5"
@@ -30,6 +31,10 @@ type ScopeSpec struct {
 	CPUWeight uint64
 	// CPUQuotaPerSecUSec is CPU time per second in microseconds (1000000 = one CPU); 0 means unset.
 	CPUQuotaPerSecUSec uint64
+	// RuntimeMax, when set, has the manager stop the scope that long after it started (RuntimeMaxSec=):
+	// SIGTERM to every process in it, SIGKILL StopTimeout later (TimeoutStopSec=, which also applies to
+	// any other stop of the scope; 0 leaves the manager's default).
+	RuntimeMax, StopTimeout time.Duration
 	// NoInfo skips reading the scope's InvocationID once its job is done, a round trip to the manager:
 	// StartScope then returns a ScopeInfo with only Unit set (a foreground launch records nothing).
 	NoInfo bool
@@ -53,6 +58,8 @@ func (s ScopeSpec) Validate() error {
 		return fmt.Errorf("%w: no PIDs", ErrBadSpec)
 	case s.MemoryMax < 0 || s.MemoryHigh < 0:
 		return fmt.Errorf("%w: negative memory limit", ErrBadSpec)
+	case s.RuntimeMax < 0 || s.StopTimeout < 0:
+		return fmt.Errorf("%w: negative RuntimeMax or StopTimeout", ErrBadSpec)
 	case s.CPUWeight > 10000:
 		return fmt.Errorf("%w: CPUWeight %d is above 10000", ErrBadSpec, s.CPUWeight)
 	}
@@ -95,6 +102,12 @@ func (s ScopeSpec) properties() []sdbus.Property {
 	}
 	if s.CPUQuotaPerSecUSec > 0 {
 		ps = append(ps, prop("CPUQuotaPerSecUSec", s.CPUQuotaPerSecUSec))
+	}
+	if s.RuntimeMax > 0 {
+		ps = append(ps, prop("RuntimeMaxUSec", uint64(s.RuntimeMax.Microseconds())))
+	}
+	if s.StopTimeout > 0 {
+		ps = append(ps, prop("TimeoutStopUSec", uint64(s.StopTimeout.Microseconds())))
 	}
 	return ps
 }
