@@ -338,3 +338,35 @@ func TestStartScopeNoInfo(t *testing.T) {
 		t.Errorf("StopUnit: %v", err)
 	}
 }
+
+// RuntimeMax and StopTimeout are the manager's backstop for a detached worker's deadline (launcher:
+// scopeBackstop): the manager stops the scope RuntimeMax after it started, SIGTERM first, and kills what
+// ignores it StopTimeout later. The parked shell ignores SIGTERM, so only the kill ends it.
+func TestStartScopeRuntimeMax(t *testing.T) {
+	m := systemdtest.Start(t)
+	c := connect(t, m)
+	ctx := ctxT(t)
+	unit := randName("hlaunch-runtimemax-") + ".scope"
+	p := m.StartParked(t, "trap '' TERM; sleep 600")
+	if _, err := c.StartScope(ctx, systemd.ScopeSpec{
+		Unit: unit, PIDs: []uint32{uint32(p.PID)}, RuntimeMax: time.Second, StopTimeout: 500 * time.Millisecond,
+	}); err != nil {
+		t.Fatalf("StartScope: %v\n%s", err, m.Log())
+	}
+	for prop, want := range map[string]string{"RuntimeMaxUSec": "1s", "TimeoutStopUSec": "500ms"} {
+		if got, err := m.Show(ctx, unit, prop); err != nil || got != want {
+			t.Errorf("%s = %q, %v; want %s", prop, got, err, want)
+		}
+	}
+	if err := p.Release(); err != nil {
+		t.Fatal(err)
+	}
+	err := p.Wait(30 * time.Second)
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("the scope's process after RuntimeMax: %v, want it killed\n%s", err, m.Log())
+	}
+	if ws, ok := ee.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Errorf("the scope's process ended with %v, want SIGKILL (it ignores the stop's SIGTERM)", ee)
+	}
+}
