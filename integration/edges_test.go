@@ -219,3 +219,51 @@ func TestDetachedInheritReceiptFirst(t *testing.T) {
 		e.run("wait", "--timeout", "10s", rc.ID)
 	}
 }
+
+// A signal without a name (a real-time one) is written one way in every answer: "SIG34" from the CLI's
+// --json signal, the sidecar's signal answer and the record of the worker it ended (before: the sidecar
+// answered "34", the CLI and the record "SIG34"). Both answers' names are taken back as input.
+func TestSignalNameOneForm(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	p := startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s.sock"))
+	flags := []string{"--scope", "cgroup", "--cgroup-parent", e.Parent}
+
+	viaCLI := e.detach(flags, "sleep", "60")
+	r := e.run("--json", "signal", "-s", "34", viaCLI.ID)
+	var cli struct {
+		Signal string `json:"signal"`
+	}
+	if r.Code != 0 || json.Unmarshal([]byte(r.Stdout), &cli) != nil || cli.Signal != "SIG34" {
+		t.Errorf("CLI signal -s 34: exit %d %q %q, want signal SIG34", r.Code, r.Stdout, r.Stderr)
+	}
+
+	viaSidecar := e.detach(flags, "sleep", "60")
+	var sc struct {
+		Signal string `json:"signal"`
+	}
+	p.mustDo("POST", "/v1/workers/"+viaSidecar.ID+"/signal", `{"signal":"34"}`, 200, &sc)
+	if sc.Signal != "SIG34" {
+		t.Errorf("sidecar signal 34: answered %q, want SIG34", sc.Signal)
+	}
+
+	for _, rc := range []receipt{viaCLI, viaSidecar} {
+		if r := e.run("wait", "--timeout", "10s", rc.ID); r.Code != 0 {
+			t.Fatalf("wait %s: %d %s", rc.ID, r.Code, r.Stderr)
+		}
+		if rec, _ := e.record(rc.ID); rec.Signal != "SIG34" {
+			t.Errorf("record of %s after signal 34: signal %q, want SIG34", rc.ID, rec.Signal)
+		}
+	}
+
+	// The form the answers give is accepted back, by both.
+	again := e.detach(flags, "sleep", "60")
+	if r := e.run("signal", "-s", "SIG35", again.ID); r.Code != 0 {
+		t.Errorf("CLI signal -s SIG35: exit %d %s", r.Code, r.Stderr)
+	}
+	last := e.detach(flags, "sleep", "60")
+	if st, b := p.do("POST", "/v1/workers/"+last.ID+"/signal", `{"signal":"SIG35"}`); st != 200 {
+		t.Errorf("sidecar signal SIG35: %d %s", st, b)
+	}
+}

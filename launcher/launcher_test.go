@@ -154,10 +154,28 @@ func TestParseSignal(t *testing.T) {
 			t.Errorf("ParseSignal(%q) = %v, %v", in, got, err)
 		}
 	}
-	for _, in := range []string{"", "NOPE", "0", "99", "-1"} {
+	for _, in := range []string{"", "NOPE", "0", "99", "-1", "SIG0", "SIG65", "SIG-1"} {
 		if _, err := ParseSignal(in); !errors.Is(err, ErrInvalid) {
 			t.Errorf("ParseSignal(%q) accepted", in)
 		}
+	}
+}
+
+// Every signal's one written form (SignalName: "SIGTERM", "SIG34") is taken back by ParseSignal as that
+// signal, so an answer's signal can be sent again as it is.
+func TestSignalNameRoundTrip(t *testing.T) {
+	for n := 1; n <= 64; n++ {
+		sig := syscall.Signal(n)
+		name := SignalName(sig)
+		if !strings.HasPrefix(name, "SIG") {
+			t.Errorf("SignalName(%d) = %q, want the SIG form", n, name)
+		}
+		if got, err := ParseSignal(name); err != nil || got != sig {
+			t.Errorf("ParseSignal(SignalName(%d) = %q) = %v, %v", n, name, got, err)
+		}
+	}
+	if got := SignalName(34); got != "SIG34" {
+		t.Errorf("SignalName(34) = %q, want SIG34", got)
 	}
 }
 

@@ -181,7 +181,7 @@ func (s *Server) handleSignal(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, signalResponse{ID: id, Signal: signalName(sig), All: req.All})
+	writeJSON(w, http.StatusOK, signalResponse{ID: id, Signal: launcher.SignalName(sig), All: req.All})
 }
 
 func (s *Server) handleStop(w http.ResponseWriter, r *http.Request) {

@@ -255,6 +255,10 @@ func TestAPI(t *testing.T) {
 	if st, _ := ts.do(t, "POST", "/v1/workers/"+rc.ID+"/signal", `{"signal":"usr1","all":true}`, &sr); st != 200 || sr.Signal != "SIGUSR1" || !sr.All {
 		t.Fatalf("signal: %d %+v", st, sr)
 	}
+	// A signal without a name is answered in the one form records and the CLI use (docs/sidecar.md).
+	if st, _ := ts.do(t, "POST", "/v1/workers/"+rc.ID+"/signal", `{"signal":"34"}`, &sr); st != 200 || sr.Signal != "SIG34" {
+		t.Fatalf("signal 34: %d %+v, want SIG34", st, sr)
+	}
 	if st, _ := ts.do(t, "POST", "/v1/workers/"+rc.ID+"/signal", ``, &sr); st != 200 || sr.Signal != "SIGTERM" {
 		t.Fatalf("signal with empty body: %d %+v", st, sr)
 	}

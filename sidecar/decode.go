@@ -6,12 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/hlaunch/hlaunch/internal/strictjson"
 	"github.com/hlaunch/hlaunch/launcher"
@@ -88,12 +85,4 @@ func parseDuration(field, s string, def time.Duration) (time.Duration, error) {
 func isMaxBytes(err error) bool {
 	var mbe *http.MaxBytesError
 	return errors.As(err, &mbe)
-}
-
-// signalName is the "SIGTERM" form of sig, or its number for unnamed (real-time) signals.
-func signalName(sig syscall.Signal) string {
-	if n := unix.SignalName(sig); n != "" {
-		return n
-	}
-	return strconv.Itoa(int(sig))
 }
