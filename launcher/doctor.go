@@ -7,12 +7,12 @@ import (
 	"os/user"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/hlaunch/hlaunch/internal/systemd"
+	"github.com/hlaunch/hlaunch/nsenv/sandbox"
 )
 
 // Report is the `hlaunch doctor` answer.
@@ -131,19 +131,14 @@ func (l *Launcher) probeBus(ctx context.Context, user bool) Check {
 	return Check{true, c.Bus()}
 }
 
+// userns is the sandbox's own decision (sandbox.UserNamespaces), which SysProcAttr and an unprivileged
+// --sandbox follow too.
 func userns() Check {
-	b, err := os.ReadFile("/proc/sys/user/max_user_namespaces")
-	if err != nil {
-		return Check{false, err.Error()}
+	u := sandbox.UserNamespaces()
+	if u.Err != nil {
+		return Check{false, u.Err.Error()}
 	}
-	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	if n == 0 {
-		return Check{false, "user.max_user_namespaces is 0"}
-	}
-	if b, err := os.ReadFile("/proc/sys/kernel/unprivileged_userns_clone"); err == nil && strings.TrimSpace(string(b)) == "0" {
-		return Check{os.Geteuid() == 0, "kernel.unprivileged_userns_clone is 0: only root may create user namespaces"}
-	}
-	return Check{true, fmt.Sprintf("user.max_user_namespaces=%d", n)}
+	return Check{true, u.Detail}
 }
 
 // linger reports whether the caller's user manager outlives its sessions (loginctl enable-linger).

@@ -31,7 +31,7 @@ func (l *Launcher) sandbox(spec Spec, prof *profile.Profile, cwd string) (*sandb
 		return nil, cwd, nil
 	}
 	if os.Geteuid() != 0 {
-		if err := sandbox.UserNamespaceSupport(); err != nil {
+		if err := sandbox.UserNamespaces().Err; err != nil {
 			return nil, "", fmt.Errorf("--sandbox without root needs a user namespace: %w", err)
 		}
 	}

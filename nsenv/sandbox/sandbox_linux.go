@@ -99,36 +99,12 @@ func (s *Spec) SysProcAttr(attr *syscall.SysProcAttr) {
 	if s.Net == NetNone {
 		attr.Cloneflags |= unix.CLONE_NEWNET
 	}
-	if os.Geteuid() != 0 && UserNamespaceSupport() == nil {
+	if os.Geteuid() != 0 && UserNamespaces().Err == nil {
 		attr.Cloneflags |= unix.CLONE_NEWUSER
 		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}}
 		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}}
 		attr.GidMappingsEnableSetgroups = false
 	}
-}
-
-// UserNamespaceSupport says whether this process can build a sandbox without root: nil for root, or
-// when the kernel lets unprivileged users create user namespaces; otherwise an error matching
-// ErrNoUserNamespace that names the knob that forbids it.
-func UserNamespaceSupport() error {
-	if os.Geteuid() == 0 {
-		return nil
-	}
-	knobs := []struct{ file, bad string }{
-		{"/proc/sys/user/max_user_namespaces", "0"},
-		{"/proc/sys/kernel/unprivileged_userns_clone", "0"},
-		{"/proc/sys/kernel/apparmor_restrict_unprivileged_userns", "1"},
-	}
-	for _, k := range knobs {
-		b, err := os.ReadFile(k.file)
-		if err != nil {
-			continue // the knob does not exist on this kernel
-		}
-		if strings.TrimSpace(string(b)) == k.bad {
-			return fmt.Errorf("%w: %s is %s", ErrNoUserNamespace, k.file, k.bad)
-		}
-	}
-	return nil
 }
 
 // Enter builds the sandbox from inside the child, in the namespaces SysProcAttr asked for, before the

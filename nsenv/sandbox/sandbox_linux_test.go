@@ -95,7 +95,7 @@ func launcherMain() int {
 		fmt.Fprintln(os.Stderr, "launcher:", err)
 		return 110
 	}
-	if err := UserNamespaceSupport(); err != nil {
+	if err := UserNamespaces().Err; err != nil {
 		fmt.Fprintln(os.Stdout, "NOUSERNS:", err)
 		return 3
 	}
