@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hlaunch/hlaunch/internal/linux"
 	"github.com/hlaunch/hlaunch/internal/pidsignal"
 )
 
@@ -44,24 +45,23 @@ func (g *Group) Thaw(ctx context.Context) error { return g.setFrozen(ctx, false)
 
 func (g *Group) setFrozen(ctx context.Context, frozen bool) error {
 	if g.v2 != "" {
-		val, want := "0", uint64(0)
+		val := "0"
 		if frozen {
-			val, want = "1", 1
+			val = "1"
 		}
 		if err := writeFile(filepath.Join(g.v2, "cgroup.freeze"), val); err != nil {
 			return err
 		}
-		ev := filepath.Join(g.v2, "cgroup.events")
 		for i := 0; ; i++ {
-			n, _, err := readKey(ev, "frozen")
+			ev, err := readEvents(g.v2)
 			if err != nil {
 				return err
 			}
-			if n == want {
+			if ev.Frozen == frozen {
 				return nil
 			}
 			if err := waitCtx(ctx, i); err != nil {
-				return fmt.Errorf("cgroup: waiting for frozen=%d in %s: %w", want, ev, err)
+				return fmt.Errorf("cgroup: waiting for frozen=%s in %s/cgroup.events: %w", val, g.v2, err)
 			}
 		}
 	}
@@ -219,9 +219,8 @@ func (g *Group) waitEmpty(ctx context.Context, killV1 bool) error {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("cgroup: waiting for %s to empty: %w", g.path, err)
 		}
-		fds := []unix.PollFd{{Fd: int32(efd), Events: unix.POLLPRI}}
-		if _, err := unix.Poll(fds, 20); err != nil && !errors.Is(err, unix.EINTR) {
-			return os.NewSyscallError("poll", err)
+		if _, err := linux.Poll([]unix.PollFd{{Fd: int32(efd), Events: unix.POLLPRI}}, 20); err != nil {
+			return err
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hlaunch/hlaunch/internal/linux"
 	"github.com/hlaunch/hlaunch/internal/sysfile"
 )
 
@@ -84,10 +85,12 @@ func ProcCgroup2(pid int) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if p, ok := strings.CutPrefix(line, "0::"); ok && strings.HasPrefix(p, "/") {
-			return path.Clean(p), nil
-		}
+	pc, err := linux.ParseProcCgroup(b)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
 	}
-	return "", fmt.Errorf("%w: no cgroup2 line in %s", ErrNotFound, name)
+	if pc.V2 == "" {
+		return "", fmt.Errorf("%w: no cgroup2 line in %s", ErrNotFound, name)
+	}
+	return path.Clean(pc.V2), nil
 }

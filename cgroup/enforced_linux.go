@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hlaunch/hlaunch/internal/linux"
 	"github.com/hlaunch/hlaunch/internal/sysfile"
 )
 
@@ -28,7 +29,11 @@ func (h *Host) Enforced(pid int, want Limits) error {
 	if err != nil {
 		return fmt.Errorf("cgroup: checking limits: %w", err)
 	}
-	v2, v1 := parseProcCgroup(string(b))
+	pc, err := linux.ParseProcCgroup(b)
+	if err != nil {
+		return fmt.Errorf("cgroup: checking limits: /proc/%d/cgroup: %w", pid, err)
+	}
+	v2, v1 := pc.V2, pc.V1
 	var missing []string
 	for _, c := range controllersFor(want) {
 		dir, onV2 := h.controllerDir(c, v2, v1)
@@ -42,26 +47,6 @@ func (h *Host) Enforced(pid int, want Limits) error {
 		return fmt.Errorf("%w: %s not in effect", ErrUnsupportedLimit, strings.Join(missing, ", "))
 	}
 	return nil
-}
-
-// parseProcCgroup splits /proc/<pid>/cgroup into the v2 path ("0::/path") and the v1 path of each
-// controller ("4:memory:/path", "3:cpu,cpuacct:/path").
-func parseProcCgroup(s string) (v2 string, v1 map[string]string) {
-	v1 = map[string]string{}
-	for _, line := range strings.Split(s, "\n") {
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		if parts[0] == "0" && parts[1] == "" {
-			v2 = parts[2]
-			continue
-		}
-		for _, c := range strings.Split(parts[1], ",") {
-			v1[c] = parts[2]
-		}
-	}
-	return v2, v1
 }
 
 // controllerDir returns the directory holding controller c's files for a process with the given paths,

@@ -53,10 +53,3 @@ func TestEnforced(t *testing.T) {
 		}
 	}
 }
-
-func TestParseProcCgroup(t *testing.T) {
-	v2, v1 := parseProcCgroup("9:name=systemd:/app.slice/x.scope\n4:memory:/\n3:cpu,cpuacct:/a/b\n0::/app.slice/x.scope\n")
-	if v2 != "/app.slice/x.scope" || v1["memory"] != "/" || v1["cpu"] != "/a/b" || v1["cpuacct"] != "/a/b" || v1["name=systemd"] != "/app.slice/x.scope" {
-		t.Fatalf("parseProcCgroup: v2 %q v1 %v", v2, v1)
-	}
-}

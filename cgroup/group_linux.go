@@ -9,6 +9,8 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/internal/linux"
 )
 
 // Group is one worker's cgroup across the hierarchies it lives in: the v2 directory (identity, kill, events
@@ -68,7 +70,7 @@ func (g *Group) OpenFD() (*os.File, error) {
 		return nil, ErrNoUnified
 	}
 	var fd int
-	err := ignoringEINTR(func() (err error) {
+	err := linux.RetryErr(func() (err error) {
 		fd, err = unix.Open(g.v2, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		return err
 	})
@@ -152,11 +154,11 @@ func (g *Group) Procs() ([]int, error) {
 // directory. Only Populated()==false counts as empty; an error is never "empty".
 func (g *Group) Populated() (bool, error) {
 	if g.v2 != "" {
-		n, ok, err := readKey(filepath.Join(g.v2, "cgroup.events"), "populated")
+		ev, err := readEvents(g.v2)
 		if err != nil {
 			return true, err
 		}
-		if !ok || n != 0 {
+		if ev.Populated {
 			return true, nil
 		}
 	}

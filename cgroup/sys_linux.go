@@ -1,15 +1,17 @@
 package cgroup
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
-	"github.com/hlaunch/hlaunch/internal/sysfile"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/internal/linux"
+	"github.com/hlaunch/hlaunch/internal/sysfile"
 )
 
 // Ownership marker. cgroupfs (kernfs) stores trusted.* extended attributes on cgroup directories in both v1
@@ -24,20 +26,10 @@ const (
 	limitsXattrU  = "user.hlaunch.limits"
 )
 
-// ignoringEINTR retries f while it fails with EINTR; every raw syscall in this package goes through it.
-func ignoringEINTR(f func() error) error {
-	for {
-		err := f()
-		if !errors.Is(err, unix.EINTR) {
-			return err
-		}
-	}
-}
-
 // writeFile writes data to an existing cgroup control file in one write(2), as the kernel expects.
 func writeFile(path, data string) error {
 	var fd int
-	err := ignoringEINTR(func() (err error) {
+	err := linux.RetryErr(func() (err error) {
 		fd, err = unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0)
 		return err
 	})
@@ -45,7 +37,7 @@ func writeFile(path, data string) error {
 		return &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	defer unix.Close(fd)
-	err = ignoringEINTR(func() error {
+	err = linux.RetryErr(func() error {
 		_, err := unix.Write(fd, []byte(data))
 		return err
 	})
@@ -68,25 +60,28 @@ func readUint(path string) (uint64, error) {
 	return strconv.ParseUint(s, 10, 64)
 }
 
-// readKey returns the value of key in a "key value" per line file (cgroup.events, memory.oom_control).
+// readKey returns the number key holds in a flat-keyed file (memory.events, cpu.stat, memory.oom_control),
+// and whether it is there.
 func readKey(path, key string) (uint64, bool, error) {
 	b, err := sysfile.ReadFile(path)
 	if err != nil {
 		return 0, false, err
 	}
-	return parseKey(b, key)
+	return linux.KeyedUint(b, key)
 }
 
-func parseKey(b []byte, key string) (uint64, bool, error) {
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), " ")
-		if ok && k == key {
-			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-			return n, err == nil, err
-		}
+// readEvents reads the cgroup.events of the v2 directory dir.
+func readEvents(dir string) (linux.Events, error) {
+	name := filepath.Join(dir, "cgroup.events")
+	b, err := sysfile.ReadFile(name)
+	if err != nil {
+		return linux.Events{}, err
 	}
-	return 0, false, nil
+	ev, err := linux.ParseEvents(b)
+	if err != nil {
+		return linux.Events{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return ev, nil
 }
 
 // readPids returns the PIDs listed in a cgroup.procs file.
@@ -105,9 +100,9 @@ func readPids(path string, into map[int]struct{}) error {
 
 // mark sets hlaunch's ownership marker on a directory.
 func mark(dir string) error {
-	err := ignoringEINTR(func() error { return unix.Setxattr(dir, markerTrusted, []byte("1"), 0) })
+	err := linux.RetryErr(func() error { return unix.Setxattr(dir, markerTrusted, []byte("1"), 0) })
 	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOTSUP) {
-		err = ignoringEINTR(func() error { return unix.Setxattr(dir, markerUser, []byte("1"), 0) })
+		err = linux.RetryErr(func() error { return unix.Setxattr(dir, markerUser, []byte("1"), 0) })
 	}
 	if err != nil {
 		return &os.PathError{Op: "setxattr", Path: dir, Err: err}
@@ -120,7 +115,7 @@ func marked(dir string) (bool, error) {
 	var buf [8]byte
 	for _, name := range []string{markerTrusted, markerUser} {
 		var n int
-		err := ignoringEINTR(func() (err error) { n, err = unix.Getxattr(dir, name, buf[:]); return err })
+		err := linux.RetryErr(func() (err error) { n, err = unix.Getxattr(dir, name, buf[:]); return err })
 		if err == nil {
 			return n == 1 && buf[0] == '1', nil
 		}
@@ -133,9 +128,9 @@ func marked(dir string) (bool, error) {
 
 // setXattr stores a trusted (else user) attribute; used for the worker's limits record.
 func setXattr(dir, trusted, user string, val []byte) error {
-	err := ignoringEINTR(func() error { return unix.Setxattr(dir, trusted, val, 0) })
+	err := linux.RetryErr(func() error { return unix.Setxattr(dir, trusted, val, 0) })
 	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOTSUP) {
-		err = ignoringEINTR(func() error { return unix.Setxattr(dir, user, val, 0) })
+		err = linux.RetryErr(func() error { return unix.Setxattr(dir, user, val, 0) })
 	}
 	if err != nil {
 		return &os.PathError{Op: "setxattr", Path: dir, Err: err}
@@ -147,7 +142,7 @@ func getXattr(dir, trusted, user string) ([]byte, error) {
 	buf := make([]byte, 512)
 	for _, name := range []string{trusted, user} {
 		var n int
-		err := ignoringEINTR(func() (err error) { n, err = unix.Getxattr(dir, name, buf); return err })
+		err := linux.RetryErr(func() (err error) { n, err = unix.Getxattr(dir, name, buf); return err })
 		if err == nil {
 			return buf[:n], nil
 		}
@@ -160,7 +155,7 @@ func getXattr(dir, trusted, user string) ([]byte, error) {
 
 // mkdir creates one cgroup directory; EEXIST is reported as os.ErrExist through the PathError.
 func mkdir(dir string) error {
-	err := ignoringEINTR(func() error { return unix.Mkdir(dir, 0o755) })
+	err := linux.RetryErr(func() error { return unix.Mkdir(dir, 0o755) })
 	if err != nil {
 		return &os.PathError{Op: "mkdir", Path: dir, Err: err}
 	}
@@ -169,7 +164,7 @@ func mkdir(dir string) error {
 
 // rmdir removes one cgroup directory.
 func rmdir(dir string) error {
-	err := ignoringEINTR(func() error { return unix.Rmdir(dir) })
+	err := linux.RetryErr(func() error { return unix.Rmdir(dir) })
 	if err != nil {
 		return &os.PathError{Op: "rmdir", Path: dir, Err: err}
 	}
@@ -179,7 +174,7 @@ func rmdir(dir string) error {
 // inode returns the inode number of dir: a cgroup2 directory's inode is its cgroup id.
 func inode(dir string) (uint64, error) {
 	var st unix.Stat_t
-	if err := ignoringEINTR(func() error { return unix.Stat(dir, &st) }); err != nil {
+	if err := linux.RetryErr(func() error { return unix.Stat(dir, &st) }); err != nil {
 		return 0, &os.PathError{Op: "stat", Path: dir, Err: err}
 	}
 	return st.Ino, nil

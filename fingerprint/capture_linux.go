@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/internal/linux"
 )
 
 // maxReasonLen keeps an unverified identity's reason (and so its token) short.
@@ -80,7 +82,7 @@ func capture(src Sources, pid int, cgroupPath string, child bool) Identity {
 
 // captureLeader reads the leader's start time and checks its membership while a pidfd pins it.
 func captureLeader(src Sources, id *Identity, dir int, child bool) error {
-	pidfd, err := pidfdOpen(id.PID)
+	pidfd, err := linux.PidfdOpen(id.PID)
 	if err != nil {
 		return err
 	}
@@ -100,11 +102,11 @@ func captureLeader(src Sources, id *Identity, dir int, child bool) error {
 			return fmt.Errorf("cgroup membership: %w", err)
 		}
 	}
-	alive, err := pidfdAlive(pidfd)
+	alive, err := linux.PidfdAlive(pidfd)
 	if err != nil {
 		return err
 	}
-	if !alive || st.dead() {
+	if !alive || st.Dead() {
 		return fmt.Errorf("pid %d exited before its identity was captured", id.PID)
 	}
 	if !member {
@@ -116,18 +118,18 @@ func captureLeader(src Sources, id *Identity, dir int, child bool) error {
 
 // readStatFile reads and parses a /proc/<pid>/stat file. A vanished process is ESRCH or ENOENT (kept in the
 // chain for errors.Is).
-func readStatFile(path string) (procStat, error) {
+func readStatFile(path string) (linux.Stat, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return procStat{}, err
+		return linux.Stat{}, err
 	}
 	defer f.Close()
-	st, err := readStat(f)
+	st, err := linux.ReadStat(f)
 	if err != nil {
 		if errors.Is(err, unix.ESRCH) {
-			return procStat{}, &os.PathError{Op: "read", Path: path, Err: err}
+			return linux.Stat{}, &os.PathError{Op: "read", Path: path, Err: err}
 		}
-		return procStat{}, fmt.Errorf("%s: %w", path, err)
+		return linux.Stat{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return st, nil
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/internal/linux"
 )
 
 // maxCgroupDepth bounds the walk through a worker's sub-cgroups.
@@ -22,7 +24,7 @@ const maxCgroupDepth = 32
 // is resolved beneath root with no symlinks and no mount crossings.
 func openCgroupDir(root, rel string) (int, error) {
 	full := filepath.Join(root, rel)
-	rootFD, err := retryEINTR(func() (int, error) {
+	rootFD, err := linux.Retry(func() (int, error) {
 		return unix.Open(root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	})
 	if err != nil {
@@ -30,14 +32,14 @@ func openCgroupDir(root, rel string) (int, error) {
 	}
 	defer closeFD(rootFD)
 	name := strings.TrimPrefix(rel, "/")
-	fd, err := retryEINTR(func() (int, error) {
+	fd, err := linux.Retry(func() (int, error) {
 		return unix.Openat2(rootFD, name, &unix.OpenHow{
 			Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC,
 			Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_XDEV,
 		})
 	})
 	if errors.Is(err, unix.ENOSYS) { // kernels before 5.6; the path was cleaned, so only symlinks remain to refuse
-		fd, err = retryEINTR(func() (int, error) {
+		fd, err = linux.Retry(func() (int, error) {
 			return unix.Openat(rootFD, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 		})
 	}
@@ -57,7 +59,7 @@ func dirIno(fd int) (uint64, error) {
 }
 
 func openAt(dir int, name string, flags int) (int, error) {
-	fd, err := retryEINTR(func() (int, error) {
+	fd, err := linux.Retry(func() (int, error) {
 		return unix.Openat(dir, name, flags|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
 	})
 	if err != nil {
@@ -85,7 +87,7 @@ func writeAt(dir int, name, value string) error {
 		return err
 	}
 	defer closeFD(fd)
-	if _, err := retryEINTR(func() (int, error) { return unix.Write(fd, []byte(value)) }); err != nil {
+	if _, err := linux.Retry(func() (int, error) { return unix.Write(fd, []byte(value)) }); err != nil {
 		return &os.PathError{Op: "write", Path: name, Err: err}
 	}
 	return nil
@@ -172,17 +174,6 @@ func isMember(dir, pid int) (bool, error) {
 	return false, nil
 }
 
-// eventValue returns the value of key in a cgroup.events text ("populated 1\nfrozen 0\n").
-func eventValue(b []byte, key string) (string, bool) {
-	for _, line := range strings.Split(string(b), "\n") {
-		k, v, ok := strings.Cut(line, " ")
-		if ok && k == key {
-			return strings.TrimSpace(v), true
-		}
-	}
-	return "", false
-}
-
 // populated reports whether the cgroup or a descendant holds a process: cgroup.events on v2, a walk of
 // cgroup.procs on v1 (which has no cgroup.events).
 func populated(dir int) (bool, error) {
@@ -197,11 +188,8 @@ func populated(dir int) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	v, ok := eventValue(b, "populated")
-	if !ok {
-		return false, errors.New("cgroup.events has no populated key")
-	}
-	return v == "1", nil
+	ev, err := linux.ParseEvents(b)
+	return ev.Populated, err
 }
 
 // waitEvent waits until cgroup.events shows key=want. The kernel wakes pollers (POLLPRI) when the file
@@ -214,13 +202,13 @@ func waitEvent(ctx context.Context, dir int, key, want string) error {
 	defer closeFD(fd)
 	buf := make([]byte, 512)
 	for {
-		n, err := retryEINTR(func() (int, error) { return unix.Pread(fd, buf, 0) })
+		n, err := linux.Retry(func() (int, error) { return unix.Pread(fd, buf, 0) })
 		if err != nil {
 			return &os.PathError{Op: "pread", Path: "cgroup.events", Err: err}
 		}
-		v, ok := eventValue(buf[:n], key)
+		v, ok := linux.KeyedValue(buf[:n], key)
 		if !ok {
-			return fmt.Errorf("cgroup.events has no %s key", key)
+			return fmt.Errorf("%w: cgroup.events has no %s key", linux.ErrMalformed, key)
 		}
 		if v == want {
 			return nil
@@ -228,9 +216,8 @@ func waitEvent(ctx context.Context, dir int, key, want string) error {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("waiting for cgroup %s=%s: %w", key, want, err)
 		}
-		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLPRI}}
-		if _, err := retryEINTR(func() (int, error) { return unix.Poll(fds, 50) }); err != nil {
-			return os.NewSyscallError("poll", err)
+		if _, err := linux.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLPRI}}, 50); err != nil {
+			return err
 		}
 	}
 }

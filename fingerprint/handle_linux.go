@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hlaunch/hlaunch/internal/linux"
 	"github.com/hlaunch/hlaunch/internal/pidsignal"
 )
 
@@ -43,7 +44,7 @@ func (h *Handle) SignalLeader(sig syscall.Signal) error {
 	if h.pidfd < 0 {
 		return fmt.Errorf("%w: leader PID %d has exited", ErrNotRunning, h.id.PID)
 	}
-	err := pidfdSignal(h.pidfd, sig)
+	err := linux.PidfdSignal(h.pidfd, sig)
 	if errors.Is(err, unix.ESRCH) {
 		return fmt.Errorf("%w: leader PID %d has exited", ErrNotRunning, h.id.PID)
 	}
@@ -89,7 +90,7 @@ func (h *Handle) SignalAll(ctx context.Context, sig syscall.Signal) error {
 // once, and the leader does not, so the target does not get it a second time through the init. SIGKILL is
 // SignalAll: the init must end too. Without a pinned leader (it had exited) it is SignalAll.
 func (h *Handle) SignalAllButLeader(ctx context.Context, sig syscall.Signal) error {
-	if sig == unix.SIGKILL || h.closed || h.dir < 0 || h.pidfd < 0 || pidfdSignal(h.pidfd, 0) != nil {
+	if sig == unix.SIGKILL || h.closed || h.dir < 0 || h.pidfd < 0 || linux.PidfdSignal(h.pidfd, 0) != nil {
 		return h.SignalAll(ctx, sig)
 	}
 	if gone, err := h.cgroupRemoved(); err != nil || gone {
@@ -229,12 +230,8 @@ func (h *Handle) leaderRunning() (bool, error) {
 	if h.pidfd < 0 {
 		return false, nil
 	}
-	fds := []unix.PollFd{{Fd: int32(h.pidfd), Events: unix.POLLIN}}
-	n, err := retryEINTR(func() (int, error) { return unix.Poll(fds, 0) })
-	if err != nil {
-		return false, os.NewSyscallError("poll", err)
-	}
-	return n == 0, nil
+	exited, err := linux.PidfdExited(h.pidfd, 0)
+	return !exited, err
 }
 
 func (h *Handle) waitLeader(ctx context.Context) error {
@@ -246,9 +243,8 @@ func (h *Handle) waitLeader(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("waiting for PID %d to exit: %w", h.id.PID, err)
 		}
-		fds := []unix.PollFd{{Fd: int32(h.pidfd), Events: unix.POLLIN}}
-		if _, err := retryEINTR(func() (int, error) { return unix.Poll(fds, 50) }); err != nil {
-			return os.NewSyscallError("poll", err)
+		if _, err := linux.PidfdExited(h.pidfd, 50); err != nil {
+			return err
 		}
 	}
 }

@@ -192,7 +192,7 @@ func recycleSteps(r *recycleReport) error {
 
 	// The stranger is our child: alive means not reaped, not a zombie, and no signal pending.
 	st, err := readStatFile("/proc/" + strconv.Itoa(recyclePID) + "/stat")
-	r.StrangerAlive = err == nil && !st.dead() && st.Start == r.StrangerStart && stranger.ProcessState == nil
+	r.StrangerAlive = err == nil && !st.Dead() && st.Start == r.StrangerStart && stranger.ProcessState == nil
 	_ = stranger.Process.Kill()
 	_ = stranger.Wait()
 	return nil

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/internal/linux"
 )
 
 // Verify answers what the identity names now. The error is non-nil ONLY when facts could not be read (a
@@ -134,7 +136,7 @@ func judgeLeader(src Sources, h *Handle) (Verdict, error) {
 		}
 		return verdict(Exited, "PID %d %s", id.PID, how)
 	}
-	pidfd, err := pidfdOpen(id.PID)
+	pidfd, err := linux.PidfdOpen(id.PID)
 	if errors.Is(err, unix.ESRCH) {
 		return leaderGone("has exited"), nil
 	}
@@ -160,7 +162,7 @@ func judgeLeader(src Sources, h *Handle) (Verdict, error) {
 			return Verdict{}, fmt.Errorf("cgroup %s membership: %w", id.Cgroup, err)
 		}
 	}
-	alive, err := pidfdAlive(pidfd)
+	alive, err := linux.PidfdAlive(pidfd)
 	if err != nil {
 		closeFD(pidfd)
 		return Verdict{}, err
@@ -169,7 +171,7 @@ func judgeLeader(src Sources, h *Handle) (Verdict, error) {
 	case !alive:
 		closeFD(pidfd)
 		return leaderGone("has exited"), nil
-	case st.dead():
+	case st.Dead():
 		// A zombie has left its cgroup already; it is the leader (or a dead stranger), never signallable.
 		closeFD(pidfd)
 		return leaderGone("has exited (not yet reaped)"), nil
@@ -196,7 +198,7 @@ func judgeLeader(src Sources, h *Handle) (Verdict, error) {
 // cgroup: the cgroup is empty, but the worker is not over.
 func endedOrRecycled(src Sources, id Identity, format string, args ...any) (*Handle, Verdict, error) {
 	st, err := readStatFile(src.statPath(id.PID))
-	if err == nil && !st.dead() {
+	if err == nil && !st.Dead() {
 		why := fmt.Sprintf(format, args...)
 		if st.Start == id.Start {
 			// The leader's own PID and start time, outside its cgroup: it left (escaped) before the cgroup

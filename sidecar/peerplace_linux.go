@@ -1,16 +1,15 @@
 package sidecar
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net"
 	"os"
-	"strconv"
-	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/internal/linux"
 )
 
 // peerPlace is where the connecting process runs: its pid namespace and its v2 cgroup as this process's
@@ -42,11 +41,11 @@ func placeOf(c net.Conn, pid int32) (peerPlace, error) {
 	if err != nil {
 		return peerPlace{}, fmt.Errorf("the peer's cgroup: %w", err)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "0::"); ok {
-			p.cgroup = rest
-		}
+	pc, err := linux.ParseProcCgroup(b)
+	if err != nil {
+		return peerPlace{}, fmt.Errorf("the peer's cgroup: %w", err)
 	}
+	p.cgroup = pc.V2
 	if !pidfdShows(pidfd, int(pid)) {
 		return peerPlace{}, fmt.Errorf("the peer (pid %d) exited while it was looked at", pid)
 	}
@@ -67,9 +66,9 @@ func peerPidfd(c net.Conn, pid int) (int, error) {
 		}
 	}
 	if fd < 0 {
-		n, err := unix.PidfdOpen(pid, 0)
+		n, err := linux.PidfdOpen(pid)
 		if err != nil {
-			return -1, fmt.Errorf("the peer (pid %d) is gone: %w", pid, os.NewSyscallError("pidfd_open", err))
+			return -1, fmt.Errorf("the peer (pid %d) is gone: %w", pid, err)
 		}
 		fd = n
 	}
@@ -87,11 +86,6 @@ func pidfdShows(pidfd, pid int) bool {
 	if err != nil {
 		return false
 	}
-	for _, line := range bytes.Split(b, []byte("\n")) {
-		if v, ok := bytes.CutPrefix(line, []byte("Pid:")); ok {
-			n, err := strconv.Atoi(string(bytes.TrimSpace(v)))
-			return err == nil && n == pid
-		}
-	}
-	return false
+	n, err := linux.FdinfoPid(b)
+	return err == nil && n == pid
 }

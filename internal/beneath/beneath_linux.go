@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/internal/linux"
 )
 
 // resolve is the resolution of every walk: below the directory, no symbolic link, no magic link.
@@ -68,7 +70,7 @@ func walk(dir int, rel string, flags int, mode uint32, name string) (int, error)
 	}
 	defer closeCur()
 	for _, c := range parts[:len(parts)-1] {
-		fd, err := retryEINTR(func() (int, error) {
+		fd, err := linux.Retry(func() (int, error) {
 			return unix.Openat(cur, c, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		})
 		if err != nil {
@@ -78,7 +80,7 @@ func walk(dir int, rel string, flags int, mode uint32, name string) (int, error)
 		cur = fd
 	}
 	last := parts[len(parts)-1]
-	fd, err := retryEINTR(func() (int, error) { return unix.Openat(cur, last, flags|unix.O_NOFOLLOW, mode) })
+	fd, err := linux.Retry(func() (int, error) { return unix.Openat(cur, last, flags|unix.O_NOFOLLOW, mode) })
 	if err != nil {
 		return -1, &os.PathError{Op: "openat", Path: name, Err: linkErr(cur, last, err)}
 	}
@@ -131,7 +133,7 @@ func Lstat(dir int, rel, name string) (unix.Stat_t, error) {
 // inode, not a walk of its path again. It is how a file is opened for reading only after fstat showed
 // it is a regular file (opening a device or a FIFO can have effects of its own).
 func Reopen(fd, flags int, name string) (int, error) {
-	nfd, err := retryEINTR(func() (int, error) {
+	nfd, err := linux.Retry(func() (int, error) {
 		return unix.Open("/proc/self/fd/"+strconv.Itoa(fd), flags|unix.O_CLOEXEC, 0)
 	})
 	if err != nil {
@@ -173,13 +175,4 @@ func MkdirAll(dir int, rel string, perm uint32, name string) (int, error) {
 		return unix.FcntlInt(uintptr(dir), unix.F_DUPFD_CLOEXEC, 0) // nothing to walk: one the caller may close
 	}
 	return cur, nil
-}
-
-func retryEINTR(fn func() (int, error)) (int, error) {
-	for {
-		n, err := fn()
-		if !errors.Is(err, unix.EINTR) {
-			return n, err
-		}
-	}
 }

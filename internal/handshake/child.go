@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hlaunch/hlaunch/internal/linux"
 	"github.com/hlaunch/hlaunch/internal/seccomp"
 )
 
@@ -141,10 +142,7 @@ func initLoop(target int, sigs <-chan os.Signal) int {
 	}()
 	for {
 		var ws syscall.WaitStatus
-		pid, err := syscall.Wait4(-1, &ws, 0, nil)
-		if errors.Is(err, syscall.EINTR) {
-			continue
-		}
+		pid, err := linux.Retry(func() (int, error) { return syscall.Wait4(-1, &ws, 0, nil) })
 		if err != nil {
 			return 125 // no child left without having seen the target: cannot happen
 		}

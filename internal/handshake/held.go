@@ -7,6 +7,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/internal/linux"
 )
 
 // Held is a target that has been exec'd but has not run its first instruction: it was started traced and
@@ -70,10 +72,7 @@ func Hold(c Command) (*Held, error) {
 func (h *Held) awaitExec() error {
 	for {
 		var ws syscall.WaitStatus
-		_, err := syscall.Wait4(h.Proc.Pid, &ws, 0, nil)
-		if errors.Is(err, syscall.EINTR) {
-			continue
-		}
+		_, err := linux.Retry(func() (int, error) { return syscall.Wait4(h.Proc.Pid, &ws, 0, nil) })
 		if err != nil {
 			return fmt.Errorf("wait for held child %d: %w", h.Proc.Pid, err)
 		}

@@ -1,7 +1,6 @@
 package handshake
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -11,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hlaunch/hlaunch/internal/affinity"
+	"github.com/hlaunch/hlaunch/internal/linux"
 )
 
 // Command is one child to start with Spawn.
@@ -98,28 +98,17 @@ func (p *Proc) Signal(sig syscall.Signal) error {
 func (p *Proc) Wait() (syscall.WaitStatus, error) {
 	// Wait without reaping first, so Signal can never race a reap (the same dance os.Process does).
 	var info unix.Siginfo
-	for {
-		err := unix.Waitid(unix.P_PID, p.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, unix.EINTR) {
-			return 0, os.NewSyscallError("waitid", err)
-		}
+	if err := linux.RetryErr(func() error { return unix.Waitid(unix.P_PID, p.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil) }); err != nil {
+		return 0, os.NewSyscallError("waitid", err)
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var ws syscall.WaitStatus
-	for {
-		_, err := syscall.Wait4(p.Pid, &ws, 0, nil)
-		if err == nil {
-			p.reaped = true
-			return ws, nil
-		}
-		if !errors.Is(err, syscall.EINTR) {
-			return 0, fmt.Errorf("wait4 %d: %w", p.Pid, err)
-		}
+	if _, err := linux.Retry(func() (int, error) { return syscall.Wait4(p.Pid, &ws, 0, nil) }); err != nil {
+		return 0, fmt.Errorf("wait4 %d: %w", p.Pid, err)
 	}
+	p.reaped = true
+	return ws, nil
 }
 
 // ExitCode is a shell's view of a wait status: the exit code, or 128+N when signal N ended the child.

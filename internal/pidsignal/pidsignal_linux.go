@@ -8,10 +8,11 @@ package pidsignal
 import (
 	"errors"
 	"fmt"
-	"os"
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/internal/linux"
 )
 
 // Members signals the processes list names that are not in done, the pinned way: list, pidfd_open each,
@@ -33,12 +34,12 @@ func Members(list func() ([]int, error), sig syscall.Signal, done map[int]bool) 
 		if done[pid] {
 			continue
 		}
-		fd, err := retry(func() (int, error) { return unix.PidfdOpen(pid, 0) })
+		fd, err := linux.PidfdOpen(pid)
 		if errors.Is(err, unix.ESRCH) {
 			continue
 		}
 		if err != nil {
-			return 0, os.NewSyscallError("pidfd_open", err)
+			return 0, err
 		}
 		fds[pid] = fd
 	}
@@ -52,21 +53,12 @@ func Members(list func() ([]int, error), sig syscall.Signal, done map[int]bool) 
 		if !ok {
 			continue
 		}
-		_, err := retry(func() (int, error) { return 0, unix.PidfdSendSignal(fd, sig, nil, 0) })
+		err := linux.PidfdSignal(fd, sig)
 		if err != nil && !errors.Is(err, unix.ESRCH) {
-			return n, fmt.Errorf("signal pid %d: %w", pid, os.NewSyscallError("pidfd_send_signal", err))
+			return n, fmt.Errorf("signal pid %d: %w", pid, err)
 		}
 		done[pid] = true
 		n++
 	}
 	return n, nil
-}
-
-func retry(fn func() (int, error)) (int, error) {
-	for {
-		v, err := fn()
-		if !errors.Is(err, unix.EINTR) {
-			return v, err
-		}
-	}
 }

@@ -11,13 +11,13 @@
 package selfguard
 
 import (
-	"bytes"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/internal/linux"
 )
 
 // Hide makes this process non-dumpable and blanks the environment block /proc/self/environ shows
@@ -85,18 +85,11 @@ func environRange() (start, end uint64, err error) {
 	if err != nil {
 		return 0, 0, fmt.Errorf("selfguard: %w", err)
 	}
-	// The command name (field 2) may hold spaces and parentheses: the fields after it follow its last ')'.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, 0, fmt.Errorf("selfguard: /proc/self/stat: no command name")
-	}
-	fields := bytes.Fields(b[i+1:]) // fields 3 onwards
-	const envStart, envEnd = 50, 51
-	if len(fields) < envEnd-2 {
-		return 0, 0, fmt.Errorf("selfguard: /proc/self/stat: %d fields, want at least %d", len(fields)+2, envEnd)
-	}
-	if start, err = strconv.ParseUint(string(fields[envStart-3]), 10, 64); err == nil {
-		end, err = strconv.ParseUint(string(fields[envEnd-3]), 10, 64)
+	st, err := linux.ParseStat(b)
+	if err == nil {
+		if start, err = st.Field(50); err == nil {
+			end, err = st.Field(51)
+		}
 	}
 	if err != nil {
 		return 0, 0, fmt.Errorf("selfguard: /proc/self/stat: %w", err)

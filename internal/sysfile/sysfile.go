@@ -13,13 +13,15 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/internal/linux"
 )
 
 // Open opens path read-only with O_CLOEXEC plus flags (O_NOFOLLOW, O_NONBLOCK, O_DIRECTORY...). The
 // returned file is not registered with the runtime poller: O_NONBLOCK, when asked for, only keeps the open
 // itself from blocking (on a FIFO) and is cleared before the file is returned. Errors are *os.PathError.
 func Open(path string, flags int) (*os.File, error) {
-	fd, err := ignoringEINTR(func() (int, error) { return unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|flags, 0) })
+	fd, err := linux.Retry(func() (int, error) { return unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|flags, 0) })
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
@@ -46,13 +48,4 @@ func ReadFile(path string) ([]byte, error) {
 		return nil, &os.PathError{Op: "read", Path: path, Err: err}
 	}
 	return b, nil
-}
-
-func ignoringEINTR(fn func() (int, error)) (int, error) {
-	for {
-		n, err := fn()
-		if err != unix.EINTR {
-			return n, err
-		}
-	}
 }

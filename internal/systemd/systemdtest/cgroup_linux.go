@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/hlaunch/hlaunch/internal/linux"
 )
 
 // killTree kills every process in the cgroup2 subtree dir and waits until it is empty. It uses
@@ -51,12 +53,11 @@ func populated(dir string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "populated "); ok {
-			return v != "0", nil
-		}
+	ev, err := linux.ParseEvents(b)
+	if err != nil {
+		return false, fmt.Errorf("%s/cgroup.events: %w", dir, err)
 	}
-	return false, fmt.Errorf("%s/cgroup.events: no populated line", dir)
+	return ev.Populated, nil
 }
 
 // killEach sends SIGKILL to every PID listed in the subtree. The PIDs are ours: they are in our subtree.
