@@ -65,3 +65,32 @@ func TestShimAlive(t *testing.T) {
 		t.Error("a reaped PID counts as a running shim")
 	}
 }
+
+// ExitSettled, the one rule for "an exit has settled" (Wait and the sidecar's watcher): the status
+// recorded settles it without asking about the shim; without a status it has settled only once the shim
+// is gone. Checked with this process as a live shim and a receipt without one, through ShimAlive.
+func TestExitSettled(t *testing.T) {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, err := fingerprint.ReadStartTime(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := Receipt{ShimPID: os.Getpid(), ShimStart: start}
+	code := 3
+	asked := false
+	never := func(Receipt) bool { asked = true; return true }
+	for _, r := range []Record{{Receipt: live, ExitCode: &code}, {Receipt: live, Signal: "SIGKILL"}} {
+		if !r.ExitSettled(never) || asked {
+			t.Errorf("%+v: a recorded status must settle the exit without asking about the shim", r)
+		}
+	}
+	if (Record{Receipt: live}).ExitSettled(ShimAlive) {
+		t.Error("no status while the shim runs: the exit has not settled (its status is still to come)")
+	}
+	if !(Record{Receipt: Receipt{ShimPID: 0}}).ExitSettled(ShimAlive) {
+		t.Error("no status and no shim (a worker known by its token only): the exit has settled")
+	}
+}

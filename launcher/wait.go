@@ -17,9 +17,7 @@ func (l *Launcher) Wait(ctx context.Context, ref string) (Record, error) {
 		if err != nil {
 			return Record{}, err
 		}
-		ended := rec.State != string(fingerprint.Running)
-		// The shim writes the exit status just after the leader ends; give it a moment to land.
-		if ended && (rec.ExitCode != nil || rec.Signal != "" || rec.ID == "" || !ShimAlive(rec.Receipt)) {
+		if rec.State != string(fingerprint.Running) && rec.ExitSettled(ShimAlive) {
 			return rec, nil
 		}
 		select {
@@ -28,6 +26,15 @@ func (l *Launcher) Wait(ctx context.Context, ref string) (Record, error) {
 		case <-time.After(25 * time.Millisecond):
 		}
 	}
+}
+
+// ExitSettled reports whether an ended worker's exit is final: the one rule Wait and the sidecar's watcher
+// share. Its shim writes the exit status just after the leader ends, so the exit has settled once the
+// status is recorded (an exit code or a signal) or once the shim is gone (shimAlive false: the status will
+// never come, e.g. the shim was killed; a worker known only by its token has no shim). shimAlive, a
+// /proc read, is asked only while the status is missing.
+func (r Record) ExitSettled(shimAlive func(Receipt) bool) bool {
+	return r.ExitCode != nil || r.Signal != "" || !shimAlive(r.Receipt)
 }
 
 // ShimAlive reports whether the worker's shim still runs: its PID names a live process (not a zombie)

@@ -422,7 +422,7 @@ func TestExitWaitsForStatus(t *testing.T) {
 	var mu sync.Mutex
 	shims := map[int]bool{4242: true, 4343: true}
 	ts := startTest(t, f, Config{}, func(s *Server) {
-		s.alive = func(r launcher.Record) bool { mu.Lock(); defer mu.Unlock(); return shims[r.ShimPID] }
+		s.alive = func(r launcher.Receipt) bool { mu.Lock(); defer mu.Unlock(); return shims[r.ShimPID] }
 	})
 	es := ts.events(t, "?since=2")
 	setState := func(id string, mut func(*launcher.Record)) {
@@ -503,7 +503,7 @@ func TestPollSkipsFinalRecords(t *testing.T) {
 	f.add(launcher.Record{Receipt: launcher.Receipt{ID: "w-00000000000c"}, State: "foreign-boot"})
 	f.add(launcher.Record{Receipt: launcher.Receipt{ID: "w-00000000000d", ShimPID: 4242}, State: "exited"}) // status not in yet
 	ts := startTest(t, f, Config{PollInterval: time.Millisecond}, func(s *Server) {
-		s.alive = func(r launcher.Record) bool { return r.ShimPID == 4242 }
+		s.alive = func(r launcher.Receipt) bool { return r.ShimPID == 4242 }
 	})
 	es := ts.events(t, "")
 	f.getsSince()

@@ -112,7 +112,7 @@ type Server struct {
 	scopes   map[string]string    // cgroup -> id of the running scoped workers the sidecar knows (peer checks)
 	// nextTicket numbers spawns; gen counts the workers spawns put in the view (see poll).
 	nextTicket, gen uint64
-	alive           func(launcher.Record) bool // whether a worker's shim still runs (launcher.ShimAlive)
+	alive           func(launcher.Receipt) bool // whether a worker's shim still runs (launcher.ShimAlive)
 	lastPoll        time.Time
 	pollErr         error
 	spawnErr        string // the last host-level spawn failure (see noteSpawn); "" when spawns work
@@ -175,7 +175,7 @@ func newServer(cfg Config, b backend) (*Server, error) {
 		final:    map[string]struct{}{},
 		inflight: map[uint64]struct{}{},
 		scopes:   map[string]string{},
-		alive:    func(r launcher.Record) bool { return launcher.ShimAlive(r.Receipt) },
+		alive:    launcher.ShimAlive,
 		ready:    make(chan struct{}),
 		shutdown: make(chan struct{}),
 	}

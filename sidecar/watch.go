@@ -43,13 +43,10 @@ func transition(prev string, known bool, r launcher.Record, initial bool) []Even
 // settleTimeout bounds how long an exit is held back waiting for the shim's exit record.
 const settleTimeout = 5 * time.Second
 
-// settled reports whether r's state is final enough to report: an exited record has its status, or its
-// shim is gone (then the status will never come, e.g. the shim was killed). Launcher.Wait uses the same rule.
-func settled(r launcher.Record, alive func(launcher.Record) bool) bool {
-	if r.State != stateExited {
-		return true
-	}
-	return r.ExitCode != nil || r.Signal != "" || !alive(r)
+// settled reports whether r's state is final enough to report: any state but exited, and an exit that has
+// settled (launcher.Record.ExitSettled, the rule Launcher.Wait uses).
+func settled(r launcher.Record, alive func(launcher.Receipt) bool) bool {
+	return r.State != stateExited || r.ExitSettled(alive)
 }
 
 // viewEntry is what the sidecar last knew of one worker. gen is the spawn generation at which a spawn put it
@@ -63,7 +60,7 @@ type viewEntry struct {
 // status is known (or will never be), and the refusal states that no later verification undoes (the boot,
 // the machine, a recycled PID). Such records are not read again by later polls; everything else, running
 // and unverified workers, is verified on every poll.
-func isFinal(r launcher.Record, alive func(launcher.Record) bool) bool {
+func isFinal(r launcher.Record, alive func(launcher.Receipt) bool) bool {
 	switch r.State {
 	case stateExited:
 		return settled(r, alive)
