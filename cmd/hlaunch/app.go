@@ -49,7 +49,7 @@ func run(args []string, stdin, stdout, stderr *os.File, childCPUs affinity.Set) 
 	root.SetErr(stderr)
 	err := root.ExecuteContext(context.Background())
 	// A command line cobra refused, or an exec that failed before its launch, never reached a release.
-	a.relay.release()
+	a.settleRelay(false)
 	return a.finish(err)
 }
 

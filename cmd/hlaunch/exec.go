@@ -30,22 +30,15 @@ printed as JSON.`,
 			if err := spec.Validate(); err != nil {
 				return err
 			}
-			if spec.Detach {
-				a.relay.release()
-				l, err := a.newLauncher()
-				if err != nil {
-					return err
-				}
-				return a.start(cmd.Context(), l, spec)
-			}
-			if a.relay == nil {
-				a.relay = startRelay([]string{"exec"})
-			}
+			sigs := a.settleRelay(!spec.Detach)
 			l, err := a.newLauncher()
 			if err != nil {
 				return err
 			}
-			return a.runForeground(l, spec, a.relay.signals())
+			if spec.Detach {
+				return a.start(cmd.Context(), l, spec)
+			}
+			return a.runForeground(l, spec, sigs)
 		},
 	}
 	fs := cmd.Flags()

@@ -49,6 +49,22 @@ func startRelay(args []string) *relay {
 	return r
 }
 
+// settleRelay is the one decision about the early subscription, which every command line reaches before
+// its command runs (and once more when it ends, for a line cobra refused): a foreground exec keeps it,
+// started now if main did not (a command line namesExec did not recognise as exec), and gets the signals
+// to forward; every other command line gives it back, and gets none. Calls after a foreground exec claimed
+// it change nothing.
+func (a *app) settleRelay(foreground bool) launcher.Signals {
+	if !foreground {
+		a.relay.release()
+		return launcher.Signals{}
+	}
+	if a.relay == nil {
+		a.relay = startRelay([]string{"exec"})
+	}
+	return a.relay.signals()
+}
+
 // namesExec reports whether "exec" appears among args before "--". A false positive costs a release; a
 // false negative only the overlap.
 func namesExec(args []string) bool {

@@ -83,3 +83,35 @@ func TestRelayNilAndClaimedReleaseAreNoOps(t *testing.T) {
 		t.Fatal("a claimed relay stopped delivering after release")
 	}
 }
+
+// settleRelay is the one place the early subscription is kept or given back: a foreground exec keeps it
+// (started there when main did not) and later calls leave it subscribed; any other line releases it and
+// gets nothing to forward.
+func TestSettleRelay(t *testing.T) {
+	a := &app{}
+	s := a.settleRelay(true)
+	if a.relay == nil || s.C == nil || s.Ready == nil {
+		t.Fatalf("a foreground exec without an early relay got %+v, want one started", s)
+	}
+	<-s.Ready
+	if got := a.settleRelay(false); got.C != nil || a.relay.released {
+		t.Fatal("a claimed relay was given back after its foreground exec")
+	}
+	_ = syscall.Kill(os.Getpid(), syscall.SIGWINCH)
+	select {
+	case got := <-s.C:
+		if got != syscall.SIGWINCH {
+			t.Fatalf("got %v, want SIGWINCH", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the foreground exec's relay stopped delivering")
+	}
+
+	b := &app{relay: startRelay([]string{"exec", "--detach"})}
+	if got := b.settleRelay(false); got.C != nil || got.Ready != nil || !b.relay.released {
+		t.Fatalf("a detached exec kept the relay: %+v released=%v", got, b.relay.released)
+	}
+	if got := (&app{}).settleRelay(false); got.C != nil {
+		t.Fatal("a command line without a relay got signals to forward")
+	}
+}

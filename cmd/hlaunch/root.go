@@ -42,7 +42,7 @@ func newRootCmd(a *app) *cobra.Command {
 		// Only a foreground exec keeps the early signal subscription (see relay); exec decides in its RunE.
 		PersistentPreRun: func(cmd *cobra.Command, args []string) {
 			if cmd.Name() != "exec" {
-				a.relay.release()
+				a.settleRelay(false)
 			}
 		},
 		// An unknown subcommand must be an error with exit 125, not cobra's help text and exit 0.
