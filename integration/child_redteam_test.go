@@ -32,6 +32,9 @@ import (
 //	winsize:FD      the window size of the terminal at FD, "ok:ROWSxCOLS" (an error when FD is none)
 //	winsize-wait:FD=RxC  "ok:RxC" once the terminal at FD has that window size (polled, given up after
 //	                20 s with the last size seen)
+//	renameover:P    write a new file beside P and rename it over P (an atomic rewrite)
+//	unlink:P        remove P
+//	statfs:P        the size in bytes of the file system P is on, "ok:BYTES"
 //	ttysid:FD       "ok:own" when the terminal at FD is our session's controlling terminal, else the
 //	                error of TIOCGSID or "ok:other"
 func redteamCheck(kind, arg string) string {
@@ -132,6 +135,21 @@ func redteamCheck(kind, arg string) string {
 				return "ok:own"
 			}
 			return "ok:other"
+		}
+	case "renameover":
+		// Replace P as an editor or an atomic writer does: a new file beside it, renamed over it.
+		tmp := arg + ".hlaunch-new"
+		if err = os.WriteFile(tmp, []byte("REPLACED=1\n"), 0o600); err == nil {
+			if err = os.Rename(tmp, arg); err != nil {
+				os.Remove(tmp)
+			}
+		}
+	case "unlink":
+		err = os.Remove(arg)
+	case "statfs":
+		var st unix.Statfs_t
+		if err = unix.Statfs(arg, &st); err == nil {
+			return "ok:" + strconv.FormatUint(st.Blocks*uint64(st.Bsize), 10)
 		}
 	default:
 		return "unknown check"

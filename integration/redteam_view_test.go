@@ -216,10 +216,12 @@ func TestRedteamSandboxReachesRootThroughAlias(t *testing.T) {
 // the host is in its view read-only, and connect(2) needs no write access to the mount. Such sockets are
 // the user's sessions: a screen or tmux server (commands typed outside the sandbox), an editor's remote
 // server, an agent. Here: a server that serves only B's owner, with its socket in a 0700 directory of
-// the owner's, where such servers keep them: /run/screen/S-<user>/ (hidden), the user's home (covered),
-// /tmp/tmux-<uid>/ (the view's /tmp is private). The launcher runs in a private mount namespace with a
-// /run of the test's own. What stays reachable (a socket in /var/tmp or anywhere else of the host
-// outside these) is in docs/security.md's limits.
+// the owner's, where such servers keep them: /run/screen/S-<user>/ and a service's directory in /run
+// (the view's /run is an empty tmpfs), the user's home (covered), /tmp/tmux-<uid>/, /var/tmp (the red
+// team's case, which passed on the old code: its view's /var/tmp was the host's) and /dev/shm (private
+// tmpfs each). The launcher runs in a private mount namespace with a /run of the test's own. A socket
+// anywhere else on the host's read-only rest still serves the worker: that is docs/security.md's limit,
+// checked below so that the test says when it is gone.
 func TestRedteamSandboxReachesOwnersSessionSockets(t *testing.T) {
 	requireRoot(t)
 	e := newEnv(t)
@@ -230,30 +232,43 @@ func TestRedteamSandboxReachesOwnersSessionSockets(t *testing.T) {
 	must(t, os.Chmod(base, 0o755))
 	screenSock := runtimeDir(t, filepath.Join(base, "screen", "S-owner"), uid)
 	must(t, os.Chmod(filepath.Join(base, "screen"), 0o755))
+	svcSock := runtimeDir(t, filepath.Join(base, "svc", "owner"), uid)
+	must(t, os.Chmod(filepath.Join(base, "svc"), 0o755))
 	homeSock := runtimeDir(t, filepath.Join(base, "home", ".tmux"), uid)
 	must(t, os.Chmod(filepath.Join(base, "home"), 0o755))
-	tmpDir, err := os.MkdirTemp("/tmp", "tmux-")
-	must(t, err)
-	tmpSock := runtimeDir(t, tmpDir, uid)
+	elsewhereSock := runtimeDir(t, filepath.Join(base, "elsewhere"), uid)
+	var hostSocks []string
+	for _, top := range []string{"/tmp", "/var/tmp", "/dev/shm"} {
+		d, err := os.MkdirTemp(top, "hl-rt-sess-")
+		must(t, err)
+		hostSocks = append(hostSocks, runtimeDir(t, d, uid))
+	}
 	for i, kv := range e.Launcher {
 		if strings.HasPrefix(kv, "HOME=") {
 			e.Launcher[i] = "HOME=" + filepath.Join(base, "home")
 		}
 	}
 	prefix := []string{"unshare", "-m", "--propagation", "private", "sh", "-c",
-		`mount -t tmpfs tmpfs /run && mkdir /run/screen && mount --bind "$1" /run/screen && shift && exec "$@"`, "sh", filepath.Join(base, "screen")}
-	inRun := "/run/screen/S-owner/systemd/private"
-	checks := []string{"served:" + inRun, "served:" + homeSock, "served:" + tmpSock}
-	rep := e.reportIn("", prefix, []string{"-p", "b", "--sandbox", "--scope", "none"}, checks...)
+		`mount -t tmpfs tmpfs /run && mkdir /run/screen /run/svc && mount --bind "$1" /run/screen && mount --bind "$2" /run/svc && shift 2 && exec "$@"`,
+		"sh", filepath.Join(base, "screen"), filepath.Join(base, "svc")}
+	checks := []string{"served:/run/screen/S-owner/systemd/private", "served:/run/svc/owner/systemd/private", "served:" + homeSock}
+	for _, s := range hostSocks {
+		checks = append(checks, "served:"+s)
+	}
+	rep := e.reportIn("", prefix, []string{"-p", "b", "--sandbox", "--scope", "none"}, append(checks, "served:"+elsewhereSock)...)
 	for _, c := range checks {
 		if got := rep.Checks[c]; got == "ok:served" {
 			t.Errorf("a sandboxed worker of B (uid %d) was served by a session socket of its owner's (%s)", uid, c)
 		}
 	}
+	if got := rep.Checks["served:"+elsewhereSock]; got != "ok:served" {
+		t.Errorf("a socket of the owner's on the host's read-only rest (%s): %q; the limit docs/security.md states is gone: update it", elsewhereSock, got)
+	}
 	// Unsandboxed, as B's owner, the same sockets answer: the checks above are not vacuous.
 	u := strconv.Itoa(uid)
-	cmd := exec.Command("setpriv", "--reuid="+u, "--regid="+u, "--clear-groups", "--", selfBin, "child", "report", "served:"+screenSock, "served:"+homeSock, "served:"+tmpSock)
-	out, err := cmd.Output()
+	args := append([]string{"--reuid=" + u, "--regid=" + u, "--clear-groups", "--", selfBin, "child", "report",
+		"served:" + screenSock, "served:" + svcSock, "served:" + homeSock}, checks[3:]...)
+	out, err := exec.Command("setpriv", args...).Output()
 	if err != nil {
 		t.Fatalf("the owner's own reporter: %v", err)
 	}
@@ -262,4 +277,195 @@ func TestRedteamSandboxReachesOwnersSessionSockets(t *testing.T) {
 			t.Fatalf("the owner outside the sandbox was not served by %s: %q", c, got)
 		}
 	}
+}
+
+// A sandboxed worker has its home writable, and its home holds what the profile's next launch reads:
+// the .env this launcher composes the next environ from (a same-uid launcher takes PATH and LD_* from
+// it: nsenv's Loader rule refuses those only from a foreign-owned .env), hermes' .op.env and config.yaml
+// (the MCP servers and terminal backend the gateway's next hermes of the profile runs, perhaps
+// unsandboxed). On the old code the worker rewrote each, replaced it by a rename and removed it. Now
+// each is bound read-only over itself: read works, nothing changes on the host; auth.json stays
+// writable (hermes refreshes its OAuth tokens from inside a run). A .env that is missing (the worker
+// would create it), has a second link (another name writing it) or a protected file that is a symbolic
+// link is refused before anything starts (exit 125, one line naming the file). Root launcher, and an
+// unprivileged one (its worker in a user namespace).
+func TestRedteamSandboxRewritesItsProfile(t *testing.T) {
+	requireRoot(t)
+	protected := []string{".env", ".op.env", "config.yaml"}
+	plantAll := func(home string) []string {
+		var checks []string
+		for _, f := range protected {
+			p := filepath.Join(home, f)
+			checks = append(checks, "read:"+p, "plant:"+p+"=PATH="+home+"/workspace:/usr/bin:/bin", "renameover:"+p, "unlink:"+p)
+		}
+		return append(checks, authPlant(home))
+	}
+	seed := func(t *testing.T, home string, uid int) map[string]string {
+		want := map[string]string{}
+		for _, f := range append(protected, "auth.json") {
+			p := filepath.Join(home, f)
+			if f != ".env" {
+				must(t, os.WriteFile(p, []byte("# "+f+" of b"), 0o600))
+				must(t, os.Chown(p, uid, uid))
+			}
+			b, err := os.ReadFile(p)
+			must(t, err)
+			want[p] = string(b)
+		}
+		return want
+	}
+	judge := func(t *testing.T, home string, rep childReport, before map[string]string) {
+		for _, f := range protected {
+			p := filepath.Join(home, f)
+			if got := rep.Checks["read:"+p]; got != "ok:"+strings.TrimSpace(before[p]) {
+				t.Errorf("read %s inside: %q, want its content", p, got)
+			}
+			for _, c := range []string{"plant:", "renameover:", "unlink:"} {
+				if got := rep.Checks[c+p]; got == "ok" {
+					t.Errorf("%s%s: the worker changed its profile's %s", c, p, f)
+				}
+			}
+			if b, err := os.ReadFile(p); err != nil || string(b) != before[p] {
+				t.Errorf("%s on the host after the worker: %q (%v), want it unchanged", p, b, err)
+			}
+		}
+		if got := rep.Checks[authPlant(home)]; got != "ok" {
+			t.Errorf("auth.json: %q, want writable (hermes refreshes its tokens in a run)", got)
+		}
+	}
+	t.Run("root launcher", func(t *testing.T) {
+		e := newEnv(t)
+		home := filepath.Join(e.Root, "profiles", "b")
+		before := seed(t, home, profileUID("b"))
+		delete(before, filepath.Join(home, "auth.json"))
+		rep, _ := e.report([]string{"-p", "b", "--sandbox", "--scope", "none"}, plantAll(home)...)
+		judge(t, home, rep, before)
+		// The next launch gets B's own environ, nothing the worker tried to plant.
+		next, _ := e.report([]string{"-p", "b", "--scope", "none"})
+		if next.Env["B_MARKER"] != "b" || strings.Contains(next.Env["PATH"], "workspace") {
+			t.Errorf("B's next launch: B_MARKER %q PATH %q", next.Env["B_MARKER"], next.Env["PATH"])
+		}
+	})
+	t.Run("unprivileged launcher", func(t *testing.T) {
+		w := nobodyEnv(t)
+		home := filepath.Join(w.Root, "profiles", "b")
+		before := seed(t, home, 65534)
+		delete(before, filepath.Join(home, "auth.json"))
+		r := w.asNobody(append([]string{"exec", "-p", "b", "--sandbox", "--scope", "none", "--", selfBin, "child", "report"}, plantAll(home)...)...)
+		if r.Code != 0 {
+			t.Fatalf("exit %d: %s", r.Code, r.Stderr)
+		}
+		judge(t, home, decodeReport(t, r.Stdout), before)
+	})
+	t.Run("refused homes", func(t *testing.T) {
+		e := newEnv(t)
+		home := filepath.Join(e.Root, "profiles", "b")
+		dotenv := filepath.Join(home, ".env")
+		cases := []struct {
+			name, want  string
+			setup, undo func()
+		}{
+			{"missing .env", "does not exist", func() { must(t, os.Rename(dotenv, dotenv+".away")) }, func() { must(t, os.Rename(dotenv+".away", dotenv)) }},
+			{"a second link to .env", "one link", func() { must(t, os.Link(dotenv, filepath.Join(home, "workspace", "env"))) },
+				func() { must(t, os.Remove(filepath.Join(home, "workspace", "env"))) }},
+			{"config.yaml a link", "symbolic link", func() { must(t, os.Symlink("workspace/c.yaml", filepath.Join(home, "config.yaml"))) },
+				func() { must(t, os.Remove(filepath.Join(home, "config.yaml"))) }},
+		}
+		for _, c := range cases {
+			c.setup()
+			r := e.run("exec", "-p", "b", "--sandbox", "--scope", "none", "--", selfBin, "child", "report")
+			c.undo()
+			if r.Code != 125 || !strings.Contains(r.Stderr, home) || !strings.Contains(r.Stderr, c.want) || strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 || r.Stdout != "" {
+				t.Errorf("%s: exit %d, stdout %q, stderr %q; want 125 and one line naming the file (%q), nothing run", c.name, r.Code, r.Stdout, r.Stderr, c.want)
+			}
+		}
+	})
+}
+
+// authPlant is the check that rewrites home's auth.json.
+func authPlant(home string) string {
+	return "plant:" + filepath.Join(home, "auth.json") + `={"refreshed":true}`
+}
+
+// The sandbox's shared places are its own: /tmp, /var/tmp and /dev/shm are fresh tmpfs of at most a
+// quarter of the machine's memory each, and /run is an empty read-only tmpfs that keeps only a private
+// /run/lock and the file /etc/resolv.conf points to when it points into /run (here, as under
+// systemd-resolved: a link to /run/systemd/resolve/stub-resolv.conf, whose directory also holds a
+// socket). The launcher runs in a private mount namespace with a /run of the test's own and an /etc
+// overlay holding the link. On the old code /run was the host's (every socket in it reachable) and
+// /var/tmp the host's.
+func TestSandboxPrivateDirsAndRun(t *testing.T) {
+	requireRoot(t)
+	e := newEnv(t)
+	sockDir, err := os.MkdirTemp(hostBase, "hl-run-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(sockDir) })
+	servePeers(t, filepath.Join(sockDir, "io.systemd.Resolve"), -1)
+	must(t, os.Chmod(filepath.Join(sockDir, "io.systemd.Resolve"), 0o666)) // any uid may connect, as to the system bus
+	must(t, os.Chmod(sockDir, 0o755))
+	prefix := []string{"unshare", "-m", "--propagation", "private", "sh", "-c", `set -e
+mount -t tmpfs tmpfs /run
+mkdir -p /run/systemd/resolve /run/lock /run/ovl/u /run/ovl/w /run/dbus
+echo 'nameserver 127.0.0.53' > /run/systemd/resolve/stub-resolv.conf
+touch /run/systemd/resolve/io.systemd.Resolve /run/dbus/system_bus_socket
+mount --bind "$1/io.systemd.Resolve" /run/systemd/resolve/io.systemd.Resolve
+mount --bind "$1/io.systemd.Resolve" /run/dbus/system_bus_socket
+ln -s ../run/systemd/resolve/stub-resolv.conf /run/ovl/u/resolv.conf
+mount -t overlay overlay -o lowerdir=/etc,upperdir=/run/ovl/u,workdir=/run/ovl/w /etc
+shift; exec "$@"`, "sh", sockDir}
+	checks := []string{"read:/etc/resolv.conf", "ls:/run", "ls:/run/systemd/resolve", "write:/run", "write:/run/systemd/resolve/stub-resolv.conf",
+		"served:/run/dbus/system_bus_socket", "write:/run/lock", "mounts"}
+	for _, d := range []string{"/tmp", "/var/tmp", "/dev/shm"} {
+		checks = append(checks, "write:"+d, "statfs:"+d)
+	}
+	rep := e.reportIn("", prefix, []string{"-p", "b", "--sandbox", "--scope", "none"}, checks...)
+	want := map[string]string{
+		"read:/etc/resolv.conf":   "ok:nameserver 127.0.0.53",
+		"ls:/run":                 "ok:lock,systemd",
+		"ls:/run/systemd/resolve": "ok:stub-resolv.conf",
+		"write:/run/lock":         "ok",
+		"mounts":                  "ok",
+		"write:/tmp":              "ok",
+		"write:/var/tmp":          "ok",
+		"write:/dev/shm":          "ok",
+	}
+	for c, w := range want {
+		if got := rep.Checks[c]; got != w {
+			t.Errorf("%s: %q, want %q", c, got, w)
+		}
+	}
+	for _, c := range []string{"write:/run", "write:/run/systemd/resolve/stub-resolv.conf", "served:/run/dbus/system_bus_socket"} {
+		if got := rep.Checks[c]; strings.HasPrefix(got, "ok") {
+			t.Errorf("%s: %q, want refused", c, got)
+		}
+	}
+	// Unsandboxed in the same namespace, the socket in /run serves: the check above is not vacuous.
+	ctl := e.reportIn("", prefix, []string{"-p", "b", "--scope", "none"}, "served:/run/dbus/system_bus_socket")
+	if got := ctl.Checks["served:/run/dbus/system_bus_socket"]; got != "ok:served" {
+		t.Errorf("an unsandboxed worker beside the test's /run: %q, want served", got)
+	}
+	memTotal := meminfoBytes(t, "MemTotal")
+	for _, d := range []string{"/tmp", "/var/tmp", "/dev/shm"} {
+		got := rep.Checks["statfs:"+d]
+		size, err := strconv.ParseUint(strings.TrimPrefix(got, "ok:"), 10, 64)
+		if err != nil || size == 0 || size > memTotal/4+1<<20 {
+			t.Errorf("%s: %q, want a tmpfs of at most a quarter of MemTotal (%d bytes)", d, got, memTotal)
+		}
+	}
+}
+
+// meminfoBytes is the /proc/meminfo field name, in bytes.
+func meminfoBytes(t *testing.T, name string) uint64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/meminfo")
+	must(t, err)
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && k == name {
+			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			must(t, err)
+			return kb << 10
+		}
+	}
+	t.Fatalf("/proc/meminfo has no %s", name)
+	return 0
 }

@@ -43,7 +43,14 @@ func (l *Launcher) sandbox(spec Spec, prof *profile.Profile, cwd string) (*sandb
 		RW:     spec.RW,
 		Hide:   unique(append(append([]string{l.state, l.ledger}, hiddenHostDirs(l.cfg.Environ)...), l.cfg.Hide...)),
 		Cover:  coveredHomes(l.cfg.Environ),
-		Net:    spec.Net,
+		// The profile's own configuration, read-only (docs/security.md, "The sandbox view"): the .env
+		// this launcher (and the next) composes the environ from, hermes' .op.env and config.yaml (what
+		// the gateway's next hermes of the profile runs: its MCP servers, its terminal backend). The .env
+		// must exist: a missing one cannot be covered, and the worker would create it. auth.json stays
+		// writable: hermes refreshes the OAuth tokens in it from inside a run.
+		Protect: []string{".env", ".op.env", "config.yaml"},
+		Require: []string{".env"},
+		Net:     spec.Net,
 		// The filter is on unless the spec turns it off by name.
 		SeccompOff: spec.Seccomp == SeccompOff,
 	}

@@ -16,9 +16,9 @@ import (
 // reflection encoding/json does on a type's first use (0.1 ms each in a fresh process).
 //
 // Layout: configMagic, then uvarint-prefixed byte strings and lists: argv, env, cwd, cpus (the
-// affinity.Set's list form); a presence byte for the sandbox, then its Root, Home, Cwd, RW, Hide, Cover, Net,
-// UID and GID (varints), the HomeID's device and inode (uvarints) and a flag byte (1 SetUser, 2 KeepCaps,
-// 4 SeccompOff, 8 Unscoped).
+// affinity.Set's list form); a presence byte for the sandbox, then its Root, Home, Cwd, RW, Hide, Cover,
+// Protect, Require, Net, UID and GID (varints), the HomeID's device and inode (uvarints) and a flag byte
+// (1 SetUser, 2 KeepCaps, 4 SeccompOff, 8 Unscoped).
 const configMagic = "hlc1"
 
 // errConfigCodec wraps every malformed Config encoding.
@@ -42,6 +42,8 @@ func (c Config) MarshalBinary() ([]byte, error) {
 	b = appendStrings(b, s.RW)
 	b = appendStrings(b, s.Hide)
 	b = appendStrings(b, s.Cover)
+	b = appendStrings(b, s.Protect)
+	b = appendStrings(b, s.Require)
 	b = appendString(b, s.Net)
 	b = binary.AppendVarint(b, int64(s.UID))
 	b = binary.AppendVarint(b, int64(s.GID))
@@ -84,6 +86,7 @@ func (c *Config) UnmarshalBinary(data []byte) error {
 		s := &sandbox.Spec{}
 		s.Root, s.Home, s.Cwd = d.str(), d.str(), d.str()
 		s.RW, s.Hide, s.Cover = d.list(), d.list(), d.list()
+		s.Protect, s.Require = d.list(), d.list()
 		s.Net = d.str()
 		s.UID, s.GID = d.varint(), d.varint()
 		s.HomeID.Dev, s.HomeID.Ino = d.uvarint(), d.uvarint()

@@ -16,7 +16,7 @@ func sandboxDevices() []string {
 }
 
 // buildView turns the child's copy of the host mount tree into the sandbox's view. The order matters:
-// everything read-only first, then the private tmpfs, then the writable paths, then the hermes root's
+// everything read-only first, then the private tmpfs and the covers (homes, /run), then the writable paths, then the hermes root's
 // view, then Hide, then /proc; each later step covers the earlier ones, so a writable path that
 // contains the hermes root (--rw $HOME) cannot re-expose other profiles, and a hidden path inside a
 // writable one stays hidden.
@@ -33,10 +33,7 @@ func (s *Spec) buildView(v *view) error {
 	if err != nil {
 		return err
 	}
-	if err := privateTmpfs("/tmp", "mode=1777"); err != nil {
-		return err
-	}
-	if err := privateTmpfs("/dev/shm", "mode=1777"); err != nil {
+	if err := makePrivate(); err != nil {
 		return err
 	}
 	covers, err := s.coverDirs()
@@ -47,6 +44,13 @@ func (s *Spec) buildView(v *view) error {
 	}()
 	if err != nil {
 		return err
+	}
+	run, err := coverRun(v.runKept)
+	if err != nil {
+		return err
+	}
+	if run >= 0 {
+		covers = append(covers, run)
 	}
 	for i, p := range v.devPaths {
 		if err := attachAt(v.devTrees[i], p, false); err != nil {
@@ -144,7 +148,10 @@ func (s *Spec) profileView(v *view) error {
 		if err := attachTree(v.homeTree, root, s.Home); err != nil {
 			return err
 		}
-		return hideDir(filepath.Join(s.Root, "profiles"), "mode=0755")
+		if err := hideDir(filepath.Join(s.Root, "profiles"), "mode=0755"); err != nil {
+			return err
+		}
+		return s.protectHome()
 	}
 	if err := mountTmpfs(root, s.Root, unix.MS_NOEXEC, "mode=0755"); err != nil {
 		return err
@@ -170,7 +177,24 @@ func (s *Spec) profileView(v *view) error {
 		return err
 	}
 	defer unix.Close(target)
-	return attachTree(v.homeTree, target, s.Home)
+	if err := attachTree(v.homeTree, target, s.Home); err != nil {
+		return err
+	}
+	return s.protectHome()
+}
+
+// protectHome binds the Protect files read-only in the home as the view now shows it (the descriptors
+// taken before the home was attached name the directory below it).
+func (s *Spec) protectHome() error {
+	if len(s.Protect) == 0 {
+		return nil
+	}
+	home, err := openPath(s.Home, true)
+	if err != nil {
+		return fmt.Errorf("sandbox home: %w", err)
+	}
+	defer unix.Close(home)
+	return s.protectFiles(home)
 }
 
 // hideDir covers an existing directory with an empty read-only tmpfs (tmpfs options in data).
@@ -198,8 +222,8 @@ func hide(p string) error {
 	if err != nil {
 		return err
 	}
-	if dir && (p == "/tmp" || p == "/dev/shm") {
-		return nil // already a private tmpfs in the view: the host's directory is not there
+	if dir && isPrivate(p) {
+		return nil // already the view's own: the host's directory is not there
 	}
 	if dir {
 		return mountTmpfs(fd, p, unix.MS_RDONLY|unix.MS_NOEXEC, "mode=0")

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -53,6 +54,15 @@ type Spec struct {
 	// needs is re-made: the path down to the hermes root when it lies inside, the writable paths. A
 	// missing path, one reached through a link, "/" and a path inside the hermes root are skipped.
 	Cover []string
+	// Protect are files of the home, by name (".env"), that the worker may read but not change,
+	// truncate, replace (rename over), remove or hard-link: each is bound read-only over itself in the
+	// view, so a worker cannot persist a change into its profile's next launch through them. One that
+	// is a symbolic link, not a regular file, or has more than one link is refused (Validate, and the
+	// view again). A missing one cannot be covered (its mount point would have to be made in the host's
+	// home): it is refused when Require names it too, and left out otherwise (the worker may create it).
+	Protect []string
+	// Require names those of Protect that must exist.
+	Require []string
 	// Net is NetHost (or "") to keep the host network, NetNone for a new empty network namespace.
 	Net string
 	// UID and GID are the ids the child drops to when SetUser is true (ids as seen inside the sandbox;
@@ -121,6 +131,16 @@ func (s *Spec) validateLexical() error {
 		// Hiding a directory that holds the home would hide the worker's own home (and "/" everything).
 		if pathUnder(s.Home, h) {
 			return fmt.Errorf("%w: hidden path %q contains the profile home %s", ErrInvalid, h, s.Home)
+		}
+	}
+	for _, name := range append(append([]string(nil), s.Protect...), s.Require...) {
+		if name == "" || name == "." || name == ".." || strings.Contains(name, "/") {
+			return fmt.Errorf("%w: protected file %q must be a name in the home", ErrInvalid, name)
+		}
+	}
+	for _, name := range s.Require {
+		if !slices.Contains(s.Protect, name) {
+			return fmt.Errorf("%w: required file %q is not among the protected ones", ErrInvalid, name)
 		}
 	}
 	for _, c := range s.Cover {

@@ -23,6 +23,16 @@ func (s *Spec) validateFS() error {
 	if err != nil {
 		return err
 	}
+	for _, name := range s.Protect {
+		fd, err := s.checkProtected(homeFD, name)
+		if err != nil {
+			unix.Close(homeFD)
+			return err
+		}
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	}
 	unix.Close(homeFD)
 	for _, w := range s.writable() {
 		fd, err := openPath(w.path, false)
@@ -114,9 +124,10 @@ func (s *Spec) SysProcAttr(attr *syscall.SysProcAttr) {
 // Steps: / becomes recursively private (nothing propagates either way); a cgroup namespace; the writable
 // paths and the harmless devices (null, zero, full, random, urandom, tty, ptmx) are cloned as they are;
 // every mount becomes read-only, nodev and nosuid with one mount_setattr(AT_RECURSIVE); the devices are
-// put back; /dev/pts becomes a new devpts instance (none of the host's terminals); /tmp and /dev/shm get
-// private tmpfs; the writable clones (nodev, nosuid) are put back; the hermes root is replaced by a view
-// holding only the target home; Hide paths are covered; /proc is mounted fresh for the new pid namespace
+// put back; /dev/pts becomes a new devpts instance (none of the host's terminals); /tmp, /var/tmp and
+// /dev/shm get private tmpfs, the homes (Cover) and /run empty ones (mount_private_linux.go); the writable
+// clones (nodev, nosuid) are put back; the hermes root is replaced by a view holding only the target
+// home, whose Protect files are bound read-only; Hide paths are covered; /proc is mounted fresh for the new pid namespace
 // (read-only); then the host name, core dumps, the session's inheritance (keyring, personality,
 // oom_score_adj), no_new_privs and the identity.
 func (s *Spec) Enter() error {
@@ -171,6 +182,7 @@ type view struct {
 	devPaths []string // sandboxDevices present on this host
 	devTrees []int    // their clones
 	aliases  []string // other mounts showing the hermes root's files (rootAliases)
+	runKept  []keptFile
 }
 
 func (v *view) close() {
@@ -178,6 +190,9 @@ func (v *view) close() {
 		if fd >= 0 {
 			unix.Close(fd)
 		}
+	}
+	for _, k := range v.runKept {
+		unix.Close(k.tree)
 	}
 }
 
@@ -188,6 +203,9 @@ func (s *Spec) openView() (*view, error) {
 		return v, fmt.Errorf("sandbox root: %w", err)
 	}
 	if v.aliases, err = s.rootAliases(v.rootFD); err != nil {
+		return v, err
+	}
+	if v.runKept, err = runKept(); err != nil {
 		return v, err
 	}
 	homeFD, err := s.openHome(v.rootFD)

@@ -312,7 +312,7 @@ func TestSandboxView(t *testing.T) {
 		setUser bool
 		net     string
 		dflt    bool
-		under   string // where the hermes root lives; "" is /var/tmp
+		under   string // where the hermes root lives; "" is /opt (the host's read-only rest: /var/tmp is private too)
 	}{
 		{name: "root launcher, named profile", owner: 0, asUser: -1},
 		{name: "root launcher, --user nobody, net none", owner: nobody, asUser: -1, setUser: true, net: NetNone},
@@ -326,7 +326,7 @@ func TestSandboxView(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			under := c.under
 			if under == "" {
-				under = "/var/tmp"
+				under = "/opt"
 			}
 			f := newFixture(t, c.owner, under)
 			sb := Spec{Root: f.root, Home: f.b, Cwd: f.cwd, RW: []string{f.rw}, Hide: []string{f.state, f.sockFile},
