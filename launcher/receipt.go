@@ -39,6 +39,11 @@ type Receipt struct {
 	// Landlock is, for a sandboxed worker, LandlockScoped or LandlockUnavailable: whether the kernel set
 	// its Landlock scopes (abstract Unix sockets, signals). Empty without a sandbox.
 	Landlock string `json:"landlock,omitempty"`
+	// KeptGroups are, for a sandboxed worker of an unprivileged launcher, the launcher's supplementary
+	// groups (host gids), which the worker keeps: the kernel denies setgroups in the user namespace an
+	// unprivileged launcher makes, so a socket or file that trusts one of them serves the worker
+	// (docs/security.md, "The child's identity"). Empty otherwise (a root launcher's worker keeps none).
+	KeptGroups []int `json:"kept_groups,omitempty"`
 
 	BootID             string `json:"boot_id"`
 	MachineID          string `json:"machine_id"`

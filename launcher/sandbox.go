@@ -151,6 +151,26 @@ func landlockMode(sb *sandbox.Spec) string {
 	return LandlockScoped
 }
 
+// keptGroups are the supplementary groups a sandboxed worker keeps, as host gids: an unprivileged
+// launcher's own (its user namespace denies setgroups; the primary group is the one mapped to 0), none
+// for a root launcher, whose worker drops them all.
+func keptGroups() []int {
+	if os.Geteuid() == 0 {
+		return nil
+	}
+	gs, err := os.Getgroups()
+	if err != nil {
+		return nil
+	}
+	kept := gs[:0:0]
+	for _, g := range gs {
+		if g != os.Getegid() {
+			kept = append(kept, g)
+		}
+	}
+	return kept
+}
+
 // coveredHomes are the users' homes every sandbox covers (docs/security.md, "The sandbox view"): /root,
 // /home and the launcher's $HOME. The host is read-only in the view, and a worker reads what its uid may:
 // an unprivileged launcher's worker is the launcher's uid, so its SSH keys and other tools' credentials;

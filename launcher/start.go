@@ -171,6 +171,7 @@ func (l *Launcher) runShim(ctx context.Context, d *detachedLaunch, h *heldShim) 
 	}
 	if d.sb != nil {
 		sc.Receipt.Landlock = landlockMode(d.sb)
+		sc.Receipt.KeptGroups = keptGroups()
 	}
 	res := &shimResult{}
 	err := h.child.Exchange(sc, res)
