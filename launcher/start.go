@@ -190,7 +190,7 @@ func (l *Launcher) runShim(ctx context.Context, d *detachedLaunch, h *heldShim) 
 		d.onReceipt(res.Receipt) // before Done: a held worker runs only after it
 	}
 	h.child.Done()
-	go h.child.Proc.Wait() //nolint:errcheck // reap the shim if it ends while we live; its status is its own record
+	go reapWhenEnded(h.child.Proc) // reap the shim if it ends while we live (no thread held meanwhile)
 	h.p.close()
 	return res.Receipt, nil
 }
