@@ -34,10 +34,8 @@ func (s *Spec) Validate() error {
 	if len(s.Pass) > 0 && s.Secrets != SecretsNone {
 		return bad("--pass only makes sense with --secrets none")
 	}
-	switch s.Scope {
-	case "", ScopeAuto, ScopeSystemd, ScopeCgroup, ScopeNone:
-	default:
-		return bad("--scope %q: want auto, systemd, cgroup or none", s.Scope)
+	if err := CheckScope(s.Scope); err != nil {
+		return err
 	}
 	if s.Scope == ScopeNone && !s.Limits.IsZero() {
 		return bad("limits (--memory, --pids, ...) need --scope cgroup, systemd or auto")
@@ -116,6 +114,17 @@ func (s *Spec) Validate() error {
 		return bad("--key %q: must be UTF-8 without '/' or NUL", s.Key)
 	}
 	return nil
+}
+
+// CheckScope is the one check of a placement's name, for Validate and for a launcher's default placement
+// (`hlaunch sidecar --scope`): "" (the default), auto, systemd, cgroup or none; any other is a FieldError
+// naming --scope.
+func CheckScope(scope string) error {
+	switch scope {
+	case "", ScopeAuto, ScopeSystemd, ScopeCgroup, ScopeNone:
+		return nil
+	}
+	return &FieldError{Msg: fmt.Sprintf("--scope %q: want auto, systemd, cgroup or none", scope)}
 }
 
 func (s *Spec) timeout() (time.Duration, error) { return parseDur(s.Timeout, 0) }

@@ -157,10 +157,9 @@ func (f *sidecarFlags) run(cmd *cobra.Command) error {
 	if f.socket == "" && os.Getenv("LISTEN_FDS") == "" {
 		return invalidf("sidecar: --socket is required (no XDG_RUNTIME_DIR to default to)")
 	}
-	switch f.scope {
-	case "", launcher.ScopeAuto, launcher.ScopeSystemd, launcher.ScopeCgroup, launcher.ScopeNone:
-	default:
-		return invalidf("sidecar: --scope %q: want auto, systemd, cgroup or none", f.scope)
+	var scopeErr *launcher.FieldError
+	if errors.As(launcher.CheckScope(f.scope), &scopeErr) {
+		return invalidf("sidecar: %s", scopeErr.Msg)
 	}
 	if f.warm < 0 || f.warm > maxWarm {
 		return invalidf("sidecar: --warm %d: want 0..%d", f.warm, maxWarm)

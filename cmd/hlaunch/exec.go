@@ -26,10 +26,8 @@ printed as JSON.`,
 			if err != nil {
 				return err
 			}
-			// Checked once, here, before the launcher touches the host: bad input starts nothing.
-			if err := spec.Validate(); err != nil {
-				return err
-			}
+			// The spec is checked once, by the launcher (Run and StartWith: Spec.Validate, before anything is
+			// created on the host): bad input starts nothing.
 			sigs := a.settleRelay(!spec.Detach)
 			l, err := a.newLauncher()
 			if err != nil {
