@@ -266,6 +266,20 @@ class RealSidecarTest(unittest.TestCase):
         with self.assertRaises(hc.InvalidSpec):
             self.client.list(state="bogus")
 
+    def test_worker_that_kills_its_shim_ends_at_its_deadline(self):
+        """An unsandboxed worker SIGKILLs its shim once the receipt is out; the record holds the deadline,
+        and the sidecar enforces it: the final record says shim_lost, reason shim-lost (issue 15)."""
+        go = os.path.join(self.dir, "go-shim-%d" % time.monotonic_ns())
+        rc = self.spawn("beta", 'while [ ! -e "%s" ]; do sleep 0.02; done; kill -9 $PPID; exec sleep 60' % go,
+                        timeout=1, grace=0.2)
+        self.assertGreater(rc.get("deadline_boottime_ns", 0), 0, rc)
+        self.assertEqual(rc.get("grace_ns"), 200_000_000, rc)
+        _write(go, "")
+        final = self.client.wait(rc["id"], timeout=30)
+        self.assertEqual(final["state"], "exited", final)
+        self.assertTrue(final.get("shim_lost"), final)
+        self.assertTrue(final.get("reason", "").startswith("shim-lost"), final)
+
     def test_async_spawn_wait_events(self):
         async def go():
             c = hc.AsyncClient(self.sock, timeout=10)
