@@ -98,3 +98,43 @@ func ParseDuration(v string) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// DurationFlag is a duration flag (a pflag.Value of type "duration") parsed by ParseDuration, so that a
+// flag takes exactly what every other duration setting takes (Go's syntax, not negative); Set's error is
+// ParseDuration's phrase.
+type DurationFlag struct{ D *time.Duration }
+
+// NewDurationFlag is a DurationFlag writing into p, which starts at def (the flag's default).
+func NewDurationFlag(p *time.Duration, def time.Duration) DurationFlag {
+	*p = def
+	return DurationFlag{D: p}
+}
+
+// Set parses v into *f.D.
+func (f DurationFlag) Set(v string) error {
+	d, err := ParseDuration(v)
+	if err != nil {
+		return err
+	}
+	*f.D = d
+	return nil
+}
+
+// String is the current value in Go's form ("24h0m0s"), as a flag's default is shown.
+func (f DurationFlag) String() string {
+	if f.D == nil {
+		return time.Duration(0).String()
+	}
+	return f.D.String()
+}
+
+// Type is "duration", as pflag's own duration flags say.
+func (f DurationFlag) Type() string { return "duration" }
+
+// ParseDurationOr is ParseDuration for a setting that may be left out: "" is def.
+func ParseDurationOr(v string, def time.Duration) (time.Duration, error) {
+	if v == "" {
+		return def, nil
+	}
+	return ParseDuration(v)
+}

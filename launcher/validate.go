@@ -127,15 +127,8 @@ func CheckScope(scope string) error {
 	return &FieldError{Msg: fmt.Sprintf("--scope %q: want auto, systemd, cgroup or none", scope)}
 }
 
-func (s *Spec) timeout() (time.Duration, error) { return parseDur(s.Timeout, 0) }
-func (s *Spec) grace() (time.Duration, error)   { return parseDur(s.Grace, DefaultGrace) }
-
-func parseDur(v string, def time.Duration) (time.Duration, error) {
-	if v == "" {
-		return def, nil
-	}
-	return ParseDuration(v)
-}
+func (s *Spec) timeout() (time.Duration, error) { return ParseDurationOr(s.Timeout, 0) }
+func (s *Spec) grace() (time.Duration, error)   { return ParseDurationOr(s.Grace, DefaultGrace) }
 
 // minCPUs is the smallest --cpus the kernel takes: 1 ms of CPU time per 100 ms bandwidth period.
 const minCPUs = 0.01

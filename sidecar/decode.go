@@ -69,12 +69,10 @@ func parseSignal(s string) (syscall.Signal, error) {
 	return launcher.ParseSignal(s)
 }
 
-// parseDuration parses a non-negative Go duration; empty returns def.
+// parseDuration is launcher.ParseDurationOr for a request's field: empty returns def; an error names
+// the field.
 func parseDuration(field, s string, def time.Duration) (time.Duration, error) {
-	if s == "" {
-		return def, nil
-	}
-	d, err := launcher.ParseDuration(s)
+	d, err := launcher.ParseDurationOr(s, def)
 	if err != nil {
 		return 0, fmt.Errorf("%w: %s %q: %v", launcher.ErrInvalid, field, s, err)
 	}

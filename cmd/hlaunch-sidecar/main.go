@@ -127,10 +127,10 @@ share/doc/hlaunch/sidecar.md.`,
 	fs.BoolVar(&f.userManager, "user", false, "default to the caller's systemd user manager for scopes, even as root")
 	fs.BoolVar(&f.requireScope, "require-scope", false, "refuse (degraded, 503) every spawn that would run without a restart-safe placement")
 	fs.Int64Var(&f.maxBody, "max-body", sidecar.DefaultMaxBody, "largest request body in bytes (larger: 413)")
-	fs.DurationVar(&f.pollInterval, "poll-interval", sidecar.DefaultPollInterval, "shortest time between two checks of the worker records (exits are noticed through inotify)")
-	fs.DurationVar(&f.slowPoll, "slow-poll", sidecar.DefaultSlowPoll, "longest time between two checks of the worker records")
+	fs.Var(launcher.NewDurationFlag(&f.pollInterval, sidecar.DefaultPollInterval), "poll-interval", "shortest time between two checks of the worker records (exits are noticed through inotify)")
+	fs.Var(launcher.NewDurationFlag(&f.slowPoll, sidecar.DefaultSlowPoll), "slow-poll", "longest time between two checks of the worker records")
 	retentionflag.Add(fs, &f.retention)
-	fs.DurationVar(&f.gcInterval, "gc-interval", sidecar.DefaultGCInterval, "how often the sidecar collects ended workers and prunes the ledger by the retention flags (off the spawn path)")
+	fs.Var(launcher.NewDurationFlag(&f.gcInterval, sidecar.DefaultGCInterval), "gc-interval", "how often the sidecar collects ended workers and prunes the ledger by the retention flags (off the spawn path)")
 	fs.BoolVar(&f.allowSeccompOff, "allow-seccomp-off", false, `serve sandboxed spawns whose spec says "seccomp": "off" (refused by default)`)
 	fs.IntVar(&f.warm, "warm", 0, "worker slots kept ready for spawns of the default placement (cgroup or scope made, shim started; ADR 0007), 0..64")
 	return cmd

@@ -6,6 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/hlaunch/hlaunch/launcher"
 )
 
 // flagError rewrites a flag-parsing error as one line that names the flag, what was wrong and what is
@@ -14,6 +16,10 @@ func flagError(cmd *cobra.Command, err error) error {
 	var inv *pflag.InvalidValueError
 	if errors.As(err, &inv) {
 		f := inv.GetFlag()
+		if _, ok := f.Value.(launcher.DurationFlag); ok {
+			// The one duration phrase, as --timeout and a spec's durations give it: "must not be negative (want ...)".
+			return invalidf("%s--%s %s: %v", cmdPrefix(cmd), f.Name, quote(inv.GetValue()), errors.Unwrap(inv))
+		}
 		return invalidf("%s--%s %s: want %s", cmdPrefix(cmd), f.Name, quote(inv.GetValue()), accepted(f))
 	}
 	var req *pflag.ValueRequiredError
@@ -58,7 +64,7 @@ func accepted(f *pflag.Flag) string {
 	case "pid":
 		return "a process id: decimal digits, 1 or more, no sign, prefix or leading zero"
 	case "duration":
-		return "a duration such as 500ms, 30s or 10m"
+		return strings.TrimPrefix(launcher.DurationAccepted, "want ")
 	default:
 		return "a value (" + f.Usage + ")"
 	}

@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"time"
+
+	"github.com/hlaunch/hlaunch/launcher"
 )
 
 // parseSince accepts an RFC 3339 time, a date (UTC midnight), or a duration meaning "that long before now".
@@ -13,7 +15,7 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 			return v, nil
 		}
 	}
-	if d, err := time.ParseDuration(t); err == nil && d >= 0 {
+	if d, err := launcher.ParseDuration(t); err == nil {
 		return now.Add(-d), nil
 	}
 	return time.Time{}, invalidf("--since %q: want an RFC 3339 time, a date (2006-01-02) or a duration (24h)", s)
@@ -21,9 +23,9 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 
 // parseGrace parses a --grace/--timeout duration given to a read command.
 func parseGrace(flag, s string) (time.Duration, error) {
-	if err := checkDuration(flag, s); err != nil {
-		return 0, err
+	d, err := launcher.ParseDuration(s)
+	if err != nil {
+		return 0, invalidf("%s %q: %v", flag, s, err)
 	}
-	d, _ := time.ParseDuration(s)
 	return d, nil
 }

@@ -267,12 +267,10 @@ func parseEnvFlags(flags []string, base map[string]string) (map[string]string, e
 	return env, nil
 }
 
-// checkDuration refuses a duration flag that time.ParseDuration does not accept or that is negative.
+// checkDuration refuses a duration flag that launcher.ParseDuration does not accept (parseGrace's check).
 func checkDuration(flag, s string) error {
-	if _, err := launcher.ParseDuration(s); err != nil {
-		return invalidf("%s %q: %v", flag, s, err)
-	}
-	return nil
+	_, err := parseGrace(flag, s)
+	return err
 }
 
 // loadSpec reads a --spec document from a file, or from stdin for "-".

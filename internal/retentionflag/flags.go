@@ -15,13 +15,14 @@ import (
 func Add(fs *pflag.FlagSet, r *launcher.Retention) {
 	*r = launcher.DefaultRetention()
 	fs.IntVar(&r.Keep, "keep", r.Keep, "ended workers kept (records, exit records, their logs), the most recently ended first; 0 keeps none")
-	fs.DurationVar(&r.MaxAge, "max-age", r.MaxAge, "remove ended workers that ended longer ago than this; 0: no age limit")
+	fs.Var(launcher.NewDurationFlag(&r.MaxAge, r.MaxAge), "max-age", "remove ended workers that ended longer ago than this; 0: no age limit")
 	fs.IntVar(&r.LedgerKeep, "ledger-keep", r.LedgerKeep, "ledger records kept, the most recent first (never one of an execution that has not ended); 0: no bound")
-	fs.DurationVar(&r.LedgerMaxAge, "ledger-max-age", r.LedgerMaxAge, "remove ended ledger records older than this; 0: no age limit")
-	fs.DurationVar(&r.OrphanAge, "orphan-age", r.OrphanAge, "remove an empty worker cgroup no record names only once it is this old (a launch in flight has one too); 0: at once")
+	fs.Var(launcher.NewDurationFlag(&r.LedgerMaxAge, r.LedgerMaxAge), "ledger-max-age", "remove ended ledger records older than this; 0: no age limit")
+	fs.Var(launcher.NewDurationFlag(&r.OrphanAge, r.OrphanAge), "orphan-age", "remove an empty worker cgroup no record names only once it is this old (a launch in flight has one too); 0: at once")
 }
 
-// Check refuses a negative value, naming its flag.
+// Check refuses a negative value, naming its flag (a duration flag refuses one itself, when it is parsed:
+// launcher.DurationFlag; Check covers a Retention made in code).
 func Check(r launcher.Retention) error {
 	for _, f := range []struct {
 		name string
