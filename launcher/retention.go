@@ -174,6 +174,11 @@ func (l *Launcher) pruneLedger(r Retention) int {
 		if d.Read(e.id, &rec) != nil || rec.EndedAt == "" {
 			continue // unreadable now, or not ended: kept
 		}
+		// Written since the listing (the execution ended just now): its place in the order is stale, it is
+		// the newest now. Without this a worker that ended mid-pass lost its ledger record (the soak, issue 16).
+		if info, err := os.Lstat(filepath.Join(l.ledger, e.id+".json")); err != nil || !info.ModTime().Equal(e.mod) {
+			continue
+		}
 		if d.Remove(e.id) == nil {
 			n++
 		}
