@@ -250,8 +250,10 @@ else
 	skip sidecar "needs root (cgroup placement of spawns)"
 fi
 
-# The soak (issue 16): SOAK_SPAWNS spawns (default 100,000) through one sidecar with a gateway's mix, the
-# start and the end side by side (integration TestSoak; make test runs it with 2,000).
+# The soak (issue 16): SOAK_SPAWNS spawns (default 100,000) through one sidecar with a gateway's mix, its state
+# on a tmpfs and its ledger bounded (integration TestSoak; make test runs it with 2,000). Counts compare its end
+# with its start; time figures compare it with a fresh sidecar in interleaved rounds at the end, so the
+# machine's load cancels out (bench_report.py's soak()).
 if [ "${SKIP_SOAK:-0}" = 1 ]; then
 	skip soak "SKIP_SOAK=1"
 elif [ -n "${SOAK_FROM:-}" ]; then
