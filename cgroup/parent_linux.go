@@ -36,38 +36,66 @@ func notWritable(dir string, err error) error {
 	return fmt.Errorf("%w: %s by uid %d: %v", ErrNotWritable, dir, os.Geteuid(), err)
 }
 
-// CheckParent says whether Create could place workers under parent on this host, creating nothing: it
-// returns the parent's directory in the primary hierarchy and nil, or why not: ErrBadParent,
-// ErrNotWritable (the parent, or the deepest existing directory above a missing one, is not writable by
-// this process), ErrNotOurs (an existing parent without hlaunch's marker).
-func (h *Host) CheckParent(parent string) (string, error) {
+// CheckParent says whether Create could place a worker with limits lim under parent on this host,
+// creating nothing: it checks the parent in every hierarchy Create would use for lim (the v2 tree, and on
+// a hybrid or legacy host the v1 hierarchies of lim's controllers and the freezer), in the order Create
+// makes them, and returns the parent's directory in the primary hierarchy and nil, or why not:
+// ErrBadParent, ErrUnsupportedLimit, ErrNotWritable (the parent, or the deepest existing directory above
+// a missing one, is not writable by this process), ErrNotOurs (an existing parent without hlaunch's
+// marker). Checking one hierarchy only would pass a parent that Create then refuses in another.
+func (h *Host) CheckParent(parent string, lim Limits) (string, error) {
 	parent, err := cleanParent(parent)
 	if err != nil {
 		return "", err
 	}
-	root := h.Unified
-	if root == "" {
-		for _, c := range sortedKeys(h.V1) {
-			root = h.V1[c]
-			break
+	if err := lim.validate(); err != nil {
+		return "", err
+	}
+	p, err := h.plan(lim)
+	if err != nil {
+		return "", err
+	}
+	var roots []string
+	if h.Unified != "" {
+		roots = append(roots, h.Unified)
+	}
+	seen := map[string]bool{}
+	for _, c := range sortedKeys(p.v1) {
+		if mp := p.v1[c]; !seen[mp] {
+			seen[mp] = true
+			roots = append(roots, mp)
 		}
 	}
-	if root == "" {
+	if len(roots) == 0 {
 		return "", ErrNotFound
 	}
+	primary := roots[0]
+	if h.Unified == "" && p.v1["freezer"] != "" {
+		primary = p.v1["freezer"] // as Group.finish picks it
+	}
+	for _, root := range roots {
+		if err := checkParentIn(root, parent); err != nil {
+			return filepath.Join(primary, parent), err
+		}
+	}
+	return filepath.Join(primary, parent), nil
+}
+
+// checkParentIn is CheckParent for one hierarchy mounted at root.
+func checkParentIn(root, parent string) error {
 	dir := filepath.Join(root, parent)
 	if _, err := os.Stat(dir); err == nil {
-		return dir, usableParent(dir)
+		return usableParent(dir)
 	}
 	for d := filepath.Dir(dir); ; d = filepath.Dir(d) {
 		if _, err := os.Stat(d); err == nil {
 			if err := unix.Access(d, unix.W_OK); err != nil {
-				return dir, notWritable(d, err)
+				return notWritable(d, err)
 			}
-			return dir, nil
+			return nil
 		}
 		if d == root || d == "/" {
-			return dir, fmt.Errorf("%w: %s", ErrNotFound, root)
+			return fmt.Errorf("%w: %s", ErrNotFound, root)
 		}
 	}
 }

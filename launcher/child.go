@@ -30,7 +30,7 @@ type childStart struct {
 // that must be placed by PID first (v1 joins, a scope naming it) is held by the kernel at its traced exec
 // and detached once placed; a sandboxed one is started as the init stub and released once placed (ADR
 // 0001). It returns the running target (a sandbox's init).
-func (l *Launcher) start(ctx context.Context, spec Spec, id string, p *placement, c childStart) (*handshake.Proc, error) {
+func (l *Launcher) start(ctx context.Context, spec Spec, id string, p placement, c childStart) (*handshake.Proc, error) {
 	fd, err := p.cloneFD()
 	if err != nil {
 		return nil, fmt.Errorf("open worker cgroup: %w", err)
@@ -152,7 +152,7 @@ func (l *Launcher) helperCPUs() (pin, cpus affinity.Set) {
 
 // startHeld starts cmd held at its exec (handshake.Hold), places it and lets it run. It returns an error
 // wrapping handshake.ErrNotHeld, with nothing started, when it cannot be held that way.
-func (l *Launcher) startHeld(ctx context.Context, spec Spec, id string, p *placement, cmd handshake.Command, cloned bool) (*handshake.Proc, error) {
+func (l *Launcher) startHeld(ctx context.Context, spec Spec, id string, p placement, cmd handshake.Command, cloned bool) (*handshake.Proc, error) {
 	held, err := handshake.Hold(cmd)
 	if errors.Is(err, handshake.ErrNotHeld) {
 		return nil, err

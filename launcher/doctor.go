@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/user"
@@ -65,7 +66,6 @@ func (l *Launcher) Doctor(ctx context.Context) (Report, error) {
 			}
 		}
 		sort.Strings(r.Controllers)
-		r.Delegated = l.delegated()
 	}
 	if fd, err := unix.PidfdOpen(os.Getpid(), 0); err == nil {
 		unix.Close(fd)
@@ -81,43 +81,78 @@ func (l *Launcher) Doctor(ctx context.Context) (Report, error) {
 	}
 	r.UserBus = l.probeBus(ctx, true)
 	r.Linger = linger()
-	useUser := os.Geteuid() != 0 || l.cfg.Defaults.UserManager
-	bus := r.SystemBus
-	if useUser {
-		bus = r.UserBus
+	// What --scope auto would use, decided as a launch decides it (decide), only checked.
+	spec := Spec{}.withDefaults(l.cfg.Defaults)
+	spec.Scope, spec.RequireScope = ScopeAuto, false
+	dry := &dryPlacer{l: l, system: r.SystemBus, user: r.UserBus}
+	if l.host != nil {
+		_, _ = dry.cgroup(spec, "")
+		r.Delegated = dry.cgroupCheck
 	}
+	p, why, err := decide(ctx, spec, "", dry)
 	switch {
-	case bus.OK:
-		r.AutoChoice, r.AutoReason = ModeScoped, "a systemd manager answers: "+bus.Detail
-	case r.Delegated.OK:
-		r.AutoChoice, r.AutoReason = ModeCgroup, "no systemd manager ("+bus.Detail+"); a writable cgroup parent exists: "+r.Delegated.Detail
+	case err != nil:
+		r.AutoChoice, r.AutoReason = ModeDegraded, "a launch with these defaults is refused: "+err.Error()
+	case p.mode() == ModeDegraded:
+		r.AutoChoice, r.AutoReason = ModeDegraded, why
 	default:
-		r.AutoChoice = ModeDegraded
-		r.AutoReason = "no systemd manager (" + bus.Detail + ") and no writable cgroup parent (" + r.Delegated.Detail + ")"
+		r.AutoChoice, r.AutoReason = p.mode(), why+": "+p.(checked).detail
 	}
-	r.RestartSafe = r.AutoChoice != ModeDegraded
+	r.RestartSafe = r.AutoChoice == ModeScoped || r.AutoChoice == ModeCgroup
 	return r, nil
 }
 
-// delegated checks that the configured cgroup parent can be used or created (cgroup.Host.CheckParent:
-// the same decision Create makes, so the same words).
-func (l *Launcher) delegated() Check {
-	parent := l.cfg.Defaults.CgroupParent
-	if parent == "" {
-		var err error
-		if parent, err = l.host.DefaultParent(); err != nil {
-			return Check{false, err.Error()}
-		}
-	}
-	parent, err := l.host.CleanParent(parent)
+// dryPlacer is doctor's placer: it checks that each placement could be made and creates nothing. The
+// managers' answers are the ones doctor probed.
+type dryPlacer struct {
+	l            *Launcher
+	system, user Check
+	cgroupCheck  Check // the last cgroup check's answer
+}
+
+// checked is a placement a dry run found possible: its mode and what was checked; nothing exists.
+type checked struct {
+	noPlacement
+	m      string
+	detail string
+}
+
+func (c checked) mode() string { return c.m }
+
+func (dryPlacer) none() placement { return noPlacement{} }
+
+// cgroup checks the parent as Create would use it (cgroup.Host.CheckParent: the same decision, so the
+// same words).
+func (d *dryPlacer) cgroup(spec Spec, _ string) (placement, error) {
+	parent, err := d.l.cgroupParent(spec)
 	if err != nil {
-		return Check{false, err.Error()}
+		d.cgroupCheck = Check{false, err.Error()}
+		return nil, err
 	}
-	dir, err := l.host.CheckParent(parent)
+	dir := ""
+	if parent, err = d.l.host.CleanParent(parent); err == nil {
+		dir, err = d.l.host.CheckParent(parent, spec.Limits)
+	}
 	if err != nil {
-		return Check{false, err.Error()}
+		d.cgroupCheck = Check{false, err.Error()}
+		return nil, cgroupRefusal(err)
 	}
-	return Check{true, fmt.Sprintf("%s (parent %s)", dir, parent)}
+	d.cgroupCheck = Check{true, fmt.Sprintf("%s (parent %s)", dir, parent)}
+	return checked{m: ModeCgroup, detail: d.cgroupCheck.Detail}, nil
+}
+
+func (d *dryPlacer) systemd(_ context.Context, spec Spec, _ bool) (placement, error) {
+	if err := checkUnit(spec); err != nil {
+		return nil, err
+	}
+	bus := d.system
+	if userManager(spec) {
+		bus = d.user
+	}
+	if !bus.OK {
+		return nil, errors.New(bus.Detail)
+	}
+	return checked{m: ModeScoped, detail: bus.Detail}, nil
 }
 
 func (l *Launcher) probeBus(ctx context.Context, user bool) Check {

@@ -59,8 +59,8 @@ func (l *Launcher) Run(ctx context.Context, spec Spec, stdio Stdio, sigs Signals
 		return ExitCode(err), err
 	}
 	defer p.release(context.WithoutCancel(ctx))
-	if p.warning != "" {
-		fmt.Fprintln(l.cfg.Stderr, p.warning)
+	if w := p.describe().warning; w != "" {
+		fmt.Fprintln(l.cfg.Stderr, w)
 	}
 	out, closeOut, err := logStdio(spec, stdio)
 	if err != nil {
@@ -128,12 +128,13 @@ func (l *Launcher) Run(ctx context.Context, spec Spec, stdio Stdio, sigs Signals
 
 // sayOOM says on stderr, in one line, when the kernel's OOM killer ended the worker: its 137 is otherwise
 // indistinguishable from any SIGKILL.
-func (l *Launcher) sayOOM(p *placement, ws syscall.WaitStatus) {
-	if !ws.Signaled() || ws.Signal() != syscall.SIGKILL || p.group == nil {
+func (l *Launcher) sayOOM(p placement, ws syscall.WaitStatus) {
+	g := p.group()
+	if !ws.Signaled() || ws.Signal() != syscall.SIGKILL || g == nil {
 		return
 	}
-	if st, err := p.group.Stats(); err == nil && st.OOMKills > 0 {
-		fmt.Fprintf(l.cfg.Stderr, "hlaunch: the worker was killed by the kernel's OOM killer (memory limit %d bytes, %d OOM kills in its cgroup)\n", p.limits.Memory, st.OOMKills)
+	if st, err := g.Stats(); err == nil && st.OOMKills > 0 {
+		fmt.Fprintf(l.cfg.Stderr, "hlaunch: the worker was killed by the kernel's OOM killer (memory limit %d bytes, %d OOM kills in its cgroup)\n", p.describe().limits.Memory, st.OOMKills)
 	}
 }
 
@@ -159,20 +160,21 @@ func forward(proc *handshake.Proc, signals <-chan os.Signal, done <-chan struct{
 // function that cancels both and reports whether the deadline was reached. A sandbox's init (the leader)
 // gets no SIGTERM of its own: it would forward a second copy to the target. The tree's SIGTERM goes
 // through a fingerprint handle pinned while the leader is our unreaped child (pidfds, never bare PIDs).
-func (l *Launcher) enforceTimeout(spec Spec, p *placement, proc *handshake.Proc) func() bool {
+func (l *Launcher) enforceTimeout(spec Spec, p placement, proc *handshake.Proc) func() bool {
 	timeout, _ := spec.timeout()
 	if timeout == 0 {
 		return func() bool { return false }
 	}
 	grace, _ := spec.grace()
+	g := p.group()
 	var fired atomic.Bool
 	term := time.AfterFunc(timeout, func() {
 		fired.Store(true)
-		if p.group == nil {
+		if g == nil {
 			_ = proc.Signal(syscall.SIGTERM)
 			return
 		}
-		h, _, err := fingerprint.Authorize(l.src, fingerprint.CaptureChild(l.src, proc.Pid, p.group.Path()))
+		h, _, err := fingerprint.Authorize(l.src, fingerprint.CaptureChild(l.src, proc.Pid, g.Path()))
 		if err != nil || h == nil {
 			_ = proc.Signal(syscall.SIGTERM) // reaped meanwhile, or not verifiable: the leader alone, safely
 			return
@@ -181,8 +183,8 @@ func (l *Launcher) enforceTimeout(spec Spec, p *placement, proc *handshake.Proc)
 		_ = signalAll(context.Background(), h, spec.Sandbox, syscall.SIGTERM)
 	})
 	kill := time.AfterFunc(timeout+grace, func() {
-		if p.group != nil {
-			_ = p.group.Kill(context.Background())
+		if g != nil {
+			_ = g.Kill(context.Background())
 		} else {
 			_ = proc.Signal(syscall.SIGKILL)
 		}

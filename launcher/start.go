@@ -41,8 +41,8 @@ func (l *Launcher) StartWith(ctx context.Context, spec Spec, stdio Stdio) (*Rece
 	if err != nil {
 		return nil, err
 	}
-	if p.warning != "" {
-		fmt.Fprintln(l.cfg.Stderr, p.warning)
+	if w := p.describe().warning; w != "" {
+		fmt.Fprintln(l.cfg.Stderr, w)
 	}
 	// The shim's own stdio is /dev/null, or the worker's descriptors when the worker inherits them.
 	var files []*os.File
@@ -125,14 +125,14 @@ func (l *Launcher) detached(ctx context.Context, spec Spec, stdio Stdio, id stri
 
 // heldShim is a worker's shim, started and placed, waiting on its handshake for the worker's config.
 type heldShim struct {
-	p      *placement
+	p      placement
 	child  *handshake.Child
 	cgroup string       // the shim's (and so the worker's) cgroup, relative to the v2 root
 	cpus   affinity.Set // the worker's CPU set, which the shim (started on one CPU) gives it
 }
 
 // holdShim starts the shim for worker id with files as its stdio (nil: /dev/null) and places it in p.
-func (l *Launcher) holdShim(ctx context.Context, spec Spec, id string, p *placement, files []*os.File) (*heldShim, error) {
+func (l *Launcher) holdShim(ctx context.Context, spec Spec, id string, p placement, files []*os.File) (*heldShim, error) {
 	fd, err := p.cloneFD()
 	if err != nil {
 		return nil, fmt.Errorf("open worker cgroup: %w", err)
@@ -153,7 +153,7 @@ func (l *Launcher) holdShim(ctx context.Context, spec Spec, id string, p *placem
 		child.Abort()
 		return nil, err
 	}
-	return &heldShim{p: p, child: child, cgroup: l.cgroupPath(p, child.PID()), cpus: cpus}, nil
+	return &heldShim{p: p, child: child, cgroup: p.cgroupPath(child.PID()), cpus: cpus}, nil
 }
 
 // runShim hands a held shim its worker's config and waits for its report: the worker's receipt, or why it
@@ -167,8 +167,10 @@ func (l *Launcher) runShim(ctx context.Context, d *detachedLaunch, h *heldShim) 
 		Timeout:      timeout, Grace: grace,
 		Init:    handshake.Config{Argv: d.spec.Argv, Env: d.env, Cwd: d.cwd, Sandbox: d.sb, CPUs: h.cpus},
 		Receipt: l.receipt(d.spec, d.prof.Name, d.prof.Home, d.id, h.p),
-		Cgroup:  h.cgroup, Unit: h.p.unit, InvocationID: h.p.invID,
+		Cgroup:  h.cgroup,
 	}
+	where := h.p.describe()
+	sc.Unit, sc.InvocationID = where.unit, where.invocationID
 	if d.sb != nil {
 		sc.Receipt.Landlock = landlockMode(d.sb)
 		sc.Receipt.KeptGroups = keptGroups()
@@ -196,10 +198,11 @@ func (l *Launcher) runShim(ctx context.Context, d *detachedLaunch, h *heldShim) 
 }
 
 // receipt describes a worker about to start; setIdentity completes it once the worker runs.
-func (l *Launcher) receipt(spec Spec, profile, home, id string, p *placement) *Receipt {
+func (l *Launcher) receipt(spec Spec, profile, home, id string, p placement) *Receipt {
+	where := p.describe()
 	rc := &Receipt{
-		ID: id, Mode: p.mode, Profile: profile, Home: home, Argv: redactArgv(spec.Argv, l.policy),
-		Limits: p.limits, Key: spec.Key, Warning: p.warning, Log: spec.Log, Sandbox: spec.Sandbox,
+		ID: id, Mode: p.mode(), Profile: profile, Home: home, Argv: redactArgv(spec.Argv, l.policy),
+		Limits: where.limits, Key: spec.Key, Warning: where.warning, Log: spec.Log, Sandbox: spec.Sandbox,
 	}
 	if spec.Sandbox {
 		rc.Seccomp = SeccompDefault

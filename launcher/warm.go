@@ -47,30 +47,20 @@ func (l *Launcher) NewWarm(ctx context.Context) (*Warm, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &Warm{id: id, scope: spec.Scope, mode: p.mode, spec: spec}
-	switch p.mode {
-	case ModeCgroup:
-		h, err := l.holdShim(ctx, spec, id, p, nil)
-		if err != nil {
-			p.release(context.WithoutCancel(ctx))
-			return nil, err
-		}
-		w.held = h
-	case ModeScoped:
-		h, err := l.holdShim(ctx, spec, id, p, nil)
-		if err != nil {
-			p.release(context.WithoutCancel(ctx))
-			return nil, err
-		}
-		// The scope outlives the bus connection; nothing later needs it (an aborted slot's scope is empty,
-		// and the manager collects it).
-		p.close()
-		p.conn = nil
-		w.held = h
-	default:
+	w := &Warm{id: id, scope: spec.Scope, mode: p.mode(), spec: spec}
+	if w.mode != ModeCgroup && w.mode != ModeScoped {
 		p.release(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("%w: the default placement resolves to %s", ErrNotWarmable, p.mode)
+		return nil, fmt.Errorf("%w: the default placement resolves to %s", ErrNotWarmable, w.mode)
 	}
+	h, err := l.holdShim(ctx, spec, id, p, nil)
+	if err != nil {
+		p.release(context.WithoutCancel(ctx))
+		return nil, err
+	}
+	// A scope outlives the bus connection; nothing later needs it (an aborted slot's scope is empty, and
+	// the manager collects it). A cgroup's close holds nothing.
+	p.close()
+	w.held = h
 	return w, nil
 }
 
