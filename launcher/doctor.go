@@ -29,7 +29,7 @@ type Report struct {
 	SystemBus       Check             `json:"system_bus"`
 	UserBus         Check             `json:"user_bus"`
 	Linger          Check             `json:"linger"`
-	AutoChoice      string            `json:"auto_choice"` // what --scope auto would use: scoped, cgroup or degraded
+	AutoChoice      Mode              `json:"auto_choice"` // what --scope auto would use: scoped, cgroup or degraded
 	AutoReason      string            `json:"auto_reason"`
 	RestartSafe     bool              `json:"restart_safe"`
 }
@@ -113,11 +113,11 @@ type dryPlacer struct {
 // checked is a placement a dry run found possible: its mode and what was checked; nothing exists.
 type checked struct {
 	noPlacement
-	m      string
+	m      Mode
 	detail string
 }
 
-func (c checked) mode() string { return c.m }
+func (c checked) mode() Mode { return c.m }
 
 func (dryPlacer) none() placement { return noPlacement{} }
 

@@ -53,7 +53,7 @@ func (b *lockedBuffer) String() string {
 var launcherEnv = []string{"PATH=/usr/bin:/bin", "HOME=/root", "LANG=C.UTF-8", "A_MARKER=a", "FIRECRAWL_API_KEY=a-fc", "OPENAI_API_KEY=ambient"}
 
 // newWorld makes a world whose launches default to scope (cgroup: under the world's own parent).
-func newWorld(t *testing.T, scope string, edit func(*launcher.Config)) *world {
+func newWorld(t *testing.T, scope launcher.Scope, edit func(*launcher.Config)) *world {
 	t.Helper()
 	w := &world{t: t, stderr: &lockedBuffer{}}
 	w.root = testutil.HermesRoot(t, map[string]string{

@@ -38,7 +38,7 @@ func (l *Launcher) holdKey(ctx context.Context, key string) (func(), error) {
 		return nil, err
 	}
 	for _, r := range recs {
-		if r.Key == key && r.State == string(fingerprint.Running) {
+		if r.Key == key && r.State == fingerprint.Running {
 			unlock()
 			return nil, fmt.Errorf("%w: --key %q is held by worker %s (pid %d)", ErrKeyHeld, key, r.ID, r.PID)
 		}

@@ -19,7 +19,7 @@ func BenchmarkRunNone(b *testing.B) { benchRun(b, launcher.ScopeNone) }
 // needs root; its parent is the benchmark's own (testutil.CgroupParent), removed at the end.
 func BenchmarkRunCgroup(b *testing.B) { benchRun(b, launcher.ScopeCgroup) }
 
-func benchRun(b *testing.B, scope string) {
+func benchRun(b *testing.B, scope launcher.Scope) {
 	root := testutil.HermesRoot(b, map[string]string{"b": "B_MARKER=b\nFIRECRAWL_API_KEY=b-fc\n"})
 	if err := os.MkdirAll(filepath.Join(root, "profiles", "b", "cache", "scratch"), 0o755); err != nil {
 		b.Fatal(err)

@@ -35,7 +35,7 @@ func finishLedger(dir, id string, ex exitRecord) {
 		return
 	}
 	rec.applyExit(ex)
-	rec.State = string(fingerprint.Exited)
+	rec.State = fingerprint.Exited
 	_ = d.Write(id, rec, true)
 }
 
@@ -75,7 +75,7 @@ func (l *Launcher) Ledger(ctx context.Context, q LedgerQuery) ([]Record, error) 
 			if err != nil {
 				return nil, fmt.Errorf("ledger record %s: %w", id, err)
 			}
-			rec.State, rec.Reason = string(v.State), v.Reason
+			rec.State, rec.Reason = v.State, v.Reason
 		}
 		out = append(out, rec)
 	}

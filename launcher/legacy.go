@@ -15,7 +15,7 @@ func (l *Launcher) LegacyStatus(ctx context.Context, pid int, fp string) (Record
 	if err != nil {
 		return Record{}, fmt.Errorf("verify: %w", err)
 	}
-	return Record{Receipt: Receipt{PID: pid, Fingerprint: fp}, State: string(v.State), Reason: v.Reason}, nil
+	return Record{Receipt: Receipt{PID: pid, Fingerprint: fp}, State: v.State, Reason: v.Reason}, nil
 }
 
 // LegacySignal signals a hermes row's process only when its fingerprint verifies.
@@ -40,7 +40,7 @@ func (l *Launcher) LegacyStop(ctx context.Context, pid int, fp string, grace tim
 	if err != nil {
 		return Record{}, err
 	}
-	rec := Record{Receipt: Receipt{PID: pid, Fingerprint: fp}, State: string(fingerprint.Exited), Reason: "stopped"}
+	rec := Record{Receipt: Receipt{PID: pid, Fingerprint: fp}, State: fingerprint.Exited, Reason: "stopped"}
 	if killed {
 		rec.Signal = "SIGKILL"
 	}

@@ -136,7 +136,7 @@ func (l *Launcher) compose(spec Spec) (profile.Environ, *profile.Profile, error)
 	defer p.Close()
 	env, err := profile.Compose(profile.Request{
 		Profile:  p,
-		Secrets:  spec.Secrets,
+		Secrets:  string(spec.Secrets),
 		Pass:     spec.Pass,
 		Env:      spec.Env,
 		Inherit:  spec.Inherit,

@@ -90,8 +90,8 @@ func (l *Launcher) reconcileLost(ctx context.Context, rc Receipt, ident fingerpr
 	}
 	rec.ShimLost = true
 	switch rec.State {
-	case string(fingerprint.Running):
-	case string(fingerprint.Exited):
+	case fingerprint.Running:
+	case fingerprint.Exited:
 		l.recordLostEnd(rc, ident, false, false)
 		return true
 	default: // foreign-boot, recycled, ...: nothing of it is ours to act on

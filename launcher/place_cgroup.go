@@ -31,7 +31,7 @@ func (l *Launcher) prepareCgroup(spec Spec, id string) (*cgroupPlacement, error)
 	return &cgroupPlacement{g: g}, nil
 }
 
-func (*cgroupPlacement) mode() string { return ModeCgroup }
+func (*cgroupPlacement) mode() Mode { return ModeCgroup }
 
 func (p *cgroupPlacement) cloneFD() (*os.File, error) {
 	f, err := p.g.OpenFD()

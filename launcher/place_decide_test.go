@@ -106,9 +106,9 @@ func TestDoctorAndLaunchAgreeOnAuto(t *testing.T) {
 		}
 		spec := Spec{}.withDefaults(l.cfg.Defaults)
 		p, err := l.prepare(ctx, spec, newID())
-		got := "error: "
+		got := Mode("error: ")
 		if err != nil {
-			got += err.Error()
+			got += Mode(err.Error())
 		} else {
 			got = p.mode()
 			p.release(ctx)

@@ -10,7 +10,7 @@ import (
 // noPlacement is --scope none: a plain child, nothing made, nothing to release.
 type noPlacement struct{}
 
-func (noPlacement) mode() string                                         { return ModeNone }
+func (noPlacement) mode() Mode                                           { return ModeNone }
 func (noPlacement) cloneFD() (*os.File, error)                           { return nil, nil }
 func (noPlacement) needsHold(bool) bool                                  { return false }
 func (noPlacement) place(context.Context, Spec, string, int, bool) error { return nil }
@@ -27,5 +27,5 @@ type degraded struct {
 	warning string
 }
 
-func (degraded) mode() string       { return ModeDegraded }
+func (degraded) mode() Mode         { return ModeDegraded }
 func (d degraded) describe() placed { return placed{warning: d.warning} }

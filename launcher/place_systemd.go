@@ -125,7 +125,7 @@ func (p *scopePlacement) await() error {
 	return nil
 }
 
-func (*scopePlacement) mode() string               { return ModeScoped }
+func (*scopePlacement) mode() Mode                 { return ModeScoped }
 func (*scopePlacement) cloneFD() (*os.File, error) { return nil, nil }
 func (*scopePlacement) needsHold(bool) bool        { return true }
 func (*scopePlacement) group() *cgroup.Group       { return nil }

@@ -10,14 +10,6 @@ import (
 	"github.com/hlaunch/hlaunch/cgroup"
 )
 
-// Receipt modes.
-const (
-	ModeScoped   = "scoped"
-	ModeCgroup   = "cgroup"
-	ModeDegraded = "degraded"
-	ModeNone     = "none"
-)
-
 // scopeTimeout bounds the wait for StartTransientUnit's job: a manager that does not answer in this time is
 // treated as absent.
 const scopeTimeout = 10 * time.Second
@@ -28,7 +20,7 @@ const scopeTimeout = 10 * time.Second
 // the sandbox's stub or a shim) exists and before it may run.
 type placement interface {
 	// mode is the receipt's mode: ModeNone, ModeDegraded, ModeCgroup or ModeScoped.
-	mode() string
+	mode() Mode
 	// cloneFD opens the fd a child is cloned into (clone3 CLONE_INTO_CGROUP), or returns nil when the
 	// child is placed another way.
 	cloneFD() (*os.File, error)

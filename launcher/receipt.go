@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"github.com/hlaunch/hlaunch/cgroup"
+	"github.com/hlaunch/hlaunch/fingerprint"
 )
 
 // Receipt is what a launch hands back: everything needed to find, verify and signal the worker later.
@@ -11,7 +12,7 @@ type Receipt struct {
 	ID      string   `json:"id"`      // worker id, "w-<12 hex>"
 	Token   string   `json:"token"`   // the identity token (fingerprint package); the only signal authority
 	PID     int      `json:"pid"`     // the leader's PID as the host sees it
-	Mode    string   `json:"mode"`    // "scoped", "cgroup", "degraded" or "none"
+	Mode    Mode     `json:"mode"`    // ModeScoped, ModeCgroup, ModeDegraded or ModeNone
 	Profile string   `json:"profile"` // normalized profile name
 	Home    string   `json:"home"`    // the target profile's home
 	Argv    []string `json:"argv"`    // argv with credential-looking values redacted
@@ -35,10 +36,10 @@ type Receipt struct {
 	Sandbox bool `json:"sandbox,omitempty"`
 	// Seccomp is, for a sandboxed worker, SeccompDefault or SeccompOff: whether it runs under the
 	// system-call filter. Empty without a sandbox.
-	Seccomp string `json:"seccomp,omitempty"`
+	Seccomp Seccomp `json:"seccomp,omitempty"`
 	// Landlock is, for a sandboxed worker, LandlockScoped or LandlockUnavailable: whether the kernel set
 	// its Landlock scopes (abstract Unix sockets, signals). Empty without a sandbox.
-	Landlock string `json:"landlock,omitempty"`
+	Landlock Landlock `json:"landlock,omitempty"`
 	// KeptGroups are, for a sandboxed worker of an unprivileged launcher, the launcher's supplementary
 	// groups (host gids), which the worker keeps: the kernel denies setgroups in the user namespace an
 	// unprivileged launcher makes, so a socket or file that trusts one of them serves the worker
@@ -58,14 +59,14 @@ type Receipt struct {
 // Record is a receipt plus what is known about the worker now; `hlaunch ps --json` prints a list of them.
 type Record struct {
 	Receipt
-	State         string `json:"state"`                     // running, exited, foreign-boot, foreign-machine, recycled, unverified
-	Reason        string `json:"reason,omitempty"`          // one line: why this state
-	ExitCode      *int   `json:"exit_code,omitempty"`       // when it exited normally and the status is known
-	Signal        string `json:"signal,omitempty"`          // when a signal ended it, e.g. "SIGKILL"
-	EndedAt       string `json:"ended_at,omitempty"`        // when the worker ended: nothing of its tree left
-	LeaderEndedAt string `json:"leader_ended_at,omitempty"` // when its leader ended (exit_code, signal are the leader's)
-	TimedOut      bool   `json:"timed_out,omitempty"`
-	OOMKilled     bool   `json:"oom_killed,omitempty"`
+	State         fingerprint.State `json:"state"`                     // fingerprint.Running, Exited, ForeignBoot, ForeignMachine, Recycled, Unverified
+	Reason        string            `json:"reason,omitempty"`          // one line: why this state
+	ExitCode      *int              `json:"exit_code,omitempty"`       // when it exited normally and the status is known
+	Signal        string            `json:"signal,omitempty"`          // when a signal ended it, e.g. "SIGKILL"
+	EndedAt       string            `json:"ended_at,omitempty"`        // when the worker ended: nothing of its tree left
+	LeaderEndedAt string            `json:"leader_ended_at,omitempty"` // when its leader ended (exit_code, signal are the leader's)
+	TimedOut      bool              `json:"timed_out,omitempty"`
+	OOMKilled     bool              `json:"oom_killed,omitempty"`
 	// ShimLost says the worker's shim is gone without recording its end (Reason starts with
 	// ReasonShimLost): running, its deadline enforced by hlaunch's next reader; exited, its end recorded
 	// by that reader.

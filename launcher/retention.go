@@ -63,7 +63,7 @@ func (l *Launcher) GC(ctx context.Context, r Retention) (GCReport, error) {
 	}
 	var ended []Record
 	for _, rec := range recs {
-		if rec.State == string(fingerprint.Exited) {
+		if rec.State == fingerprint.Exited {
 			ended = append(ended, rec)
 		}
 	}

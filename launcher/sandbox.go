@@ -50,7 +50,7 @@ func (l *Launcher) sandbox(spec Spec, prof *profile.Profile, cwd string) (*sandb
 		// writable: hermes refreshes the OAuth tokens in it from inside a run.
 		Protect: []string{".env", ".op.env", "config.yaml"},
 		Require: []string{".env"},
-		Net:     spec.Net,
+		Net:     string(spec.Net),
 		// The filter is on unless the spec turns it off by name.
 		SeccompOff: spec.Seccomp == SeccompOff,
 	}
@@ -137,14 +137,8 @@ func unique(ps []string) []string {
 // RootSidecarDir is the directory of root's default sidecar socket and state.
 const RootSidecarDir = "/run/hlaunch"
 
-// Landlock values of Receipt.Landlock.
-const (
-	LandlockScoped      = "scoped"      // no abstract Unix socket, no signal outside the sandbox
-	LandlockUnavailable = "unavailable" // the kernel has no Landlock scopes (before Linux 6.12)
-)
-
 // landlockMode is what a sandboxed worker's receipt says of its Landlock scopes.
-func landlockMode(sb *sandbox.Spec) string {
+func landlockMode(sb *sandbox.Spec) Landlock {
 	if sb.Unscoped {
 		return LandlockUnavailable
 	}

@@ -154,7 +154,7 @@ func shimMain() {
 		_ = handshake.WriteMsg(res, shimResult{Failure: &handshake.Failure{Stage: "record", Message: err.Error()}})
 		os.Exit(125)
 	}
-	if err := writeLedger(sc.Ledger, Record{Receipt: *rc, State: string(fingerprint.Running)}); err != nil {
+	if err := writeLedger(sc.Ledger, Record{Receipt: *rc, State: fingerprint.Running}); err != nil {
 		fmt.Fprintf(os.Stderr, "hlaunch shim: ledger: %v\n", err)
 	}
 	_ = handshake.WriteMsg(res, shimResult{Receipt: rc})

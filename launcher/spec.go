@@ -7,26 +7,6 @@ import (
 	"github.com/hlaunch/hlaunch/internal/strictjson"
 )
 
-// Placement modes for Spec.Scope.
-const (
-	ScopeAuto    = "auto"    // a systemd scope when a manager answers, else a raw cgroup, else degraded
-	ScopeSystemd = "systemd" // a transient systemd scope; an error when none can be made
-	ScopeCgroup  = "cgroup"  // a raw cgroup under CgroupParent
-	ScopeNone    = "none"    // no placement: a plain child
-)
-
-// Secrets modes for Spec.Secrets.
-const (
-	SecretsProfile = "profile" // every .env entry of the target except Tier-1 names
-	SecretsNone    = "none"    // the target's .env minus every credential; Pass adds named ones back
-)
-
-// Seccomp modes for Spec.Seccomp.
-const (
-	SeccompDefault = "default" // the system-call filter of internal/seccomp (docs/security.md)
-	SeccompOff     = "off"     // no filter: the sandbox's namespaces, view and dropped capabilities only
-)
-
 // Spec describes one launch. It is shared by `hlaunch exec` flags, `hlaunch exec --spec` and the sidecar's
 // POST /v1/workers body; JSON names match the flags. Every zero value has the meaning given.
 type Spec struct {
@@ -44,11 +24,11 @@ type Spec struct {
 	// launch-profile settings are refused.
 	Inherit []string `json:"inherit,omitempty"`
 	// Secrets is SecretsProfile (the zero value) or SecretsNone.
-	Secrets string `json:"secrets,omitempty"`
+	Secrets Secrets `json:"secrets,omitempty"`
 	// Pass names credentials added back from the target's .env when Secrets is SecretsNone.
 	Pass []string `json:"pass,omitempty"`
 	// Scope is the placement mode; empty means ScopeAuto.
-	Scope string `json:"scope,omitempty"`
+	Scope Scope `json:"scope,omitempty"`
 	// RequireScope turns a degraded placement into an error (exit 75) instead of a warning.
 	RequireScope bool `json:"require_scope,omitempty"`
 	// Unit is the systemd unit name without ".scope"; empty means "hlaunch-<profile>-<id>".
@@ -64,12 +44,12 @@ type Spec struct {
 	Limits cgroup.Limits `json:"limits,omitempty"`
 	// Sandbox runs the child in new mount, pid, ipc and uts namespaces with the profile view.
 	Sandbox bool `json:"sandbox,omitempty"`
-	// Net is "host" (the zero value) or "none" (a new, empty network namespace); sandbox only.
-	Net string `json:"net,omitempty"`
+	// Net is NetHost (the zero value means the same) or NetNone (a new, empty network namespace); sandbox only.
+	Net Net `json:"net,omitempty"`
 	// Seccomp is SeccompDefault (the zero value means the same: every sandboxed worker runs under the
 	// system-call filter) or SeccompOff; sandbox only. A sidecar refuses SeccompOff unless it was started
 	// with --allow-seccomp-off.
-	Seccomp string `json:"seccomp,omitempty"`
+	Seccomp Seccomp `json:"seccomp,omitempty"`
 	// RW lists extra host paths that stay writable inside the sandbox.
 	RW []string `json:"rw,omitempty"`
 	// User is "UID:GID" to drop to before exec (sandboxed workers only); empty means, for a root
@@ -92,7 +72,7 @@ type Spec struct {
 	// "inherit": a detached worker gets the caller's own descriptors - the CLI's stdin, stdout and stderr, or
 	// the three a sidecar client passed with its request (SCM_RIGHTS). Log, when set, still takes stdout
 	// and stderr.
-	Stdio string `json:"stdio,omitempty"`
+	Stdio StdioMode `json:"stdio,omitempty"`
 	// Detach starts the worker under a shim and returns at once with its receipt.
 	Detach bool `json:"detach,omitempty"`
 }

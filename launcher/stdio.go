@@ -17,9 +17,6 @@ import (
 // becomes <log>.1 (one old file kept), as hermes does for kanban logs. Spec.LogMax changes it.
 const LogRotateSize = 2 << 20
 
-// StdioInherit is Spec.Stdio's one value: the worker gets the caller's descriptors.
-const StdioInherit = "inherit"
-
 // logStdio returns the stdio for the child: stdout and stderr go to spec.Log when it is set, else to
 // stdio's own. The returned function closes what was opened here.
 func logStdio(spec Spec, stdio Stdio) (Stdio, func(), error) {

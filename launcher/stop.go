@@ -36,7 +36,7 @@ func (l *Launcher) Stop(ctx context.Context, ref string, grace time.Duration) (R
 	if err != nil {
 		return Record{}, err
 	}
-	if rec.State == string(fingerprint.Running) {
+	if rec.State == fingerprint.Running {
 		return rec, fmt.Errorf("%w: still running after stop", ErrNotEmpty)
 	}
 	return rec, nil

@@ -26,15 +26,13 @@ func (s *Spec) Validate() error {
 	if len(s.Argv) == 0 || s.Argv[0] == "" {
 		return bad("no command given (hlaunch exec -p NAME -- CMD [ARGS...])")
 	}
-	switch s.Secrets {
-	case "", SecretsProfile, SecretsNone:
-	default:
-		return bad("--secrets %q: want profile or none", s.Secrets)
+	if _, err := ParseSecrets(string(s.Secrets)); err != nil {
+		return err
 	}
 	if len(s.Pass) > 0 && s.Secrets != SecretsNone {
 		return bad("--pass only makes sense with --secrets none")
 	}
-	if err := CheckScope(s.Scope); err != nil {
+	if err := CheckScope(string(s.Scope)); err != nil {
 		return err
 	}
 	if s.Scope == ScopeNone && !s.Limits.IsZero() {
@@ -55,23 +53,17 @@ func (s *Spec) Validate() error {
 	if name := lastComponent(s.CgroupParent); isUnitName(name) {
 		return bad("--cgroup-parent %q: %q is a systemd unit's name, whose cgroup systemd owns; use --scope systemd (with --slice) for systemd, or a parent of hlaunch's own (default hlaunch)", s.CgroupParent, name)
 	}
-	switch s.Net {
-	case "", "host":
-	case "none":
-		if !s.Sandbox {
-			return bad("--net none needs --sandbox")
-		}
-	default:
-		return bad("--net %q: want host or none", s.Net)
+	if _, err := ParseNet(string(s.Net)); err != nil {
+		return err
 	}
-	switch s.Seccomp {
-	case "":
-	case SeccompDefault, SeccompOff:
-		if !s.Sandbox {
-			return bad("--seccomp needs --sandbox (the filter is part of the sandbox)")
-		}
-	default:
-		return bad("--seccomp %q: want default or off", s.Seccomp)
+	if s.Net == NetNone && !s.Sandbox {
+		return bad("--net none needs --sandbox")
+	}
+	if _, err := ParseSeccomp(string(s.Seccomp)); err != nil {
+		return err
+	}
+	if s.Seccomp != "" && !s.Sandbox {
+		return bad("--seccomp needs --sandbox (the filter is part of the sandbox)")
 	}
 	if len(s.RW) > 0 && !s.Sandbox {
 		return bad("--rw needs --sandbox")
@@ -90,14 +82,11 @@ func (s *Spec) Validate() error {
 	if _, err := s.grace(); err != nil {
 		return bad("--grace %q: %v", s.Grace, err)
 	}
-	switch s.Stdio {
-	case "":
-	case StdioInherit:
-		if !s.Detach {
-			return bad("--stdio inherit needs --detach (a foreground child always has hlaunch's stdio)")
-		}
-	default:
-		return bad("--stdio %q: want inherit, or nothing", s.Stdio)
+	if _, err := ParseStdio(string(s.Stdio)); err != nil {
+		return err
+	}
+	if s.Stdio == StdioInherit && !s.Detach {
+		return bad("--stdio inherit needs --detach (a foreground child always has hlaunch's stdio)")
 	}
 	if s.LogMax < 0 {
 		return bad("--log-max: negative")
@@ -120,11 +109,8 @@ func (s *Spec) Validate() error {
 // (`hlaunch sidecar --scope`): "" (the default), auto, systemd, cgroup or none; any other is a FieldError
 // naming --scope.
 func CheckScope(scope string) error {
-	switch scope {
-	case "", ScopeAuto, ScopeSystemd, ScopeCgroup, ScopeNone:
-		return nil
-	}
-	return &FieldError{Msg: fmt.Sprintf("--scope %q: want auto, systemd, cgroup or none", scope)}
+	_, err := ParseScope(scope)
+	return err
 }
 
 func (s *Spec) timeout() (time.Duration, error) { return ParseDurationOr(s.Timeout, 0) }

@@ -17,7 +17,7 @@ func (l *Launcher) Wait(ctx context.Context, ref string) (Record, error) {
 		if err != nil {
 			return Record{}, err
 		}
-		if rec.State != string(fingerprint.Running) && rec.ExitSettled(ShimAlive) {
+		if rec.State != fingerprint.Running && rec.ExitSettled(ShimAlive) {
 			return rec, nil
 		}
 		select {

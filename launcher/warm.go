@@ -25,8 +25,8 @@ var ErrNotWarmable = errors.New("spec cannot start in a warm slot")
 // scope is then collected by its manager, an empty cgroup stays until `hlaunch gc`.
 type Warm struct {
 	id    string
-	scope string    // the Scope the slot was made for (the launcher's default, before resolution)
-	mode  string    // ModeCgroup or ModeScoped
+	scope Scope     // the Scope the slot was made for (the launcher's default, before resolution)
+	mode  Mode      // ModeCgroup or ModeScoped
 	spec  Spec      // the placement fields the slot was made with
 	held  *heldShim // the shim, started and placed, waiting for its config
 

@@ -68,7 +68,7 @@ func (l *Launcher) record(rc Receipt, ident fingerprint.Identity) (Record, error
 	if err != nil {
 		return Record{}, fmt.Errorf("verify %s: %w", rc.ID, err)
 	}
-	rec := Record{Receipt: rc, State: string(v.State), Reason: v.Reason}
+	rec := Record{Receipt: rc, State: v.State, Reason: v.Reason}
 	if rc.ID == "" && v.State == fingerprint.Running {
 		rec.Reason = joinReason(rec.Reason, "no record of it in state dir "+l.state+": signals are refused")
 	}

@@ -137,7 +137,7 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 	if st := r.URL.Query().Get("state"); st != "" {
 		kept := recs[:0]
 		for _, rec := range recs {
-			if rec.State == st {
+			if string(rec.State) == st {
 				kept = append(kept, rec)
 			}
 		}

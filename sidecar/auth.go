@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/hlaunch/hlaunch/fingerprint"
 	"github.com/hlaunch/hlaunch/launcher"
 )
 
@@ -134,7 +135,7 @@ func (s *Server) noteScope(r launcher.Record) {
 	if r.Unit == "" || r.Cgroup == "" {
 		return
 	}
-	if r.State == stateRunning {
+	if r.State == fingerprint.Running {
 		s.scopes[r.Cgroup] = r.ID
 	} else if s.scopes[r.Cgroup] == r.ID {
 		delete(s.scopes, r.Cgroup)

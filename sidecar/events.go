@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hlaunch/hlaunch/fingerprint"
 	"github.com/hlaunch/hlaunch/launcher"
 )
 
@@ -21,18 +22,18 @@ const (
 // Event is one line of the NDJSON stream. Seq increases by one per event for the life of the process; a
 // client that reconnects with ?since=<last seq> gets what it missed while the ring still holds it.
 type Event struct {
-	Seq       uint64 `json:"seq"`
-	Type      string `json:"type"`
-	ID        string `json:"id,omitempty"`
-	Time      string `json:"time"` // RFC 3339 with nanoseconds, UTC
-	State     string `json:"state,omitempty"`
-	PID       int    `json:"pid,omitempty"`
-	Profile   string `json:"profile,omitempty"`
-	Key       string `json:"key,omitempty"`
-	ExitCode  *int   `json:"exit_code,omitempty"`
-	Signal    string `json:"signal,omitempty"`
-	OOMKilled bool   `json:"oom_killed,omitempty"`
-	TimedOut  bool   `json:"timed_out,omitempty"`
+	Seq       uint64            `json:"seq"`
+	Type      string            `json:"type"`
+	ID        string            `json:"id,omitempty"`
+	Time      string            `json:"time"` // RFC 3339 with nanoseconds, UTC
+	State     fingerprint.State `json:"state,omitempty"`
+	PID       int               `json:"pid,omitempty"`
+	Profile   string            `json:"profile,omitempty"`
+	Key       string            `json:"key,omitempty"`
+	ExitCode  *int              `json:"exit_code,omitempty"`
+	Signal    string            `json:"signal,omitempty"`
+	OOMKilled bool              `json:"oom_killed,omitempty"`
+	TimedOut  bool              `json:"timed_out,omitempty"`
 	// Initial marks events from the start-up reconciliation: they describe records that existed before this
 	// sidecar process started, so a client may already know them.
 	Initial bool `json:"initial,omitempty"`

@@ -112,8 +112,8 @@ func newObserver(l *slog.Logger, counts func() (int, int), warm func() int) *obs
 		}, func() float64 { return float64(warm()) }),
 	)
 	// Every label value a dashboard expects is present from the start, at zero.
-	for _, m := range []string{launcher.ModeScoped, launcher.ModeCgroup, launcher.ModeNone, launcher.ModeDegraded} {
-		o.spawns.WithLabelValues(m)
+	for _, m := range []launcher.Mode{launcher.ModeScoped, launcher.ModeCgroup, launcher.ModeNone, launcher.ModeDegraded} {
+		o.spawns.WithLabelValues(string(m))
 	}
 	for _, t := range []string{EventStarted, EventExited, EventOOM, EventAdopted, EventRefused, EventLost} {
 		o.events.WithLabelValues(t)
@@ -137,7 +137,7 @@ func (o *observer) spawned(spec *launcher.Spec, rc *launcher.Receipt, took time.
 		o.log.Warn("spawn refused", "code", code, "profile", spec.Profile, "error", launcher.SpecMessage(err))
 		return
 	}
-	o.spawns.WithLabelValues(rc.Mode).Inc()
+	o.spawns.WithLabelValues(string(rc.Mode)).Inc()
 	o.latency.Observe(took.Seconds())
 	o.log.Info("spawn", "id", rc.ID, "pid", rc.PID, "profile", rc.Profile, "mode", rc.Mode,
 		"key", rc.Key, "ms", float64(took.Microseconds())/1000)

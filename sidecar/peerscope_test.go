@@ -3,6 +3,7 @@ package sidecar
 import (
 	"testing"
 
+	"github.com/hlaunch/hlaunch/fingerprint"
 	"github.com/hlaunch/hlaunch/launcher"
 )
 
@@ -11,9 +12,9 @@ import (
 func TestScopeOfPeer(t *testing.T) {
 	s := &Server{scopes: map[string]string{}}
 	w := launcher.Record{Receipt: launcher.Receipt{ID: "w-0123456789ab", Unit: "hermes-worker-7.scope",
-		Cgroup: "/app.slice/hermes-worker-7.scope"}, State: stateRunning}
+		Cgroup: "/app.slice/hermes-worker-7.scope"}, State: fingerprint.Running}
 	s.noteScope(w)
-	s.noteScope(launcher.Record{Receipt: launcher.Receipt{ID: "w-1", Cgroup: "/hlaunch/w-1"}, State: stateRunning})
+	s.noteScope(launcher.Record{Receipt: launcher.Receipt{ID: "w-1", Cgroup: "/hlaunch/w-1"}, State: fingerprint.Running})
 	for cg, want := range map[string]string{
 		"/app.slice/hermes-worker-7.scope":       w.ID, // a --unit name: known from the records
 		"/app.slice/hermes-worker-7.scope/inner": w.ID,
@@ -26,7 +27,7 @@ func TestScopeOfPeer(t *testing.T) {
 			t.Errorf("scopeOf(%q) = %q, want %q", cg, got, want)
 		}
 	}
-	w.State = stateExited
+	w.State = fingerprint.Exited
 	s.noteScope(w)
 	if got := s.scopeOf(w.Cgroup); got != "" {
 		t.Errorf("after the worker exited, scopeOf = %q", got)

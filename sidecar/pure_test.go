@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hlaunch/hlaunch/fingerprint"
 	"github.com/hlaunch/hlaunch/launcher"
 )
 
@@ -52,7 +53,7 @@ func TestTransition(t *testing.T) {
 	unverified := launcher.Record{Receipt: launcher.Receipt{ID: "w-1"}, State: "unverified"}
 	tests := []struct {
 		name  string
-		prev  string
+		prev  fingerprint.State
 		known bool
 		rec   launcher.Record
 		want  []string
@@ -76,7 +77,7 @@ func TestTransition(t *testing.T) {
 				if e.ID != tt.rec.ID || !e.Initial {
 					t.Errorf("event %+v: want id %s and initial", e, tt.rec.ID)
 				}
-				if e.Type == "refused" && (e.Reason != tt.rec.State || e.State != tt.rec.State) {
+				if e.Type == "refused" && (e.Reason != string(tt.rec.State) || e.State != tt.rec.State) {
 					t.Errorf("refused event reason %q state %q, want the state %q", e.Reason, e.State, tt.rec.State)
 				}
 			}

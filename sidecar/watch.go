@@ -5,26 +5,21 @@ import (
 	"errors"
 	"time"
 
+	"github.com/hlaunch/hlaunch/fingerprint"
 	"github.com/hlaunch/hlaunch/launcher"
-)
-
-// Record states (launcher.Record.State).
-const (
-	stateRunning = "running"
-	stateExited  = "exited"
 )
 
 // transition returns the events for one record given the state the sidecar last knew (known=false: never
 // seen). It is pure so that every path of the restart semantics is table-tested.
-func transition(prev string, known bool, r launcher.Record, initial bool) []Event {
+func transition(prev fingerprint.State, known bool, r launcher.Record, initial bool) []Event {
 	if known && prev == r.State {
 		return nil
 	}
 	switch r.State {
-	case stateRunning:
+	case fingerprint.Running:
 		// never seen (a restart, or a CLI spawn), or back from another state: tracked from now on
 		return []Event{eventFor(EventAdopted, r, initial)}
-	case stateExited:
+	case fingerprint.Exited:
 		var evs []Event
 		if r.OOMKilled {
 			evs = append(evs, eventFor(EventOOM, r, initial))
@@ -32,9 +27,9 @@ func transition(prev string, known bool, r launcher.Record, initial bool) []Even
 		return append(evs, eventFor(EventExited, r, initial))
 	default: // foreign-boot, foreign-machine, recycled, unverified: never signalled, reported once
 		e := eventFor(EventRefused, r, initial)
-		e.Reason = r.State
+		e.Reason = string(r.State)
 		if r.Reason != "" {
-			e.Reason = r.State + ": " + r.Reason
+			e.Reason = string(r.State) + ": " + r.Reason
 		}
 		return []Event{e}
 	}
@@ -46,13 +41,13 @@ const settleTimeout = 5 * time.Second
 // settled reports whether r's state is final enough to report: any state but exited, and an exit that has
 // settled (launcher.Record.ExitSettled, the rule Launcher.Wait uses).
 func settled(r launcher.Record, alive func(launcher.Receipt) bool) bool {
-	return r.State != stateExited || r.ExitSettled(alive)
+	return r.State != fingerprint.Exited || r.ExitSettled(alive)
 }
 
 // viewEntry is what the sidecar last knew of one worker. gen is the spawn generation at which a spawn put it
 // there (0 when the watcher did): a list that started before that spawn finished may not show it yet.
 type viewEntry struct {
-	state string
+	state fingerprint.State
 	gen   uint64
 }
 
@@ -62,9 +57,9 @@ type viewEntry struct {
 // and unverified workers, is verified on every poll.
 func isFinal(r launcher.Record, alive func(launcher.Receipt) bool) bool {
 	switch r.State {
-	case stateExited:
+	case fingerprint.Exited:
 		return settled(r, alive)
-	case "foreign-boot", "foreign-machine", "recycled":
+	case fingerprint.ForeignBoot, fingerprint.ForeignMachine, fingerprint.Recycled:
 		return true
 	}
 	return false
@@ -262,10 +257,10 @@ func (s *Server) endSpawn(ticket uint64, rc *launcher.Receipt) {
 		return
 	}
 	s.gen++
-	s.view[rc.ID] = viewEntry{state: stateRunning, gen: s.gen}
-	s.noteScope(launcher.Record{Receipt: *rc, State: stateRunning})
+	s.view[rc.ID] = viewEntry{state: fingerprint.Running, gen: s.gen}
+	s.noteScope(launcher.Record{Receipt: *rc, State: fingerprint.Running})
 	delete(s.unknown, rc.ID)
-	s.events.publish(eventFor(EventStarted, launcher.Record{Receipt: *rc, State: stateRunning}, false))
+	s.events.publish(eventFor(EventStarted, launcher.Record{Receipt: *rc, State: fingerprint.Running}, false))
 }
 
 // counts returns how many records the view holds and how many of them run.
@@ -273,7 +268,7 @@ func (s *Server) counts() (total, running int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, v := range s.view {
-		if v.state == stateRunning {
+		if v.state == fingerprint.Running {
 			running++
 		}
 	}

@@ -197,12 +197,12 @@ func (f *sidecarFlags) run(cmd *cobra.Command) error {
 		return err
 	}
 	defaults := launcher.Spec{
-		Scope:        f.scope,
+		Scope:        launcher.Scope(f.scope),
 		CgroupParent: f.cgroupParent,
 		Slice:        f.slice,
 		RequireScope: f.requireScope,
 		UserManager:  f.userManager,
-		Net:          f.net,
+		Net:          launcher.Net(f.net),
 	}
 	l, err := launcher.New(launcher.Config{
 		Root:       f.root,

@@ -19,7 +19,7 @@ func TestSidecarScopeCheckedByTheLauncher(t *testing.T) {
 		if !errors.Is(err, launcher.ErrInvalid) {
 			t.Fatalf("--scope %q: %v, want ErrInvalid", v, err)
 		}
-		spec := launcher.Spec{Profile: "b", Argv: []string{"true"}, Scope: v}
+		spec := launcher.Spec{Profile: "b", Argv: []string{"true"}, Scope: launcher.Scope(v)}
 		verr := spec.Validate()
 		if verr == nil {
 			t.Fatalf("Spec.Validate accepted scope %q", v)
@@ -29,8 +29,8 @@ func TestSidecarScopeCheckedByTheLauncher(t *testing.T) {
 			t.Errorf("--scope %q:\n got  %q\n want %q", v, err, want)
 		}
 	}
-	for _, v := range []string{"", launcher.ScopeAuto, launcher.ScopeSystemd, launcher.ScopeCgroup, launcher.ScopeNone} {
-		if err := launcher.CheckScope(v); err != nil {
+	for _, v := range []launcher.Scope{"", launcher.ScopeAuto, launcher.ScopeSystemd, launcher.ScopeCgroup, launcher.ScopeNone} {
+		if err := launcher.CheckScope(string(v)); err != nil {
 			t.Errorf("CheckScope(%q) = %v", v, err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hlaunch/hlaunch/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/affinity"
 	"github.com/hlaunch/hlaunch/launcher"
 	"github.com/hlaunch/hlaunch/nsenv/profile"
@@ -174,7 +175,7 @@ func devNull(t *testing.T) *os.File {
 }
 
 func TestStateExitCode(t *testing.T) {
-	want := map[string]int{
+	want := map[fingerprint.State]int{
 		"running": 0, "exited": 1, "foreign-boot": 3, "foreign-machine": 3, "recycled": 3,
 		"unverified": 4, "malformed": 125, "": 125, "something-new": 125,
 	}

@@ -8,22 +8,23 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/hlaunch/hlaunch/fingerprint"
 	"github.com/hlaunch/hlaunch/launcher"
 )
 
 // stateExitCode is the `hlaunch status` exit code for a verified state (docs/exit-codes.md): a caller can
 // branch on it without parsing output.
-func stateExitCode(state string) int {
+func stateExitCode(state fingerprint.State) int {
 	switch state {
-	case "running":
+	case fingerprint.Running:
 		return launcher.ExitOK
-	case "exited":
+	case fingerprint.Exited:
 		return launcher.ExitExited
-	case "foreign-boot", "foreign-machine", "recycled":
+	case fingerprint.ForeignBoot, fingerprint.ForeignMachine, fingerprint.Recycled:
 		return launcher.ExitRefused
-	case "unverified":
+	case fingerprint.Unverified:
 		return launcher.ExitUnverified
-	default: // "malformed" and anything this build does not know
+	default: // fingerprint.Malformed and anything this build does not know
 		return launcher.ExitInternal
 	}
 }
@@ -58,7 +59,7 @@ func writeRecord(w io.Writer, r launcher.Record) error {
 		}
 	}
 	row("id", r.ID)
-	row("state", r.State)
+	row("state", string(r.State))
 	row("reason", r.Reason)
 	if r.ExitCode != nil || r.Signal != "" || r.TimedOut || r.OOMKilled {
 		row("result", outcome(r))
@@ -66,7 +67,7 @@ func writeRecord(w io.Writer, r launcher.Record) error {
 	if r.PID != 0 {
 		row("pid", strconv.Itoa(r.PID))
 	}
-	row("mode", r.Mode)
+	row("mode", string(r.Mode))
 	row("profile", r.Profile)
 	row("home", r.Home)
 	row("argv", argvText(r.Argv))
@@ -116,11 +117,11 @@ func shortTime(s string) string {
 }
 
 // orDash shows an empty table cell as "-".
-func orDash(s string) string {
+func orDash[S ~string](s S) string {
 	if s == "" {
 		return "-"
 	}
-	return s
+	return string(s)
 }
 
 // argvText shows an argv as words, each quoted when it is not printable (see printable).

@@ -48,7 +48,7 @@ type specFlags struct {
 // addEnvFlags registers the flags that decide the child's environment (exec and env share them).
 func (f *specFlags) addEnvFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&f.profile, "profile", "p", "", "hermes profile to launch for (\"default\" is the root); required")
-	fs.StringVar(&f.secrets, "secrets", launcher.SecretsProfile, "profile: the target's .env without Tier-1 names; none: without any credential")
+	fs.StringVar(&f.secrets, "secrets", string(launcher.SecretsProfile), "profile: the target's .env without Tier-1 names; none: without any credential")
 	fs.StringArrayVar(&f.pass, "pass", nil, "with --secrets none, add this credential back from the target's .env (repeatable)")
 	fs.StringArrayVar(&f.env, "env", nil, "set NAME=VALUE in the child, over the profile's value (repeatable)")
 	fs.StringArrayVar(&f.inherit, "inherit", nil, "copy NAME from hlaunch's own environment; credentials and launch-profile settings are refused (repeatable)")
@@ -68,8 +68,8 @@ func (f *specFlags) addExecFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&f.cpus, "cpus", 0, "CPU bandwidth in cores, e.g. 0.5")
 
 	fs.BoolVar(&f.sandbox, "sandbox", false, "new mount, pid, ipc and uts namespaces; only the target profile is visible")
-	fs.StringVar(&f.net, "net", "host", "with --sandbox: host, or none (an empty network namespace)")
-	fs.StringVar(&f.seccomp, "seccomp", launcher.SeccompDefault, "with --sandbox: default (the system-call filter: no mounts, namespaces, keyring, bpf, terminal injection, set-ID modes, ...) or off")
+	fs.StringVar(&f.net, "net", string(launcher.NetHost), "with --sandbox: host, or none (an empty network namespace)")
+	fs.StringVar(&f.seccomp, "seccomp", string(launcher.SeccompDefault), "with --sandbox: default (the system-call filter: no mounts, namespaces, keyring, bpf, terminal injection, set-ID modes, ...) or off")
 	fs.StringArrayVar(&f.rw, "rw", nil, "with --sandbox: keep this host path writable (repeatable)")
 	fs.StringVar(&f.as, "as", "", "UID:GID to drop to before exec (empty capability sets)")
 
@@ -84,7 +84,7 @@ func (f *specFlags) addExecFlags(fs *pflag.FlagSet) {
 
 // addPlacementFlags registers where the worker goes (--scope and its knobs).
 func (f *specFlags) addPlacementFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&f.scope, "scope", launcher.ScopeAuto, "placement: auto, systemd, cgroup or none")
+	fs.StringVar(&f.scope, "scope", string(launcher.ScopeAuto), "placement: auto, systemd, cgroup or none")
 	fs.BoolVar(&f.requireScope, "require-scope", false, "fail (exit 75) instead of running degraded when no restart-safe placement exists")
 	fs.StringVar(&f.unit, "unit", "", "systemd unit name without .scope (default hlaunch-<profile>-<id>)")
 	fs.StringVar(&f.slice, "slice", "", "systemd slice for the scope (default: the manager's)")
@@ -122,7 +122,7 @@ func (f *specFlags) apply(fs *pflag.FlagSet, s *launcher.Spec) error {
 		s.Profile = f.profile
 	}
 	if set("secrets") {
-		s.Secrets = f.secrets
+		s.Secrets = launcher.Secrets(f.secrets)
 	}
 	if set("pass") {
 		s.Pass = append([]string(nil), f.pass...)
@@ -141,7 +141,7 @@ func (f *specFlags) apply(fs *pflag.FlagSet, s *launcher.Spec) error {
 		s.Cwd = f.cwd
 	}
 	if set("scope") {
-		s.Scope = f.scope
+		s.Scope = launcher.Scope(f.scope)
 	}
 	if set("require-scope") {
 		s.RequireScope = f.requireScope
@@ -165,10 +165,10 @@ func (f *specFlags) apply(fs *pflag.FlagSet, s *launcher.Spec) error {
 		s.Sandbox = f.sandbox
 	}
 	if set("net") {
-		s.Net = f.net
+		s.Net = launcher.Net(f.net)
 	}
 	if set("seccomp") {
-		s.Seccomp = f.seccomp
+		s.Seccomp = launcher.Seccomp(f.seccomp)
 	}
 	if set("rw") {
 		s.RW = append([]string(nil), f.rw...)
@@ -202,7 +202,7 @@ func (f *specFlags) apply(fs *pflag.FlagSet, s *launcher.Spec) error {
 		s.LogMax = n
 	}
 	if set("stdio") {
-		s.Stdio = f.stdio
+		s.Stdio = launcher.StdioMode(f.stdio)
 	}
 	if set("detach") {
 		s.Detach = f.detach
