@@ -119,7 +119,9 @@ func TestRunForwardsSignals(t *testing.T) {
 		waitFile(t, ready)
 		c <- syscall.SIGUSR1
 	}()
-	code, err, out := w.run(spec(`trap 'echo got-usr1; exit 9' USR1; echo up > `+ready+`; while :; do sleep 0.05; done`), launcher.Signals{C: c})
+	s := spec(`trap 'echo got-usr1; exit 9' USR1; echo up > ` + ready + `; while :; do sleep 0.05; done`)
+	s.Timeout = "60s" // a signal that never arrives ends the worker (124), not the test run
+	code, err, out := w.run(s, launcher.Signals{C: c})
 	if err != nil || code != 9 || !strings.Contains(out, "got-usr1") {
 		t.Fatalf("code %d, %v, output %q: want the worker's own 9 after USR1", code, err, out)
 	}
