@@ -69,18 +69,28 @@ func (l *Launcher) start(ctx context.Context, spec Spec, id string, p placement,
 			return nil, err
 		}
 	}
+	return l.startStub(ctx, spec, id, p, c, files, &attr, fd != nil)
+}
+
+// startStub starts c through the init stub (hlaunch __init), places the stub and releases it into the
+// target. On failure no stub is left: its one cleanup kills and reaps it (one whose target failed to
+// start is exiting anyway; one that did not answer must never reach the target).
+func (l *Launcher) startStub(ctx context.Context, spec Spec, id string, p placement, c childStart, files []*os.File, attr *syscall.SysProcAttr, cloned bool) (_ *handshake.Proc, retErr error) {
 	// The stub keeps our pin, if any, while it starts (a Go start is cheaper on one CPU) and gives the
 	// target ChildCPUs back itself (handshake.Config.CPUs).
-	child, err := handshake.Start(handshake.Command{Path: l.cfg.Self, Args: []string{l.cfg.Self, handshake.InitArg}, Files: files, Sys: &attr})
+	child, err := handshake.Start(handshake.Command{Path: l.cfg.Self, Args: []string{l.cfg.Self, handshake.InitArg}, Files: files, Sys: attr})
 	if err != nil {
 		return nil, fmt.Errorf("start init stub %s: %w", l.cfg.Self, err)
 	}
-	if err := p.place(ctx, spec, id, child.PID(), fd != nil); err != nil {
-		child.Abort()
+	defer func() {
+		if retErr != nil {
+			child.Abort()
+		}
+	}()
+	if err := p.place(ctx, spec, id, child.PID(), cloned); err != nil {
 		return nil, err
 	}
 	if err := child.Release(handshake.Config{Argv: c.argv, Env: c.env, Cwd: c.cwd, Sandbox: c.sb, CPUs: l.cfg.ChildCPUs}); err != nil {
-		_, _ = child.Proc.Wait()
 		return nil, execError(err)
 	}
 	return child.Proc, nil
@@ -152,7 +162,7 @@ func (l *Launcher) helperCPUs() (pin, cpus affinity.Set) {
 
 // startHeld starts cmd held at its exec (handshake.Hold), places it and lets it run. It returns an error
 // wrapping handshake.ErrNotHeld, with nothing started, when it cannot be held that way.
-func (l *Launcher) startHeld(ctx context.Context, spec Spec, id string, p placement, cmd handshake.Command, cloned bool) (*handshake.Proc, error) {
+func (l *Launcher) startHeld(ctx context.Context, spec Spec, id string, p placement, cmd handshake.Command, cloned bool) (_ *handshake.Proc, retErr error) {
 	held, err := handshake.Hold(cmd)
 	if errors.Is(err, handshake.ErrNotHeld) {
 		return nil, err
@@ -160,8 +170,12 @@ func (l *Launcher) startHeld(ctx context.Context, spec Spec, id string, p placem
 	if err != nil {
 		return nil, execError(err)
 	}
+	defer func() {
+		if retErr != nil {
+			held.Abort() // never released: it dies at its exec, before the target's first instruction
+		}
+	}()
 	if err := p.place(ctx, spec, id, held.Proc.Pid, cloned); err != nil {
-		held.Abort()
 		return nil, err
 	}
 	if err := held.Release(); err != nil {

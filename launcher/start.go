@@ -30,7 +30,7 @@ func (l *Launcher) Start(ctx context.Context, spec Spec) (*Receipt, error) {
 
 // StartWith is Start for a spec with Stdio "inherit": stdio are the descriptors the worker gets (nil
 // fields are refused for such a spec; they are ignored otherwise). The caller keeps its own copies.
-func (l *Launcher) StartWith(ctx context.Context, spec Spec, stdio Stdio) (*Receipt, error) {
+func (l *Launcher) StartWith(ctx context.Context, spec Spec, stdio Stdio) (_ *Receipt, retErr error) {
 	id := newID()
 	d, err := l.detached(ctx, spec, stdio, id)
 	if err != nil {
@@ -41,6 +41,13 @@ func (l *Launcher) StartWith(ctx context.Context, spec Spec, stdio Stdio) (*Rece
 	if err != nil {
 		return nil, err
 	}
+	// The one cleanup of a failed start: what prepare made is released (the shim, if any, is ended by
+	// holdShim or runShim first).
+	defer func() {
+		if retErr != nil {
+			p.release(context.WithoutCancel(ctx))
+		}
+	}()
 	if w := p.describe().warning; w != "" {
 		fmt.Fprintln(l.cfg.Stderr, w)
 	}
@@ -51,7 +58,6 @@ func (l *Launcher) StartWith(ctx context.Context, spec Spec, stdio Stdio) (*Rece
 	}
 	h, err := l.holdShim(ctx, d.spec, id, p, files)
 	if err != nil {
-		p.release(context.WithoutCancel(ctx))
 		return nil, err
 	}
 	return l.runShim(ctx, d, h)
@@ -131,8 +137,9 @@ type heldShim struct {
 	cpus   affinity.Set // the worker's CPU set, which the shim (started on one CPU) gives it
 }
 
-// holdShim starts the shim for worker id with files as its stdio (nil: /dev/null) and places it in p.
-func (l *Launcher) holdShim(ctx context.Context, spec Spec, id string, p placement, files []*os.File) (*heldShim, error) {
+// holdShim starts the shim for worker id with files as its stdio (nil: /dev/null) and places it in p. On
+// failure no shim is left; p is the caller's to release.
+func (l *Launcher) holdShim(ctx context.Context, spec Spec, id string, p placement, files []*os.File) (_ *heldShim, retErr error) {
 	fd, err := p.cloneFD()
 	if err != nil {
 		return nil, fmt.Errorf("open worker cgroup: %w", err)
@@ -149,16 +156,27 @@ func (l *Launcher) holdShim(ctx context.Context, spec Spec, id string, p placeme
 	if err != nil {
 		return nil, fmt.Errorf("start shim %s: %w", l.cfg.Self, err)
 	}
+	defer func() {
+		if retErr != nil {
+			child.Abort() // held on its handshake: it never starts the worker
+		}
+	}()
 	if err := p.place(ctx, spec, id, child.PID(), fd != nil); err != nil {
-		child.Abort()
 		return nil, err
 	}
 	return &heldShim{p: p, child: child, cgroup: p.cgroupPath(child.PID()), cpus: cpus}, nil
 }
 
 // runShim hands a held shim its worker's config and waits for its report: the worker's receipt, or why it
-// did not start (the placement is then released).
-func (l *Launcher) runShim(ctx context.Context, d *detachedLaunch, h *heldShim) (*Receipt, error) {
+// did not start (the shim is then ended and reaped; the placement is the caller's to release).
+func (l *Launcher) runShim(ctx context.Context, d *detachedLaunch, h *heldShim) (_ *Receipt, retErr error) {
+	defer func() {
+		if retErr != nil {
+			// Killed and reaped: a shim that reported a failure is exiting anyway, one that did not
+			// answer must not start the worker later.
+			h.child.Abort()
+		}
+	}()
 	timeout, _ := d.spec.timeout()
 	grace, _ := d.spec.grace()
 	sc := &shimConfig{
@@ -176,17 +194,11 @@ func (l *Launcher) runShim(ctx context.Context, d *detachedLaunch, h *heldShim) 
 		sc.Receipt.KeptGroups = keptGroups()
 	}
 	res := &shimResult{}
-	err := h.child.Exchange(sc, res)
-	if err != nil {
-		h.child.Abort()
-	} else if res.Failure != nil {
-		h.child.Done() // our end of the config pipe: one descriptor leaked per failed start before
-		_, _ = h.child.Proc.Wait()
-		err = execError(&handshake.Error{Failure: *res.Failure})
-	}
-	if err != nil {
-		h.p.release(context.WithoutCancel(ctx))
+	if err := h.child.Exchange(sc, res); err != nil {
 		return nil, err
+	}
+	if res.Failure != nil {
+		return nil, execError(&handshake.Error{Failure: *res.Failure})
 	}
 	if d.onReceipt != nil {
 		d.onReceipt(res.Receipt) // before Done: a held worker runs only after it

@@ -36,7 +36,7 @@ type Warm struct {
 
 // NewWarm makes a slot for the launcher's default placement (Config.Defaults). Only a placement that
 // resolves to a cgroup or a systemd scope has slots; anything else is ErrNotWarmable.
-func (l *Launcher) NewWarm(ctx context.Context) (*Warm, error) {
+func (l *Launcher) NewWarm(ctx context.Context) (_ *Warm, retErr error) {
 	spec := Spec{}.withDefaults(l.cfg.Defaults)
 	spec.Detach = true
 	if spec.Scope == ScopeNone {
@@ -47,14 +47,17 @@ func (l *Launcher) NewWarm(ctx context.Context) (*Warm, error) {
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if retErr != nil {
+			p.release(context.WithoutCancel(ctx))
+		}
+	}()
 	w := &Warm{id: id, scope: spec.Scope, mode: p.mode(), spec: spec}
 	if w.mode != ModeCgroup && w.mode != ModeScoped {
-		p.release(context.WithoutCancel(ctx))
 		return nil, fmt.Errorf("%w: the default placement resolves to %s", ErrNotWarmable, w.mode)
 	}
 	h, err := l.holdShim(ctx, spec, id, p, nil)
 	if err != nil {
-		p.release(context.WithoutCancel(ctx))
 		return nil, err
 	}
 	// A scope outlives the bus connection; nothing later needs it (an aborted slot's scope is empty, and
@@ -91,7 +94,7 @@ func (w *Warm) fits(spec Spec) bool {
 // StartWarm is StartWith in the slot w: the worker gets the slot's id and shim. A spec that does not fit
 // gives ErrNotWarmable and leaves w unused, as does a spec refused before anything is placed (a bad
 // profile, a held key); any later failure uses the slot up.
-func (l *Launcher) StartWarm(ctx context.Context, w *Warm, spec Spec) (*Receipt, error) {
+func (l *Launcher) StartWarm(ctx context.Context, w *Warm, spec Spec) (_ *Receipt, retErr error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.used {
@@ -106,6 +109,11 @@ func (l *Launcher) StartWarm(ctx context.Context, w *Warm, spec Spec) (*Receipt,
 	}
 	defer d.unlock()
 	w.used = true
+	defer func() {
+		if retErr != nil {
+			w.held.p.release(context.WithoutCancel(ctx)) // runShim ended the shim
+		}
+	}()
 	return l.runShim(ctx, d, w.held)
 }
 
