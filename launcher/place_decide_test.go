@@ -2,14 +2,13 @@ package launcher
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"os"
 	"path/filepath"
 	"sort"
 	"testing"
 
 	"github.com/hlaunch/hlaunch/cgroup"
+	"github.com/hlaunch/hlaunch/internal/testutil"
 )
 
 // placeTestLauncher is an in-process Launcher with an empty hermes root, defaulting to raw cgroups under
@@ -54,12 +53,10 @@ func hostViews(h *cgroup.Host) map[string]*cgroup.Host {
 // placeTestHost is the host's cgroup layout for a test that makes cgroups (root only).
 func placeTestHost(t *testing.T) *cgroup.Host {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skipf("needs root to create cgroups (euid %d)", os.Geteuid())
-	}
+	testutil.RequireRoot(t, "creating cgroups")
 	h, err := cgroup.Detect()
 	if err != nil {
-		t.Skipf("no cgroup hierarchy: %v", err)
+		t.Fatalf("no cgroup hierarchy: %v", err)
 	}
 	return h
 }
@@ -82,13 +79,7 @@ func hierarchies(h *cgroup.Host) []string {
 	return roots
 }
 
-func randParent(t *testing.T) string {
-	var b [4]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		t.Fatal(err)
-	}
-	return "hlaunch-test-decide-" + hex.EncodeToString(b[:])
-}
+func randParent(*testing.T) string { return testutil.RandName("hlaunch-test-decide-") }
 
 // Doctor's --scope auto answer is the launch's: a parent that exists without hlaunch's marker, in any
 // one hierarchy, is refused by both or by neither. Before one decision served both, doctor checked the
