@@ -100,7 +100,7 @@ func (l *Launcher) GC(ctx context.Context, r Retention) (GCReport, error) {
 	return rep, nil
 }
 
-// removeEndedCgroup removes an ended worker's raw cgroup when it is still there and empty; it reports false
+// removeEndedCgroup is removeEnded for a pass over kept records, after one stat (most are gone): it reports false
 // only when the cgroup is there with members.
 func (l *Launcher) removeEndedCgroup(rec Record) bool {
 	if rec.Mode != ModeCgroup || rec.Cgroup == "" || l.host == nil || l.host.Unified == "" {
@@ -113,11 +113,7 @@ func (l *Launcher) removeEndedCgroup(rec Record) bool {
 	if err != nil {
 		return true
 	}
-	g, err := l.workerGroup(rec.Receipt, ident)
-	if err != nil {
-		return true // not the worker's cgroup (any more): never touched
-	}
-	return g.Delete() == nil
+	return l.removeEnded(rec.Receipt, ident)
 }
 
 // endOf is when a record's worker ended, else when it started (RFC 3339 UTC strings sort by time).

@@ -42,13 +42,18 @@ func (l *Launcher) Stop(ctx context.Context, ref string, grace time.Duration) (R
 	return rec, nil
 }
 
-// removeEnded removes an ended worker's raw cgroup when it is empty (its shim, killed with it, could not).
-func (l *Launcher) removeEnded(rc Receipt, ident fingerprint.Identity) {
-	if rc.Mode == ModeCgroup && ident.Cgroup != "" {
-		if g, err := l.workerGroup(rc, ident); err == nil {
-			_ = g.Delete()
-		}
+// removeEnded removes an ended worker's raw cgroup when it is empty (its shim, killed with it, could not):
+// the one removal Stop, gc and a lost shim's end use. It reports false only when the worker's cgroup is
+// there and could not be removed (it has members); a cgroup that is not the worker's is never touched.
+func (l *Launcher) removeEnded(rc Receipt, ident fingerprint.Identity) bool {
+	if rc.Mode != ModeCgroup || ident.Cgroup == "" {
+		return true
 	}
+	g, err := l.workerGroup(rc, ident)
+	if err != nil {
+		return true // not the worker's cgroup (any more)
+	}
+	return g.Delete() == nil
 }
 
 // stopHandle is the stop sequence on a verified worker: SIGTERM to every member (but a sandbox's
