@@ -148,7 +148,7 @@ func TestExecExitCodes(t *testing.T) {
 		{[]string{notExec}, 126},
 	}
 	// "cgroup" takes the clone3 fast path; with a limit on a hybrid host it holds the target at its exec
-	// until the v1 joins are done (handshake.Hold).
+	// until the v1 joins are done (proc.Hold).
 	placements := map[string][]string{"none": {"--scope", "none"}, "cgroup": {"--scope", "cgroup"},
 		"cgroup with a v1 limit": {"--scope", "cgroup", "--pids", "100"}}
 	for name, flags := range placements {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hlaunch/hlaunch/internal/affinity"
 	"github.com/hlaunch/hlaunch/internal/handshake"
+	hproc "github.com/hlaunch/hlaunch/internal/proc"
 	"github.com/hlaunch/hlaunch/internal/selfguard"
 	"github.com/hlaunch/hlaunch/nsenv/sandbox"
 )
@@ -30,7 +31,7 @@ type childStart struct {
 // that must be placed by PID first (v1 joins, a scope naming it) is held by the kernel at its traced exec
 // and detached once placed; a sandboxed one is started as the init stub and released once placed (ADR
 // 0001). It returns the running target (a sandbox's init).
-func (l *Launcher) start(ctx context.Context, spec Spec, id string, p placement, c childStart) (*handshake.Proc, error) {
+func (l *Launcher) start(ctx context.Context, spec Spec, id string, p placement, c childStart) (*hproc.Proc, error) {
 	fd, err := p.cloneFD()
 	if err != nil {
 		return nil, fmt.Errorf("open worker cgroup: %w", err)
@@ -45,20 +46,20 @@ func (l *Launcher) start(ctx context.Context, spec Spec, id string, p placement,
 	}
 	files := []*os.File{c.stdio.Stdin, c.stdio.Stdout, c.stdio.Stderr}
 	if c.sb == nil {
-		path, err := handshake.LookPath(c.argv[0], pathOf(c.env))
+		path, err := hproc.LookPath(c.argv[0], pathOf(c.env))
 		if err != nil {
 			return nil, execError(err)
 		}
-		cmd := handshake.Command{Path: path, Args: c.argv, Env: c.env, Dir: c.cwd, Files: files, Sys: &attr, CPUs: l.cfg.ChildCPUs}
+		cmd := hproc.Command{Path: path, Args: c.argv, Env: c.env, Dir: c.cwd, Files: files, Sys: &attr, CPUs: l.cfg.ChildCPUs}
 		if !p.needsHold(fd != nil) {
-			proc, err := handshake.Spawn(cmd)
+			proc, err := hproc.Spawn(cmd)
 			if err != nil {
 				return nil, execError(err)
 			}
 			return proc, nil
 		}
 		proc, err := l.startHeld(ctx, spec, id, p, cmd, fd != nil)
-		if !errors.Is(err, handshake.ErrNotHeld) {
+		if !errors.Is(err, hproc.ErrNotHeld) {
 			return proc, err
 		}
 		// It cannot be held at its exec (we lack CAP_SYS_PTRACE, run under strace -f or a debugger, or
@@ -75,10 +76,10 @@ func (l *Launcher) start(ctx context.Context, spec Spec, id string, p placement,
 // startStub starts c through the init stub (hlaunch __init), places the stub and releases it into the
 // target. On failure no stub is left: its one cleanup kills and reaps it (one whose target failed to
 // start is exiting anyway; one that did not answer must never reach the target).
-func (l *Launcher) startStub(ctx context.Context, spec Spec, id string, p placement, c childStart, files []*os.File, attr *syscall.SysProcAttr, cloned bool) (_ *handshake.Proc, retErr error) {
+func (l *Launcher) startStub(ctx context.Context, spec Spec, id string, p placement, c childStart, files []*os.File, attr *syscall.SysProcAttr, cloned bool) (_ *hproc.Proc, retErr error) {
 	// The stub keeps our pin, if any, while it starts (a Go start is cheaper on one CPU) and gives the
 	// target ChildCPUs back itself (handshake.Config.CPUs).
-	child, err := handshake.Start(handshake.Command{Path: l.cfg.Self, Args: []string{l.cfg.Self, handshake.InitArg}, Files: files, Sys: attr})
+	child, err := handshake.Start(hproc.Command{Path: l.cfg.Self, Args: []string{l.cfg.Self, handshake.InitArg}, Files: files, Sys: attr})
 	if err != nil {
 		return nil, fmt.Errorf("start init stub %s: %w", l.cfg.Self, err)
 	}
@@ -160,11 +161,11 @@ func (l *Launcher) helperCPUs() (pin, cpus affinity.Set) {
 	return pin, cpus
 }
 
-// startHeld starts cmd held at its exec (handshake.Hold), places it and lets it run. It returns an error
-// wrapping handshake.ErrNotHeld, with nothing started, when it cannot be held that way.
-func (l *Launcher) startHeld(ctx context.Context, spec Spec, id string, p placement, cmd handshake.Command, cloned bool) (_ *handshake.Proc, retErr error) {
-	held, err := handshake.Hold(cmd)
-	if errors.Is(err, handshake.ErrNotHeld) {
+// startHeld starts cmd held at its exec (hproc.Hold), places it and lets it run. It returns an error
+// wrapping hproc.ErrNotHeld, with nothing started, when it cannot be held that way.
+func (l *Launcher) startHeld(ctx context.Context, spec Spec, id string, p placement, cmd hproc.Command, cloned bool) (_ *hproc.Proc, retErr error) {
+	held, err := hproc.Hold(cmd)
+	if errors.Is(err, hproc.ErrNotHeld) {
 		return nil, err
 	}
 	if err != nil {

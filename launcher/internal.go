@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/hlaunch/hlaunch/internal/handshake"
+	hproc "github.com/hlaunch/hlaunch/internal/proc"
 )
 
 // MaybeRunInternal runs the hidden roles of the hlaunch binary - the init stub (`__init`) and a worker's
@@ -14,7 +15,7 @@ func MaybeRunInternal() bool {
 	// A worker gets stdin, stdout and stderr and nothing else (hermes' close_fds=True): whatever this
 	// process inherited without close-on-exec (a supervisor's sockets, a shell's fds) stops here. The
 	// descriptors stay usable in this process; they are only closed across execve.
-	if err := markInheritedCloexec(); err != nil {
+	if err := hproc.MarkInheritedCloexec(); err != nil {
 		// A worker would get what we inherited: start nothing rather than leak it.
 		fmt.Fprintf(os.Stderr, "hlaunch: marking inherited descriptors close-on-exec: %v\n", err)
 		os.Exit(ExitInternal)

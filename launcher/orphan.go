@@ -6,11 +6,11 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/hlaunch/hlaunch/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/state"
 	"github.com/hlaunch/hlaunch/internal/systemd"
-
-	"golang.org/x/sys/unix"
 )
 
 // A worker whose shim is gone (issue 15: an unsandboxed worker of the launcher's uid SIGKILLs its parent

@@ -5,7 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/hlaunch/hlaunch/internal/handshake"
+	hproc "github.com/hlaunch/hlaunch/internal/proc"
 )
 
 // reapWhenEnded reaps a detached worker's shim once it has ended, for a caller that lives on after the
@@ -14,7 +14,7 @@ import (
 // shim's whole life, and the Go runtime never ends a thread it made, so a sidecar kept as many threads as
 // it ever had workers alive at once (its RSS grew with them; docs/sidecar.md). Where the pidfd cannot be
 // polled (kernels before 5.3) it blocks in Wait as before. The shim's status is its own record: ignored.
-func reapWhenEnded(p *handshake.Proc) {
+func reapWhenEnded(p *hproc.Proc) {
 	fd, err := unix.PidfdOpen(p.Pid, 0)
 	if err == nil && unix.SetNonblock(fd, true) != nil { // non-blocking: os.NewFile puts it in the poller
 		_ = unix.Close(fd)

@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hlaunch/hlaunch/fingerprint"
-	"github.com/hlaunch/hlaunch/internal/handshake"
+	hproc "github.com/hlaunch/hlaunch/internal/proc"
 )
 
 // Signals are what a foreground launch forwards to its child.
@@ -120,10 +120,10 @@ func (l *Launcher) Run(ctx context.Context, spec Spec, stdio Stdio, sigs Signals
 	}
 	if timedOut {
 		// As timeout(1): 124, and said, so that a deadline is never mistaken for the command's own 143.
-		return ExitTimeout, fmt.Errorf("%w: --timeout %s reached: the worker was stopped (SIGTERM, the whole cgroup killed after the grace; it ended with %d)", ErrTimedOut, spec.Timeout, handshake.ExitCode(ws))
+		return ExitTimeout, fmt.Errorf("%w: --timeout %s reached: the worker was stopped (SIGTERM, the whole cgroup killed after the grace; it ended with %d)", ErrTimedOut, spec.Timeout, hproc.ExitCode(ws))
 	}
 	l.sayOOM(p, ws)
-	return handshake.ExitCode(ws), nil
+	return hproc.ExitCode(ws), nil
 }
 
 // sayOOM says on stderr, in one line, when the kernel's OOM killer ended the worker: its 137 is otherwise
@@ -140,7 +140,7 @@ func (l *Launcher) sayOOM(p placement, ws syscall.WaitStatus) {
 
 // forward relays signals to the leader until done. The leader is our unreaped child, so its PID cannot
 // have been recycled while we forward (Proc.Signal refuses once it is reaped).
-func forward(proc *handshake.Proc, signals <-chan os.Signal, done <-chan struct{}) {
+func forward(proc *hproc.Proc, signals <-chan os.Signal, done <-chan struct{}) {
 	for {
 		select {
 		case <-done:
@@ -160,7 +160,7 @@ func forward(proc *handshake.Proc, signals <-chan os.Signal, done <-chan struct{
 // function that cancels both and reports whether the deadline was reached. A sandbox's init (the leader)
 // gets no SIGTERM of its own: it would forward a second copy to the target. The tree's SIGTERM goes
 // through a fingerprint handle pinned while the leader is our unreaped child (pidfds, never bare PIDs).
-func (l *Launcher) enforceTimeout(spec Spec, p placement, proc *handshake.Proc) func() bool {
+func (l *Launcher) enforceTimeout(spec Spec, p placement, proc *hproc.Proc) func() bool {
 	timeout, _ := spec.timeout()
 	if timeout == 0 {
 		return func() bool { return false }

@@ -15,6 +15,7 @@ import (
 	"github.com/hlaunch/hlaunch/cgroup"
 	"github.com/hlaunch/hlaunch/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/handshake"
+	hproc "github.com/hlaunch/hlaunch/internal/proc"
 	"github.com/hlaunch/hlaunch/internal/selfguard"
 	"github.com/hlaunch/hlaunch/internal/state"
 	"github.com/hlaunch/hlaunch/internal/sysfile"
@@ -204,7 +205,7 @@ func shimGroup(host *cgroup.Host, sc *shimConfig, ident fingerprint.Identity) *c
 // when it enters a sandbox. A worker with the caller's stdio (InheritStdio) is started as the init stub too
 // and held on its handshake: release lets it exec once the launcher has written the receipt, so that the
 // receipt is on the shared stdout before any output of the worker. release is nil when nothing is held.
-func shimStart(sc *shimConfig) (proc *handshake.Proc, release func() error, err error) {
+func shimStart(sc *shimConfig) (proc *hproc.Proc, release func() error, err error) {
 	var in, out, errf *os.File // nil: /dev/null
 	if sc.InheritStdio {
 		in, out, errf = os.Stdin, os.Stdout, os.Stderr
@@ -221,12 +222,12 @@ func shimStart(sc *shimConfig) (proc *handshake.Proc, release func() error, err 
 	attr := &syscall.SysProcAttr{Setsid: true}
 	cfg := sc.Init
 	if cfg.Sandbox == nil {
-		path, err := handshake.LookPath(cfg.Argv[0], pathOf(cfg.Env))
+		path, err := hproc.LookPath(cfg.Argv[0], pathOf(cfg.Env))
 		if err != nil {
 			return nil, nil, err
 		}
 		if !sc.InheritStdio {
-			proc, err := handshake.Spawn(handshake.Command{Path: path, Args: cfg.Argv, Env: cfg.Env, Dir: cfg.Cwd, Files: files, Sys: attr, CPUs: cfg.CPUs})
+			proc, err := hproc.Spawn(hproc.Command{Path: path, Args: cfg.Argv, Env: cfg.Env, Dir: cfg.Cwd, Files: files, Sys: attr, CPUs: cfg.CPUs})
 			return proc, nil, err
 		}
 	} else {
@@ -235,7 +236,7 @@ func shimStart(sc *shimConfig) (proc *handshake.Proc, release func() error, err 
 			return nil, nil, err
 		}
 	}
-	child, err := handshake.Start(handshake.Command{Path: "/proc/self/exe", Args: []string{"/proc/self/exe", handshake.InitArg}, Files: files, Sys: attr})
+	child, err := handshake.Start(hproc.Command{Path: "/proc/self/exe", Args: []string{"/proc/self/exe", handshake.InitArg}, Files: files, Sys: attr})
 	if err != nil {
 		return nil, nil, err
 	}

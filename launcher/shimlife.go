@@ -7,12 +7,12 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/hlaunch/hlaunch/cgroup"
 	"github.com/hlaunch/hlaunch/fingerprint"
-	"github.com/hlaunch/hlaunch/internal/handshake"
+	hproc "github.com/hlaunch/hlaunch/internal/proc"
 	"github.com/hlaunch/hlaunch/internal/state"
-
-	"golang.org/x/sys/unix"
 )
 
 // The worker is its whole tree (ADR 0005, docs/identity.md): a detached worker has ended when nothing but
@@ -33,7 +33,7 @@ const treePollMax = time.Second
 // shimLife is one supervised worker: its leader (the shim's child) and, when its identity verified, a
 // handle pinned on its cgroup through which every signal goes (fingerprint: pidfds, never bare PIDs).
 type shimLife struct {
-	proc    *handshake.Proc
+	proc    *hproc.Proc
 	h       *fingerprint.Handle // nil without a cgroup or a verified identity: the leader is the worker
 	sandbox bool                // the leader is a sandbox's init, which forwards signals to the target
 	self    int
@@ -196,7 +196,7 @@ func (s *shimLife) finish(sc *shimConfig, group *cgroup.Group, rec exitRecord) {
 
 // newShimLife pins the worker for supervision. The leader is the shim's unreaped child, so the identity
 // verifies; when it does not (an unverified capture, no cgroup), the leader alone is supervised.
-func newShimLife(src fingerprint.Sources, ident fingerprint.Identity, proc *handshake.Proc, sandbox bool) *shimLife {
+func newShimLife(src fingerprint.Sources, ident fingerprint.Identity, proc *hproc.Proc, sandbox bool) *shimLife {
 	s := &shimLife{proc: proc, sandbox: sandbox, self: os.Getpid()}
 	if ident.Unverified || ident.Cgroup == "" {
 		return s

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hlaunch/hlaunch/internal/handshake"
+	hproc "github.com/hlaunch/hlaunch/internal/proc"
 )
 
 // A worker whose tree has ended by its deadline is never recorded as timed out, even when the deadline
@@ -14,7 +14,7 @@ import (
 // loop: the deadline is armed only once the leader has already exited, and fires at once.
 func TestSuperviseEndBeforeDeadlineIsNotTimedOut(t *testing.T) {
 	for i := 0; i < 200; i++ {
-		proc, err := handshake.Spawn(handshake.Command{Path: "/bin/true", Args: []string{"true"}, Files: []*os.File{nil, nil, nil}})
+		proc, err := hproc.Spawn(hproc.Command{Path: "/bin/true", Args: []string{"true"}, Files: []*os.File{nil, nil, nil}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -34,7 +34,7 @@ func TestSuperviseEndBeforeDeadlineIsNotTimedOut(t *testing.T) {
 
 // A deadline that comes while the worker runs ends it and is recorded.
 func TestSuperviseDeadlineEndsLeader(t *testing.T) {
-	proc, err := handshake.Spawn(handshake.Command{Path: "/bin/sleep", Args: []string{"sleep", "30"}, Files: []*os.File{nil, nil, nil}})
+	proc, err := hproc.Spawn(hproc.Command{Path: "/bin/sleep", Args: []string{"sleep", "30"}, Files: []*os.File{nil, nil, nil}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/hlaunch/hlaunch/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/affinity"
 	"github.com/hlaunch/hlaunch/internal/handshake"
+	hproc "github.com/hlaunch/hlaunch/internal/proc"
 	"github.com/hlaunch/hlaunch/internal/state"
 	"github.com/hlaunch/hlaunch/nsenv/profile"
 	"github.com/hlaunch/hlaunch/nsenv/sandbox"
@@ -152,7 +153,7 @@ func (l *Launcher) holdShim(ctx context.Context, spec Spec, id string, p placeme
 		attr.UseCgroupFD, attr.CgroupFD = true, int(fd.Fd())
 	}
 	pin, cpus := l.helperCPUs()
-	child, err := handshake.Start(handshake.Command{Path: l.cfg.Self, Args: []string{l.cfg.Self, ShimArg}, Files: files, Sys: attr, CPUs: pin})
+	child, err := handshake.Start(hproc.Command{Path: l.cfg.Self, Args: []string{l.cfg.Self, ShimArg}, Files: files, Sys: attr, CPUs: pin})
 	if err != nil {
 		return nil, fmt.Errorf("start shim %s: %w", l.cfg.Self, err)
 	}

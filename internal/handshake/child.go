@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hlaunch/hlaunch/internal/linux"
+	"github.com/hlaunch/hlaunch/internal/proc"
 	"github.com/hlaunch/hlaunch/internal/seccomp"
 )
 
@@ -70,9 +71,9 @@ func Main() {
 			fail("chdir", &os.PathError{Op: "chdir", Path: cfg.Cwd, Err: err}, 125)
 		}
 	}
-	path, err := LookPath(cfg.Argv[0], envPath(cfg.Env))
+	path, err := proc.LookPath(cfg.Argv[0], envPath(cfg.Env))
 	if err != nil {
-		fail("lookup", err, ExitCodeFor(err))
+		fail("lookup", err, proc.ExitCodeFor(err))
 	}
 	if cfg.Sandbox != nil && !cfg.Sandbox.SeccompOff {
 		// Last, right before the target starts: after no_new_privs (Sandbox.Enter) and after every call
@@ -91,9 +92,9 @@ func Main() {
 		// those alone) would otherwise still be ignored in the target; once caught, the fork resets it.
 		<-notified
 		defaultIgnored()
-		proc, err := Spawn(Command{Path: path, Args: cfg.Argv, Env: cfg.Env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}, Sys: ownTerminal()})
+		target, err := proc.Spawn(proc.Command{Path: path, Args: cfg.Argv, Env: cfg.Env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr}, Sys: ownTerminal()})
 		if err != nil {
-			fail("exec", err, ExitCodeFor(err))
+			fail("exec", err, proc.ExitCodeFor(err))
 		}
 		res.Close() // EOF: the target runs
 		if !cfg.CPUs.IsZero() {
@@ -102,10 +103,10 @@ func Main() {
 			// CPUs from it is refused (EPERM).
 			go func() { _ = cfg.CPUs.ApplyToAll() }()
 		}
-		os.Exit(initLoop(proc.Pid, sigs))
+		os.Exit(initLoop(target.Pid, sigs))
 	}
 	err = unix.Exec(path, cfg.Argv, cfg.Env)
-	fail("exec", &os.PathError{Op: "execve", Path: path, Err: err}, ExitCodeFor(err))
+	fail("exec", &os.PathError{Op: "execve", Path: path, Err: err}, proc.ExitCodeFor(err))
 }
 
 // ownTerminal returns, for an init that leads a session with a pty of its own as its controlling terminal
@@ -147,7 +148,7 @@ func initLoop(target int, sigs <-chan os.Signal) int {
 			return 125 // no child left without having seen the target: cannot happen
 		}
 		if pid == target {
-			return ExitCode(ws)
+			return proc.ExitCode(ws)
 		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"syscall"
+
+	"github.com/hlaunch/hlaunch/internal/proc"
 )
 
 // InitArg is the argv[1] that makes an hlaunch binary act as the stub.
@@ -13,7 +15,7 @@ const InitArg = "__init"
 
 // Child is a started stub, blocked until Release sends it its Config.
 type Child struct {
-	Proc *Proc
+	Proc *proc.Proc
 	cfgW *os.File
 	resR *os.File
 }
@@ -21,7 +23,7 @@ type Child struct {
 // Start starts cmd as the stub (or a shim). The caller sets Path to an hlaunch binary, Args to
 // {path, InitArg}, Sys, the three stdio Files and Env (the stub's env should be empty: the target's
 // environ travels in the Config). Start adds the two protocol pipes as fds 3 and 4.
-func Start(cmd Command) (*Child, error) {
+func Start(cmd proc.Command) (*Child, error) {
 	cfgR, cfgW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("handshake pipe: %w", err)
@@ -35,7 +37,7 @@ func Start(cmd Command) (*Child, error) {
 	files := make([]*os.File, 3, 5)
 	copy(files, cmd.Files)
 	cmd.Files = append(files, cfgR, resW)
-	proc, err := Spawn(cmd)
+	p, err := proc.Spawn(cmd)
 	// The child holds its own copies now; ours must go so EOF means what the protocol says.
 	cfgR.Close()
 	resW.Close()
@@ -44,7 +46,7 @@ func Start(cmd Command) (*Child, error) {
 		resR.Close()
 		return nil, err
 	}
-	return &Child{Proc: proc, cfgW: cfgW, resR: resR}, nil
+	return &Child{Proc: p, cfgW: cfgW, resR: resR}, nil
 }
 
 // PID is the stub's (and, after Release, the target's) process id.

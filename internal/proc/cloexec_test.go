@@ -1,4 +1,4 @@
-package launcher
+package proc
 
 import (
 	"os"

@@ -1,4 +1,4 @@
-package launcher
+package proc
 
 import (
 	"math"
@@ -8,11 +8,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// markInheritedCloexec marks every descriptor above 2 close-on-exec, so that a worker gets stdin, stdout
+// MarkInheritedCloexec marks every descriptor above 2 close-on-exec, so that a worker gets stdin, stdout
 // and stderr and nothing else (hermes' close_fds=True). close_range(CLOSE_RANGE_CLOEXEC) does it in one
 // call on kernels 5.11+; older kernels (5.7-5.10 know close_range but not the flag, EINVAL; before 5.9
 // there is no close_range, ENOSYS) get the same result by walking /proc/self/fd.
-func markInheritedCloexec() error {
+func MarkInheritedCloexec() error {
 	if err := unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC); err == nil {
 		return nil
 	}

@@ -1,9 +1,8 @@
-package handshake
+package proc
 
 import (
 	"bufio"
 	"errors"
-	"github.com/hlaunch/hlaunch/internal/testutil"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/internal/testutil"
 )
 
 // heldParentEnv makes the test binary act as a parent that holds a child and then waits to be killed.

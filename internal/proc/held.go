@@ -1,4 +1,4 @@
-package handshake
+package proc
 
 import (
 	"errors"
@@ -31,6 +31,10 @@ type Held struct {
 // is restricted by Yama or seccomp). Nothing was started; the caller holds the child another way. An
 // execve that fails with EPERM gives the same error, and the other way then reports it.
 var ErrNotHeld = errors.New("the child cannot be held at its exec")
+
+// ErrEndedBeforeExec says that a held child ended before its exec: a signal that reached it first (passed on
+// as it would have been untraced) killed it.
+var ErrEndedBeforeExec = errors.New("the child ended before its exec")
 
 // Hold starts c (Path already looked up) traced and returns once its execve has succeeded and it is stopped
 // before the program's first instruction. Exec errors are returned as Spawn returns them, EPERM wrapped
@@ -78,7 +82,7 @@ func (h *Held) awaitExec() error {
 		}
 		if !ws.Stopped() {
 			h.Proc.reaped = true // a signal passed on below ended it
-			return fmt.Errorf("%w: the child ended before its exec (%s)", ErrFailed, describe(ws))
+			return fmt.Errorf("%w (%s)", ErrEndedBeforeExec, describe(ws))
 		}
 		sig := ws.StopSignal()
 		if sig == syscall.SIGTRAP {
@@ -103,7 +107,7 @@ func (h *Held) awaitExec() error {
 // the child is killed and reaped instead.
 func (h *Held) Release() error {
 	if h.done {
-		return errors.New("handshake: held child released twice")
+		return errors.New("proc: held child released twice")
 	}
 	if err := syscall.PtraceDetach(h.Proc.Pid); err != nil {
 		h.Abort()
