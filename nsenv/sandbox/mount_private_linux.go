@@ -176,6 +176,9 @@ func (s *Spec) protectFiles(home int) error {
 			continue
 		}
 		err = bindReadOnly(fd, filepath.Join(s.Home, name))
+		if err == nil {
+			err = s.checkBound(home, name, fd)
+		}
 		unix.Close(fd)
 		if err != nil {
 			return err
@@ -208,6 +211,26 @@ func (s *Spec) checkProtected(home int, name string) (int, error) {
 		return -1, fmt.Errorf("%w: %s, which the worker may read but not change, is not a regular file with one link (%s, %d links)", ErrInvalid, p, fileKind(st.Mode), st.Nlink)
 	}
 	return fd, nil
+}
+
+// checkBound re-opens name below home after its bind and checks that the path names the file checked
+// (fd) on a read-only mount: the bind lands on the checked descriptor, and a rename over the path
+// between the check and the bind would leave the bind on a file no longer there and the replacement in
+// its place, writable.
+func (s *Spec) checkBound(home int, name string, fd int) error {
+	p := filepath.Join(s.Home, name)
+	now, err := openBeneath(home, name, p, false)
+	if err != nil {
+		return fmt.Errorf("%w: %s changed while it was bound read-only: %s", ErrInvalid, p, resolveProblem(err))
+	}
+	defer unix.Close(now)
+	var a, b unix.Stat_t
+	var fs unix.Statfs_t
+	if unix.Fstat(fd, &a) != nil || unix.Fstat(now, &b) != nil || unix.Fstatfs(now, &fs) != nil ||
+		a.Dev != b.Dev || a.Ino != b.Ino || fs.Flags&unix.ST_RDONLY == 0 {
+		return fmt.Errorf("%w: %s changed (replaced or renamed) while it was bound read-only", ErrInvalid, p)
+	}
+	return nil
 }
 
 // fileKind names a file type for an error.
