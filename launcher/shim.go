@@ -5,44 +5,27 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"runtime"
 	"syscall"
-	"time"
 
 	"github.com/hlaunch/hlaunch/cgroup"
 	"github.com/hlaunch/hlaunch/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/handshake"
 	hproc "github.com/hlaunch/hlaunch/internal/proc"
 	"github.com/hlaunch/hlaunch/internal/selfguard"
+	"github.com/hlaunch/hlaunch/internal/shim"
 	"github.com/hlaunch/hlaunch/internal/state"
 	"github.com/hlaunch/hlaunch/internal/sysfile"
 )
 
-// shimConfig is what the launcher hands a worker's shim once the shim is placed.
-type shimConfig struct {
-	ID           string           `json:"id"`
-	Workers      string           `json:"workers"` // state directory of worker records
-	Ledger       string           `json:"ledger"`
-	Log          string           `json:"log,omitempty"`
-	LogMax       int64            `json:"log_max,omitempty"`
-	InheritStdio bool             `json:"inherit_stdio,omitempty"` // the worker gets the shim's own 0, 1, 2
-	Timeout      time.Duration    `json:"timeout,omitempty"`
-	Grace        time.Duration    `json:"grace,omitempty"`
-	Cgroup       string           `json:"cgroup,omitempty"` // the worker's cgroup, v2-relative; "" when unplaced
-	Unit         string           `json:"unit,omitempty"`
-	InvocationID string           `json:"invocation_id,omitempty"`
-	Init         handshake.Config `json:"init"`
-	Receipt      *Receipt         `json:"receipt"` // without identity; the shim completes and records it
-}
-
-// shimResult is the shim's answer: the worker's identity token, or why it did not start.
-type shimResult struct {
-	Receipt *Receipt           `json:"receipt,omitempty"`
-	Failure *handshake.Failure `json:"failure,omitempty"`
-}
+// shimConfig and shimResult are the shim's protocol (internal/shim) with the stub's config and the
+// launcher's receipt.
+type (
+	shimConfig = shim.Config[handshake.Config, Receipt]
+	shimResult = shim.Result[Receipt]
+)
 
 // shimPrep is what a shim finds out before its config arrives.
 type shimPrep struct {
@@ -108,23 +91,22 @@ func shimMain() {
 	// caches for the messages and records (a cold process spends a few hundred µs building them).
 	prepped := make(chan shimPrep, 1)
 	go func() { prepped <- prepareShim() }()
-	res := os.NewFile(handshake.ResultFD, "shim-result")
-	cfg := os.NewFile(handshake.ConfigFD, "shim-config")
+	conn := shim.Open()
 	var sc shimConfig
-	if err := handshake.ReadMsg(cfg, &sc); err != nil {
+	if err := conn.ReadConfig(&sc); err != nil {
 		os.Exit(125) // the launcher went away before placing us: start nothing
 	}
 	proc, release, err := shimStart(&sc)
 	if err != nil {
-		f := handshake.Failure{Stage: "exec", Message: err.Error()}
+		f := shim.Failure{Stage: "exec", Message: err.Error()}
 		var hs *handshake.Error
 		var errno syscall.Errno
 		if errors.As(err, &hs) {
-			f = hs.Failure
+			f = shim.Failure(hs.Failure)
 		} else if errors.As(err, &errno) {
 			f.Errno = int(errno)
 		}
-		_ = handshake.WriteMsg(res, shimResult{Failure: &f})
+		_ = conn.Answer(shimResult{Failure: &f})
 		os.Exit(125)
 	}
 	pp := <-prepped
@@ -152,17 +134,16 @@ func shimMain() {
 		// Unrecorded, the worker could be neither found nor stopped: end it and say why.
 		_ = proc.Signal(syscall.SIGKILL)
 		_, _ = proc.Wait()
-		_ = handshake.WriteMsg(res, shimResult{Failure: &handshake.Failure{Stage: "record", Message: err.Error()}})
+		_ = conn.Answer(shimResult{Failure: &shim.Failure{Stage: "record", Message: err.Error()}})
 		os.Exit(125)
 	}
 	if err := writeLedger(sc.Ledger, Record{Receipt: *rc, State: fingerprint.Running}); err != nil {
 		fmt.Fprintf(os.Stderr, "hlaunch shim: ledger: %v\n", err)
 	}
-	_ = handshake.WriteMsg(res, shimResult{Receipt: rc})
-	res.Close()
+	_ = conn.Answer(shimResult{Receipt: rc})
 	if release != nil {
 		// Held until the launcher has written the receipt: it closes the config pipe after that (Done).
-		_, _ = io.Copy(io.Discard, cfg)
+		conn.WaitDone()
 		if err := release(); err != nil {
 			// The stub could not exec the target; it exits with 126/127, recorded as the leader's status.
 			fmt.Fprintf(os.Stderr, "hlaunch: %v\n", err)
@@ -179,7 +160,7 @@ func shimMain() {
 			_ = d.Write(sc.ID+".exit", rec, true)
 		}
 	}
-	cfg.Close()
+	conn.Close()
 	group := shimGroup(host, &sc, ident)
 	life.finish(&sc, group, life.supervise(sc.Timeout, sc.Grace))
 	os.Exit(0)

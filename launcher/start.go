@@ -12,13 +12,14 @@ import (
 	"github.com/hlaunch/hlaunch/internal/affinity"
 	"github.com/hlaunch/hlaunch/internal/handshake"
 	hproc "github.com/hlaunch/hlaunch/internal/proc"
+	"github.com/hlaunch/hlaunch/internal/shim"
 	"github.com/hlaunch/hlaunch/internal/state"
 	"github.com/hlaunch/hlaunch/nsenv/profile"
 	"github.com/hlaunch/hlaunch/nsenv/sandbox"
 )
 
 // ShimArg is the argv[1] that makes an hlaunch binary act as a worker's shim.
-const ShimArg = "__shim"
+const ShimArg = shim.Arg
 
 // Start starts spec detached and returns its receipt once the target runs. The worker's parent is a shim
 // placed with it (in its cgroup or scope, in its own session), never in the caller's cgroup, session or
@@ -133,7 +134,7 @@ func (l *Launcher) detached(ctx context.Context, spec Spec, stdio Stdio, id stri
 // heldShim is a worker's shim, started and placed, waiting on its handshake for the worker's config.
 type heldShim struct {
 	p      placement
-	child  *handshake.Child
+	child  *shim.Parent
 	cgroup string       // the shim's (and so the worker's) cgroup, relative to the v2 root
 	cpus   affinity.Set // the worker's CPU set, which the shim (started on one CPU) gives it
 }
@@ -153,7 +154,7 @@ func (l *Launcher) holdShim(ctx context.Context, spec Spec, id string, p placeme
 		attr.UseCgroupFD, attr.CgroupFD = true, int(fd.Fd())
 	}
 	pin, cpus := l.helperCPUs()
-	child, err := handshake.Start(hproc.Command{Path: l.cfg.Self, Args: []string{l.cfg.Self, ShimArg}, Files: files, Sys: attr, CPUs: pin})
+	child, err := shim.Start(hproc.Command{Path: l.cfg.Self, Args: []string{l.cfg.Self, ShimArg}, Files: files, Sys: attr, CPUs: pin})
 	if err != nil {
 		return nil, fmt.Errorf("start shim %s: %w", l.cfg.Self, err)
 	}
@@ -199,7 +200,7 @@ func (l *Launcher) runShim(ctx context.Context, d *detachedLaunch, h *heldShim) 
 		return nil, err
 	}
 	if res.Failure != nil {
-		return nil, execError(&handshake.Error{Failure: *res.Failure})
+		return nil, execError(&handshake.Error{Failure: handshake.Failure(*res.Failure)})
 	}
 	if d.onReceipt != nil {
 		d.onReceipt(res.Receipt) // before Done: a held worker runs only after it

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hlaunch/hlaunch/internal/linux"
+	"github.com/hlaunch/hlaunch/internal/msgpipe"
 	"github.com/hlaunch/hlaunch/internal/proc"
 	"github.com/hlaunch/hlaunch/internal/seccomp"
 )
@@ -33,7 +34,7 @@ func Main() {
 		if errors.As(err, &errno) {
 			f.Errno = int(errno)
 		}
-		_ = WriteMsg(res, f)
+		_ = msgpipe.WriteJSON(res, f)
 		os.Exit(code)
 	}
 	// In a new pid namespace the stub will be the init. Enabling the forwarded signals takes the runtime a

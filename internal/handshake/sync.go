@@ -1,14 +1,13 @@
 package handshake
 
 import (
-	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"syscall"
 
 	"github.com/hlaunch/hlaunch/internal/affinity"
+	"github.com/hlaunch/hlaunch/internal/msgpipe"
 	"github.com/hlaunch/hlaunch/nsenv/sandbox"
 )
 
@@ -28,14 +27,12 @@ import (
 //
 // No byte is written to fd 4 on success, so the parent learns of a successful exec from EOF alone.
 
-// ConfigFD and ResultFD are the stub's inherited descriptors.
+// ConfigFD and ResultFD are the stub's inherited descriptors (internal/msgpipe's, which frames every
+// message on them).
 const (
-	ConfigFD = 3
-	ResultFD = 4
+	ConfigFD = msgpipe.ConfigFD
+	ResultFD = msgpipe.ResultFD
 )
-
-// maxConfig bounds a Config message; an environ plus argv larger than this is refused by the parent.
-const maxConfig = 8 << 20
 
 // Config is everything the stub needs to become the target program. It travels in its own binary
 // encoding (config_codec.go), which keeps every byte of argv, the environ and the paths.
@@ -74,68 +71,21 @@ func (e *Error) Unwrap() []error {
 	return errs
 }
 
-// WriteMsg writes v as one length-prefixed JSON message.
-func WriteMsg(w io.Writer, v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-	return writeFrame(w, b)
-}
-
 // WriteConfig writes cfg as one length-prefixed message in its binary encoding.
 func WriteConfig(w io.Writer, cfg Config) error {
 	b, err := cfg.MarshalBinary()
 	if err != nil {
 		return err
 	}
-	return writeFrame(w, b)
+	return msgpipe.WriteFrame(w, b)
 }
 
 // ReadConfig reads what WriteConfig wrote; io.EOF when the writer closed without one.
 func ReadConfig(r io.Reader) (Config, error) {
 	var cfg Config
-	b, err := readFrame(r)
+	b, err := msgpipe.ReadFrame(r)
 	if err == nil {
 		err = cfg.UnmarshalBinary(b)
 	}
 	return cfg, err
-}
-
-// writeFrame writes b after its length (4 bytes, big-endian).
-func writeFrame(w io.Writer, b []byte) error {
-	if len(b) > maxConfig {
-		return fmt.Errorf("handshake message of %d bytes exceeds %d", len(b), maxConfig)
-	}
-	buf := make([]byte, 4+len(b))
-	binary.BigEndian.PutUint32(buf, uint32(len(b)))
-	copy(buf[4:], b)
-	_, err := w.Write(buf)
-	return err
-}
-
-// ReadMsg reads one length-prefixed JSON message into v; io.EOF when the writer closed without one.
-func ReadMsg(r io.Reader, v any) error {
-	b, err := readFrame(r)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, v)
-}
-
-// readFrame reads one length-prefixed message.
-func readFrame(r io.Reader) ([]byte, error) {
-	var hdr [4]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return nil, err
-	}
-	n := binary.BigEndian.Uint32(hdr[:])
-	if n > maxConfig {
-		return nil, fmt.Errorf("handshake message of %d bytes exceeds %d", n, maxConfig)
-	}
-	b := make([]byte, n)
-	if _, err := io.ReadFull(r, b); err != nil {
-		return nil, err
-	}
-	return b, nil
 }
