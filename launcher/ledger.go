@@ -40,7 +40,8 @@ func finishLedger(dir, id string, ex exitRecord) {
 }
 
 // Ledger returns the execution records that match q, oldest first. A record whose worker has not ended is
-// verified now: one from before a reboot says foreign-boot, never running.
+// verified now: one from before a reboot says foreign-boot, never running. A cancelled ctx ends the read
+// between two records: Ledger then returns ctx's error (wrapped) and no records.
 func (l *Launcher) Ledger(ctx context.Context, q LedgerQuery) ([]Record, error) {
 	d, err := state.Open(l.ledger)
 	if err != nil {
@@ -52,6 +53,9 @@ func (l *Launcher) Ledger(ctx context.Context, q LedgerQuery) ([]Record, error) 
 	}
 	var out []Record
 	for _, id := range ids {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("ledger: %w", context.Cause(ctx))
+		}
 		var rec Record
 		if err := d.Read(id, &rec); errors.Is(err, state.ErrNotFound) {
 			continue // pruned since the listing (retention, a concurrent gc)

@@ -120,8 +120,12 @@ func osHome(getenv func(string) string) string {
 }
 
 // Environ composes the environ the child of spec would get, each entry with its provenance
-// (`hlaunch env`). Nothing is started.
+// (`hlaunch env`). Nothing is started. A ctx already cancelled returns its error (wrapped) before the
+// profile is read; the composition itself is one read of the profile's files and is not interrupted.
 func (l *Launcher) Environ(ctx context.Context, spec Spec) (profile.Environ, error) {
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("environ: %w", context.Cause(ctx))
+	}
 	env, _, err := l.compose(spec)
 	return env, err
 }

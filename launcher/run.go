@@ -6,12 +6,13 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"sync/atomic"
+	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hlaunch/hlaunch/cgroup"
 	"github.com/hlaunch/hlaunch/fingerprint"
 	hproc "github.com/hlaunch/hlaunch/internal/proc"
 )
@@ -29,7 +30,10 @@ type Signals struct {
 
 // Run starts spec in the foreground with stdio as the child's own descriptors, forwards every signal
 // received on sigs.C to it, waits, removes its cgroup, and returns its exit code (128+N for signal N).
-// A launch that fails before the target runs returns ExitCode(err) and err.
+// A launch that fails before the target runs returns ExitCode(err) and err. When ctx is cancelled while
+// the child runs, the child is stopped as at a --timeout (SIGTERM to its tree, the whole tree killed after
+// the grace), and Run returns, once it has been waited for and its cgroup removed, ExitInternal and an
+// error wrapping ctx's cause (context.Canceled or context.DeadlineExceeded).
 func (l *Launcher) Run(ctx context.Context, spec Spec, stdio Stdio, sigs Signals) (int, error) {
 	if spec.Detach {
 		return ExitInternal, fmt.Errorf("%w: Run is for foreground launches; use Start with --detach", ErrInvalid)
@@ -53,6 +57,9 @@ func (l *Launcher) Run(ctx context.Context, spec Spec, stdio Stdio, sigs Signals
 	id := newID()
 	if sigs.Ready != nil {
 		<-sigs.Ready
+	}
+	if ctx.Err() != nil {
+		return ExitInternal, fmt.Errorf("launch cancelled: %w: nothing was started", context.Cause(ctx))
 	}
 	p, err := l.prepare(ctx, spec, id)
 	if err != nil {
@@ -111,16 +118,21 @@ func (l *Launcher) Run(ctx context.Context, spec Spec, stdio Stdio, sigs Signals
 	}
 	done := make(chan struct{})
 	go forward(proc, sigs.C, done)
-	stopTimer := l.enforceTimeout(spec, p, proc)
+	stopEnd := l.enforceEnd(ctx, spec, p, proc)
 	ws, err := proc.Wait()
 	close(done)
-	timedOut := stopTimer()
+	why := stopEnd()
 	if err != nil {
 		return ExitInternal, fmt.Errorf("wait: %w", err)
 	}
-	if timedOut {
+	switch why {
+	case endTimeout:
 		// As timeout(1): 124, and said, so that a deadline is never mistaken for the command's own 143.
 		return ExitTimeout, fmt.Errorf("%w: --timeout %s reached: the worker was stopped (SIGTERM, the whole cgroup killed after the grace; it ended with %d)", ErrTimedOut, spec.Timeout, hproc.ExitCode(ws))
+	case endCancelled:
+		// The caller gave up on the launch (an embedding program's context): the worker was stopped as at a
+		// deadline, and the caller's own error is returned (125, docs/exit-codes.md), never the child's code.
+		return ExitInternal, fmt.Errorf("launch cancelled: %w: the worker was stopped (SIGTERM, the whole cgroup killed after the grace; it ended with %d)", context.Cause(ctx), hproc.ExitCode(ws))
 	}
 	l.sayOOM(p, ws)
 	return hproc.ExitCode(ws), nil
@@ -156,44 +168,78 @@ func forward(proc *hproc.Proc, signals <-chan os.Signal, done <-chan struct{}) {
 	}
 }
 
-// enforceTimeout sends SIGTERM at the deadline and kills the whole tree after the grace. It returns a
-// function that cancels both and reports whether the deadline was reached. A sandbox's init (the leader)
-// gets no SIGTERM of its own: it would forward a second copy to the target. The tree's SIGTERM goes
-// through a fingerprint handle pinned while the leader is our unreaped child (pidfds, never bare PIDs).
-func (l *Launcher) enforceTimeout(spec Spec, p placement, proc *hproc.Proc) func() bool {
+// Why enforceEnd stopped a foreground worker, if it did.
+const (
+	endNone      = iota // the worker ended by itself (or by a forwarded signal)
+	endTimeout          // --timeout was reached
+	endCancelled        // Run's context was cancelled
+)
+
+// enforceEnd stops the worker at its --timeout or when ctx is cancelled, whichever comes first: SIGTERM,
+// and the whole tree killed after the grace. It returns a function that cancels both and reports which
+// one stopped the worker (endNone if neither did). A sandbox's init (the leader) gets no SIGTERM of its
+// own: it would forward a second copy to the target. The tree's SIGTERM goes through a fingerprint handle
+// pinned while the leader is our unreaped child (pidfds, never bare PIDs).
+func (l *Launcher) enforceEnd(ctx context.Context, spec Spec, p placement, proc *hproc.Proc) func() int {
 	timeout, _ := spec.timeout()
-	if timeout == 0 {
-		return func() bool { return false }
-	}
 	grace, _ := spec.grace()
 	g := p.group()
-	var fired atomic.Bool
-	term := time.AfterFunc(timeout, func() {
-		fired.Store(true)
-		if g == nil {
-			_ = proc.Signal(syscall.SIGTERM)
+	var (
+		mu   sync.Mutex
+		why  = endNone
+		kill *time.Timer
+		over bool // the worker has been waited for: nothing more is sent
+	)
+	begin := func(reason int) {
+		mu.Lock()
+		defer mu.Unlock()
+		if over || why != endNone {
 			return
 		}
-		h, _, err := fingerprint.Authorize(l.src, fingerprint.CaptureChild(l.src, proc.Pid, g.Path()))
-		if err != nil || h == nil {
-			_ = proc.Signal(syscall.SIGTERM) // reaped meanwhile, or not verifiable: the leader alone, safely
-			return
-		}
-		defer h.Close()
-		_ = signalAll(context.Background(), h, spec.Sandbox, syscall.SIGTERM)
-	})
-	kill := time.AfterFunc(timeout+grace, func() {
-		if g != nil {
-			_ = g.Kill(context.Background())
-		} else {
-			_ = proc.Signal(syscall.SIGKILL)
-		}
-	})
-	return func() bool {
-		term.Stop()
-		kill.Stop()
-		return fired.Load()
+		why = reason
+		l.termTree(spec, g, proc)
+		kill = time.AfterFunc(grace, func() {
+			if g != nil {
+				_ = g.Kill(context.Background())
+			} else {
+				_ = proc.Signal(syscall.SIGKILL)
+			}
+		})
 	}
+	var term *time.Timer
+	if timeout > 0 {
+		term = time.AfterFunc(timeout, func() { begin(endTimeout) })
+	}
+	stopCancel := context.AfterFunc(ctx, func() { begin(endCancelled) })
+	return func() int {
+		stopCancel()
+		if term != nil {
+			term.Stop()
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		over = true
+		if kill != nil {
+			kill.Stop()
+		}
+		return why
+	}
+}
+
+// termTree sends SIGTERM to the worker's tree, or to its leader alone when it has no cgroup or the tree's
+// identity no longer verifies.
+func (l *Launcher) termTree(spec Spec, g *cgroup.Group, proc *hproc.Proc) {
+	if g == nil {
+		_ = proc.Signal(syscall.SIGTERM)
+		return
+	}
+	h, _, err := fingerprint.Authorize(l.src, fingerprint.CaptureChild(l.src, proc.Pid, g.Path()))
+	if err != nil || h == nil {
+		_ = proc.Signal(syscall.SIGTERM) // reaped meanwhile, or not verifiable: the leader alone, safely
+		return
+	}
+	defer h.Close()
+	_ = signalAll(context.Background(), h, spec.Sandbox, syscall.SIGTERM)
 }
 
 // foregroundTTY reports whether f is a terminal whose foreground process group is ours.

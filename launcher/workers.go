@@ -110,7 +110,8 @@ func (l *Launcher) Get(ctx context.Context, ref string) (Record, error) {
 // Status is Get under the name of the `hlaunch status` command.
 func (l *Launcher) Status(ctx context.Context, ref string) (Record, error) { return l.Get(ctx, ref) }
 
-// List returns every worker record in the state directory, each verified now, oldest first.
+// List returns every worker record in the state directory, each verified now, oldest first. A cancelled
+// ctx ends it between two records: List then returns ctx's error (wrapped) and no records.
 func (l *Launcher) List(ctx context.Context) ([]Record, error) {
 	ids, err := l.IDs(ctx)
 	if err != nil {
@@ -118,6 +119,9 @@ func (l *Launcher) List(ctx context.Context) ([]Record, error) {
 	}
 	var out []Record
 	for _, id := range ids {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("workers: %w", context.Cause(ctx))
+		}
 		rec, err := l.Get(ctx, id)
 		if errors.Is(err, ErrNotFound) {
 			continue // removed since the listing (a concurrent gc): it is not a worker any more
@@ -132,7 +136,7 @@ func (l *Launcher) List(ctx context.Context) ([]Record, error) {
 
 // IDs returns the ids of the workers that have a record, in name order. It only lists the state
 // directory: no record is read and nothing is verified, so it costs one directory read however many
-// records there are.
+// records there are; ctx is not consulted during that one read.
 func (l *Launcher) IDs(ctx context.Context) ([]string, error) {
 	names, err := (&state.Dir{Path: l.workersDir()}).Names("w-")
 	if err != nil {
