@@ -19,6 +19,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hlaunch/hlaunch/internal/launchflag"
 	"github.com/hlaunch/hlaunch/internal/retentionflag"
 	"github.com/hlaunch/hlaunch/internal/selfguard"
 	"github.com/hlaunch/hlaunch/internal/version"
@@ -65,8 +66,7 @@ func hlaunchBinary() (string, error) {
 // sidecarFlags are the flags of `hlaunch sidecar`. The placement flags become launcher.Config.Defaults: they
 // fill what a spawned spec leaves empty, exactly as `exec` flags would.
 type sidecarFlags struct {
-	root, stateDir      string
-	ledgerDir, policy   string
+	dirs                launchflag.Dirs
 	socket, socketGroup string
 	scope, cgroupParent string
 	slice, net          string
@@ -114,10 +114,7 @@ share/doc/hlaunch/sidecar.md.`,
 	cmd.AddCommand(newEventsCmd())
 	cmd.AddCommand(buildCommands()...)
 	fs := cmd.Flags()
-	fs.StringVar(&f.root, "root", "", "hermes root (default: $HLAUNCH_ROOT, else derived from $HERMES_HOME, else ~/.hermes)")
-	fs.StringVar(&f.stateDir, "state-dir", "", "worker records (default: $HLAUNCH_STATE_DIR, else /run/hlaunch for root, else $XDG_RUNTIME_DIR/hlaunch)")
-	fs.StringVar(&f.ledgerDir, "ledger-dir", "", "execution ledger (default: $HLAUNCH_LEDGER_DIR, else <state-dir>/ledger)")
-	fs.StringVar(&f.policy, "policy", "", "JSON policy file extending the built-in name lists")
+	launchflag.AddDirs(fs, &f.dirs)
 	fs.StringVar(&f.socket, "socket", "", "Unix socket path (default: /run/hlaunch/sidecar.sock for root, else $XDG_RUNTIME_DIR/hlaunch/sidecar.sock)")
 	fs.StringVar(&f.socketGroup, "socket-group", "", "make the socket 0660 for this group (name or gid) and serve its members")
 	fs.StringVar(&f.scope, "scope", "", "default placement for spawns: auto, systemd, cgroup or none (default auto)")
@@ -204,18 +201,14 @@ func (f *sidecarFlags) run(cmd *cobra.Command) error {
 		UserManager:  f.userManager,
 		Net:          launcher.Net(f.net),
 	}
-	l, err := launcher.New(launcher.Config{
-		Root:       f.root,
-		StateDir:   f.stateDir,
-		LedgerDir:  f.ledgerDir,
-		PolicyFile: f.policy,
-		Stderr:     cmd.ErrOrStderr(),
-		Hide:       hide,
-		Self:       self,
-		WorkerLogs: true, // every worker without a log of its own gets one (docs/sidecar.md)
-		KeepBus:    true, // one connection pair to the manager for every spawn, not two dials per spawn
-		Defaults:   defaults,
-	})
+	cfg := f.dirs.Config()
+	cfg.Stderr = cmd.ErrOrStderr()
+	cfg.Hide = hide
+	cfg.Self = self
+	cfg.WorkerLogs = true // every worker without a log of its own gets one (docs/sidecar.md)
+	cfg.KeepBus = true    // one connection pair to the manager for every spawn, not two dials per spawn
+	cfg.Defaults = defaults
+	l, err := launcher.New(cfg)
 	if err != nil {
 		return err
 	}

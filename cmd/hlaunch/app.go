@@ -14,16 +14,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hlaunch/hlaunch/internal/affinity"
+	"github.com/hlaunch/hlaunch/internal/launchflag"
 	"github.com/hlaunch/hlaunch/launcher"
 )
 
 // app is one invocation: the global flags and the process's streams. It lives only as long as run.
 type app struct {
-	root      string // --root
-	stateDir  string // --state-dir
-	ledgerDir string // --ledger-dir
-	policy    string // --policy
-	json      bool   // --json
+	dirs launchflag.Dirs // --root, --state-dir, --ledger-dir, --policy
+	json bool            // --json
 
 	// args is the command line, for the root's flag errors (a mistyped command; see firstCommandWord).
 	args []string
@@ -111,14 +109,9 @@ func (a *app) newLauncher() (*launcher.Launcher, error) {
 
 // config is the launcher.Config the global flags describe.
 func (a *app) config() launcher.Config {
-	return launcher.Config{
-		Root:       a.root,
-		StateDir:   a.stateDir,
-		LedgerDir:  a.ledgerDir,
-		PolicyFile: a.policy,
-		Stderr:     a.stderr,
-		ChildCPUs:  a.childCPUs,
-	}
+	cfg := a.dirs.Config()
+	cfg.Stderr, cfg.ChildCPUs = a.stderr, a.childCPUs
+	return cfg
 }
 
 // interruptible returns a context that ends on SIGINT or SIGTERM, so that a blocking read command (wait,

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hlaunch/hlaunch/internal/launchflag"
 	"github.com/hlaunch/hlaunch/internal/version"
 )
 
@@ -60,10 +61,7 @@ func newRootCmd(a *app) *cobra.Command {
 	root.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	root.CompletionOptions.HiddenDefaultCmd = false
 	pf := root.PersistentFlags()
-	pf.StringVar(&a.root, "root", "", "hermes root (default: $HLAUNCH_ROOT, else derived from $HERMES_HOME, else ~/.hermes)")
-	pf.StringVar(&a.stateDir, "state-dir", "", "worker records (default: $HLAUNCH_STATE_DIR, else /run/hlaunch for root, else $XDG_RUNTIME_DIR/hlaunch)")
-	pf.StringVar(&a.ledgerDir, "ledger-dir", "", "execution ledger, kept across reboots when on a persistent disk (default: $HLAUNCH_LEDGER_DIR, else <state-dir>/ledger)")
-	pf.StringVar(&a.policy, "policy", "", "JSON policy file extending the built-in name lists (format: hlaunch-env(1))")
+	launchflag.AddDirs(pf, &a.dirs)
 	pf.BoolVar(&a.json, "json", false, "answer in JSON on stdout (errors too: {\"error\":{\"code\",\"message\"}})")
 
 	// Every flag error (unknown flag, bad number) is bad input: exit 125, one line, JSON code "invalid". On

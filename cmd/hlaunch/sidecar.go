@@ -75,7 +75,7 @@ func (a *app) execSidecar(sub string, args []string) error {
 	if sub != "sidecar" {
 		argv = append(argv, sub)
 	} else {
-		for _, g := range [][2]string{{"--root", a.root}, {"--state-dir", a.stateDir}, {"--ledger-dir", a.ledgerDir}, {"--policy", a.policy}} {
+		for _, g := range [][2]string{{"--root", a.dirs.Root}, {"--state-dir", a.dirs.StateDir}, {"--ledger-dir", a.dirs.LedgerDir}, {"--policy", a.dirs.Policy}} {
 			if g[1] != "" {
 				argv = append(argv, g[0], g[1])
 			}
