@@ -19,6 +19,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hlaunch/hlaunch/internal/flagerr"
 	"github.com/hlaunch/hlaunch/internal/launchflag"
 	"github.com/hlaunch/hlaunch/internal/retentionflag"
 	"github.com/hlaunch/hlaunch/internal/selfguard"
@@ -110,6 +111,10 @@ share/doc/hlaunch/sidecar.md.`,
 		},
 	}
 	cmd.SetVersionTemplate("{{.Name}} {{.Version}}\n")
+	// A flag error is bad input worded as hlaunch words it: one line naming the flag (exit 125).
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return invalidf("sidecar: %s", flagerr.Message(c, err))
+	})
 	cmd.CompletionOptions.DisableDefaultCmd = true
 	cmd.AddCommand(newEventsCmd())
 	cmd.AddCommand(buildCommands()...)

@@ -13,7 +13,7 @@ type pidFlag int
 
 func (p *pidFlag) String() string { return strconv.Itoa(int(*p)) }
 
-// Type names the value in help and errors (flagError: "a process id").
+// Type names the value in help and errors (flagerr.Message: "a process id").
 func (p *pidFlag) Type() string { return "pid" }
 
 // Set parses a PID.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hlaunch/hlaunch/internal/flagerr"
 	"github.com/hlaunch/hlaunch/internal/launchflag"
 	"github.com/hlaunch/hlaunch/internal/version"
 )
@@ -73,7 +74,7 @@ func newRootCmd(a *app) *cobra.Command {
 				return unknownCommand(cmd, name)
 			}
 		}
-		return flagError(cmd, err)
+		return invalidf("%s", flagerr.Message(cmd, err))
 	})
 
 	root.AddCommand(

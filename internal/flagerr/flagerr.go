@@ -1,7 +1,11 @@
-package main
+// Package flagerr words a command-line flag error as hlaunch does, for both binaries (hlaunch and
+// hlaunch-sidecar): one line that names the flag, what was wrong and what is accepted, without the flag
+// parser's internals. The caller marks it as bad input (exit 125).
+package flagerr
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -10,22 +14,23 @@ import (
 	"github.com/hlaunch/hlaunch/launcher"
 )
 
-// flagError rewrites a flag-parsing error as one line that names the flag, what was wrong and what is
-// accepted, without the parser's internals (strconv.ParseInt, "for \"--pids\" flag").
-func flagError(cmd *cobra.Command, err error) error {
+// Message rewrites a flag-parsing error of cmd as one line that names the flag, what was wrong and what is
+// accepted, without the parser's internals (strconv.ParseInt, "for \"--pids\" flag"). A subcommand's
+// line starts with its name ("exec: ").
+func Message(cmd *cobra.Command, err error) string {
 	var inv *pflag.InvalidValueError
 	if errors.As(err, &inv) {
 		f := inv.GetFlag()
 		if _, ok := f.Value.(launcher.DurationFlag); ok {
 			// The one duration phrase, as --timeout and a spec's durations give it: "must not be negative (want ...)".
-			return invalidf("%s--%s %s: %v", cmdPrefix(cmd), f.Name, quote(inv.GetValue()), errors.Unwrap(inv))
+			return fmt.Sprintf("%s--%s %s: %v", prefix(cmd), f.Name, quote(inv.GetValue()), errors.Unwrap(inv))
 		}
-		return invalidf("%s--%s %s: want %s", cmdPrefix(cmd), f.Name, quote(inv.GetValue()), accepted(f))
+		return fmt.Sprintf("%s--%s %s: want %s", prefix(cmd), f.Name, quote(inv.GetValue()), accepted(f))
 	}
 	var req *pflag.ValueRequiredError
 	if errors.As(err, &req) {
 		f := req.GetFlag()
-		return invalidf("%s--%s needs a value: %s", cmdPrefix(cmd), f.Name, accepted(f))
+		return fmt.Sprintf("%s--%s needs a value: %s", prefix(cmd), f.Name, accepted(f))
 	}
 	var ne *pflag.NotExistError
 	if errors.As(err, &ne) {
@@ -37,18 +42,20 @@ func flagError(cmd *cobra.Command, err error) error {
 		if s := similarFlag(cmd, ne.GetSpecifiedName()); s != "" {
 			msg += "; did you mean --" + s + "?"
 		}
-		return invalidf("%s%s (see hlaunch %s--help)", cmdPrefix(cmd), msg, subName(cmd))
+		return fmt.Sprintf("%s%s (see %s --help)", prefix(cmd), msg, cmd.CommandPath())
 	}
-	return invalidf("%s%s", cmdPrefix(cmd), strings.TrimSuffix(err.Error(), "\n"))
+	return fmt.Sprintf("%s%s", prefix(cmd), strings.TrimSuffix(err.Error(), "\n"))
 }
 
-// subName is "exec " for a subcommand and "" for the root.
-func subName(cmd *cobra.Command) string {
+// prefix is "exec: " for a subcommand and "" for the root.
+func prefix(cmd *cobra.Command) string {
 	if !cmd.HasParent() {
 		return ""
 	}
-	return cmd.Name() + " "
+	return cmd.Name() + ": "
 }
+
+func quote(s string) string { return `"` + s + `"` }
 
 // accepted says what a flag of this type takes.
 func accepted(f *pflag.Flag) string {
