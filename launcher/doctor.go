@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hlaunch/hlaunch/internal/linux"
 	"github.com/hlaunch/hlaunch/internal/systemd"
 	"github.com/hlaunch/hlaunch/nsenv/sandbox"
 )
@@ -67,7 +68,7 @@ func (l *Launcher) Doctor(ctx context.Context) (Report, error) {
 		}
 		sort.Strings(r.Controllers)
 	}
-	if fd, err := unix.PidfdOpen(os.Getpid(), 0); err == nil {
+	if fd, err := linux.PidfdOpen(os.Getpid()); err == nil {
 		unix.Close(fd)
 		r.Pidfd = true
 	}

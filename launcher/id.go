@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/internal/linux"
 )
 
 // newID returns a worker id, "w-" and 12 hex digits, random so that ids never repeat across restarts.
@@ -14,11 +16,7 @@ func newID() string {
 	// if entropy blocks), and the first timer starts the runtime's network poller, which costs the CLI's
 	// launch path a thread and an epoll instance. Six bytes never block once the kernel's pool is ready,
 	// and never come back short (reads of up to 256 bytes are whole).
-	for {
-		if _, err := unix.Getrandom(b[:], 0); err != unix.EINTR {
-			break
-		}
-	}
+	_, _ = linux.Retry(func() (int, error) { return unix.Getrandom(b[:], 0) })
 	return "w-" + hex.EncodeToString(b[:])
 }
 

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hlaunch/hlaunch/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/linux"
 	"github.com/hlaunch/hlaunch/internal/state"
 )
 
@@ -49,11 +50,11 @@ func (l *Launcher) holdKey(ctx context.Context, key string) (func(), error) {
 // flock takes an exclusive lock on f, giving up when ctx ends.
 func flock(ctx context.Context, f *os.File) error {
 	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		err := linux.RetryErr(func() error { return unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) })
 		if err == nil {
 			return nil
 		}
-		if err != unix.EWOULDBLOCK && err != unix.EINTR {
+		if err != unix.EWOULDBLOCK {
 			return os.NewSyscallError("flock", err)
 		}
 		select {

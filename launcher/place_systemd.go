@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/hlaunch/hlaunch/cgroup"
+	"github.com/hlaunch/hlaunch/internal/linux"
 	"github.com/hlaunch/hlaunch/internal/sysfile"
 	"github.com/hlaunch/hlaunch/internal/systemd"
 )
@@ -252,10 +253,6 @@ func scopeEmpty(events string) bool {
 	if err != nil {
 		return false
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "populated "); ok {
-			return v == "0"
-		}
-	}
-	return false
+	ev, err := linux.ParseEvents(b)
+	return err == nil && !ev.Populated
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/internal/linux"
 )
 
 // drainBound bounds how long output still buffered in the pty is copied once the worker has exited. Every
@@ -193,17 +195,14 @@ func (r *ptyRelay) copyIn(in, stop int) {
 	buf := make([]byte, 4096)
 	for {
 		fds := []unix.PollFd{{Fd: int32(in), Events: unix.POLLIN}, {Fd: int32(stop), Events: unix.POLLIN}}
-		if _, err := unix.Poll(fds, -1); err != nil {
-			if errors.Is(err, unix.EINTR) {
-				continue
-			}
+		if _, err := linux.Poll(fds, -1); err != nil {
 			return
 		}
 		if fds[1].Revents != 0 {
 			return
 		}
-		n, err := unix.Read(in, buf)
-		if errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
+		n, err := linux.Retry(func() (int, error) { return unix.Read(in, buf) })
+		if errors.Is(err, unix.EAGAIN) {
 			continue
 		}
 		if n <= 0 || err != nil {

@@ -2,7 +2,6 @@ package launcher
 
 import (
 	"context"
-	"errors"
 	"os"
 	"syscall"
 	"time"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/hlaunch/hlaunch/cgroup"
 	"github.com/hlaunch/hlaunch/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/linux"
 	hproc "github.com/hlaunch/hlaunch/internal/proc"
 	"github.com/hlaunch/hlaunch/internal/state"
 )
@@ -211,9 +211,6 @@ func newShimLife(src fingerprint.Sources, ident fingerprint.Identity, proc *hpro
 // without reaping it: the Wait goroutine may not have delivered its status yet.
 func childExited(pid int) bool {
 	var info unix.Siginfo
-	err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
-	if errors.Is(err, unix.EINTR) {
-		return false
-	}
+	err := linux.RetryErr(func() error { return unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil) })
 	return err != nil || info.Signo != 0 // ECHILD: reaped; a zeroed siginfo: still running
 }

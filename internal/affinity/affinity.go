@@ -19,6 +19,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/internal/linux"
 )
 
 // Set is a set of CPUs a thread may run on. The zero Set is empty: there is nothing to restore.
@@ -189,10 +191,7 @@ func threads() ([]int, error) {
 	var tids []int
 	buf := make([]byte, 4096)
 	for {
-		n, err := unix.Getdents(fd, buf)
-		if err == unix.EINTR {
-			continue
-		}
+		n, err := linux.Retry(func() (int, error) { return unix.Getdents(fd, buf) })
 		if err != nil {
 			return nil, fmt.Errorf("read /proc/self/task: %w", err)
 		}
