@@ -90,12 +90,11 @@ func readPids(path string, into map[int]struct{}) error {
 	if err != nil {
 		return err
 	}
-	for _, f := range strings.Fields(string(b)) {
-		if n, err := strconv.Atoi(f); err == nil {
-			into[n] = struct{}{}
-		}
+	pids, err := linux.ParseProcs(b)
+	for _, pid := range pids {
+		into[pid] = struct{}{}
 	}
-	return nil
+	return err
 }
 
 // mark sets hlaunch's ownership marker on a directory.

@@ -1,14 +1,12 @@
 package fingerprint
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -99,17 +97,7 @@ func readProcs(dir int) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	var pids []int
-	for _, line := range bytes.Fields(b) {
-		pid, err := strconv.Atoi(string(line))
-		if err != nil {
-			return nil, fmt.Errorf("cgroup.procs: bad pid %q", line)
-		}
-		if pid > 0 { // 0: a process outside our PID namespace
-			pids = append(pids, pid)
-		}
-	}
-	return pids, nil
+	return linux.ParseProcs(b)
 }
 
 // walkProcs lists the processes in the cgroup and all of its descendants.

@@ -109,3 +109,19 @@ func eventFlag(b []byte, key string, required bool) (bool, error) {
 	}
 	return false, fmt.Errorf("%w: cgroup.events %s %q", ErrMalformed, key, v)
 }
+
+// ParseProcs parses the text of a cgroup.procs (or tasks) file: one PID a line. A PID of 0 (a process
+// outside the reader's PID namespace) is left out; anything that is not a number is ErrMalformed.
+func ParseProcs(b []byte) ([]int, error) {
+	var pids []int
+	for _, f := range bytes.Fields(b) {
+		pid, err := strconv.Atoi(string(f))
+		if err != nil || pid < 0 {
+			return nil, fmt.Errorf("%w: cgroup.procs pid %q", ErrMalformed, f)
+		}
+		if pid > 0 {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
+}

@@ -127,3 +127,18 @@ func FuzzParseEvents(f *testing.F) {
 		_, _, _ = KeyedUint(b, "populated")
 	})
 }
+
+func TestParseProcs(t *testing.T) {
+	pids, err := ParseProcs([]byte("12\n0\n345\n"))
+	if err != nil || len(pids) != 2 || pids[0] != 12 || pids[1] != 345 {
+		t.Fatalf("ParseProcs: %v, %v; want [12 345] (0 is outside our PID namespace)", pids, err)
+	}
+	if pids, err := ParseProcs(nil); err != nil || len(pids) != 0 {
+		t.Fatalf("empty: %v, %v", pids, err)
+	}
+	for _, bad := range []string{"12\nx\n", "-3\n"} {
+		if _, err := ParseProcs([]byte(bad)); !errors.Is(err, ErrMalformed) {
+			t.Errorf("ParseProcs(%q): %v, want ErrMalformed", bad, err)
+		}
+	}
+}

@@ -2,7 +2,14 @@
 // pidfd, the members are listed again, and only a process listed both times is signalled, through its
 // pidfd. A PID number read from cgroup.procs is never passed to kill(2): between the read and the signal
 // the process could exit and its number go to a stranger. fingerprint (a worker's Handle) and cgroup
-// (Group.Signal, Kill's fallback) both signal through it.
+// (Group.Signal, Kill's fallback) both signal through it, and so do the tests' cleanups (testutil.KillCgroup,
+// systemdtest's removal of its manager's tree).
+//
+// What is signalled by a plain PID elsewhere is a process's own child that it has not reaped: the
+// launcher's foreground worker and a shim's worker leader (internal/proc.Proc, which refuses a signal once
+// reaped), a held stub or shim it aborts (the same), and a sandbox's init forwarding to its target (reaped
+// only by the loop that then exits). An unreaped child's PID cannot be reused, so none of those can reach a
+// stranger; no other worker member is ever signalled by its number.
 package pidsignal
 
 import (

@@ -8,12 +8,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/internal/linux"
+	"github.com/hlaunch/hlaunch/internal/pidsignal"
 )
 
 // RandName is prefix followed by eight random hex digits: a name no other test run on the machine uses.
@@ -108,19 +111,23 @@ func RemoveTree(dir string) error {
 }
 
 // KillCgroup kills the members of the one cgroup directory d (not of the cgroups under it): cgroup.kill
-// where the hierarchy has it, else SIGKILL to each listed process after thawing a v1 freezer.
+// where the hierarchy has it, else SIGKILL to each listed process (pinned, internal/pidsignal) after thawing a v1 freezer.
 func KillCgroup(d string) {
 	_ = os.WriteFile(filepath.Join(d, "cgroup.freeze"), []byte("0"), 0)
 	if os.WriteFile(filepath.Join(d, "cgroup.kill"), []byte("1"), 0) == nil {
 		return
 	}
 	_ = os.WriteFile(filepath.Join(d, "freezer.state"), []byte("THAWED"), 0)
-	b, _ := os.ReadFile(filepath.Join(d, "cgroup.procs"))
-	for _, f := range strings.Fields(string(b)) {
-		if pid, err := strconv.Atoi(f); err == nil && pid > 1 {
-			_ = unix.Kill(pid, unix.SIGKILL)
+	// Through internal/pidsignal: a PID read from cgroup.procs is never passed to kill(2).
+	list := func() ([]int, error) {
+		b, err := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+		if err != nil {
+			return nil, err
 		}
+		pids, err := linux.ParseProcs(b)
+		return slices.DeleteFunc(pids, func(pid int) bool { return pid == 1 }), err
 	}
+	_, _ = pidsignal.Members(list, unix.SIGKILL, map[int]bool{})
 }
 
 // CgroupEmpty reports whether the cgroup2 directory dir has no process left in it or under it

@@ -1,19 +1,18 @@
 package systemdtest
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/linux"
+	"github.com/hlaunch/hlaunch/internal/pidsignal"
 )
 
 // killTree kills every process in the cgroup2 subtree dir and waits until it is empty. It uses
@@ -60,23 +59,23 @@ func populated(dir string) (bool, error) {
 	return ev.Populated, nil
 }
 
-// killEach sends SIGKILL to every PID listed in the subtree. The PIDs are ours: they are in our subtree.
+// killEach sends SIGKILL to every process listed in the subtree, each cgroup's members through
+// internal/pidsignal (pinned by a pidfd and listed twice): a PID read from cgroup.procs is never passed to
+// kill(2), where it could have gone to a stranger since the read.
 func killEach(dir string) {
 	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {
 			return nil
 		}
-		f, err := os.Open(filepath.Join(p, "cgroup.procs"))
-		if err != nil {
-			return nil
-		}
-		defer f.Close()
-		s := bufio.NewScanner(f)
-		for s.Scan() {
-			if pid, err := strconv.Atoi(s.Text()); err == nil && pid > 0 {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
+		procs := filepath.Join(p, "cgroup.procs")
+		list := func() ([]int, error) {
+			b, err := os.ReadFile(procs)
+			if err != nil {
+				return nil, err
 			}
+			return linux.ParseProcs(b)
 		}
+		_, _ = pidsignal.Members(list, syscall.SIGKILL, map[int]bool{})
 		return nil
 	})
 }
