@@ -2,7 +2,7 @@
 // level: the retry of interrupted system calls (Retry, RetryErr), pidfds (open, signal, liveness, the
 // process an fdinfo names), and the parsers of the kernel files more than one package reads:
 // /proc/<pid>/stat (ParseStat: state, start time, any numeric field), /proc/<pid>/cgroup (ParseProcCgroup),
-// and flat-keyed cgroup files such as cgroup.events (ParseEvents, KeyedValue).
+// cgroup.procs (ParseProcs) and flat-keyed cgroup files such as cgroup.events (ParseEvents, KeyedValue).
 //
 // Parsers take the file's bytes (or an io.Reader) and never read files themselves, so they are pure and
 // fuzzed; callers read through internal/sysfile (blocking descriptors, no runtime poller) or a directory
