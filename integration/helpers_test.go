@@ -28,7 +28,8 @@ var hlaunchBin string
 // selfBin is this test binary, which acts as the child when its first argument is "child".
 var selfBin string
 
-// hostBase is the test run's directory on the host's read-only rest (/opt/hlaunch-itest-*, 0755,
+// hostBase is the test run's directory on the host's read-only rest (/opt/hlaunch-itest-*, 0755; in the
+// temporary directory for a run without root,
 // removed at the end): selfBin lives there, and tests make the host directories a sandboxed worker
 // must see (but not write) below it with os.MkdirTemp(hostBase, ...). /tmp, /var/tmp, /dev/shm and /run
 // are private or covered inside a sandbox.
@@ -50,7 +51,13 @@ func TestMain(m *testing.M) {
 	// a sandbox's /tmp, /var/tmp, /dev/shm and /run are its own (and a home is covered), so the copy
 	// must live on the host's read-only rest, in a place where nobody's sockets live (a socket the
 	// tests plant next to it would otherwise share its directory with whatever the host keeps there).
-	dir, err := os.MkdirTemp("/opt", "hlaunch-itest-")
+	// A run as a user without root (the guest lane's alice and bob) cannot make a directory in /opt: its
+	// tests start no sandboxed copy of the child, so the copy lives in the temporary directory.
+	base := "/opt"
+	if os.Geteuid() != 0 {
+		base = os.TempDir()
+	}
+	dir, err := os.MkdirTemp(base, "hlaunch-itest-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)

@@ -2,6 +2,7 @@ package launcher_test
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"
@@ -19,9 +20,31 @@ func TestFailedStartsLeaveNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	none := filepath.Join(t.TempDir(), "no-bus")
+	// A user manager looked for in a runtime directory of the launcher's own (0700): the same on every
+	// host, a systemd one included (root's system manager would answer a system-bus placement).
+	rt := t.TempDir()
+	if err := os.Chmod(rt, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	none := filepath.Join(rt, "bus")
+	// A socket where the bus should be that hangs up on every connection: the path checks pass, so the
+	// target is started held while the connect runs, and the placement fails after the child exists.
+	ln, err := net.Listen("unix", none)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
 	noBus := newWorld(t, launcher.ScopeCgroup, func(c *launcher.Config) {
-		c.Environ = append(append([]string(nil), launcherEnv...), "DBUS_SYSTEM_BUS_ADDRESS=unix:path="+none, "DBUS_SESSION_BUS_ADDRESS=unix:path="+none)
+		c.Environ = append(append([]string(nil), launcherEnv...), "XDG_RUNTIME_DIR="+rt, "DBUS_SYSTEM_BUS_ADDRESS=unix:path="+none, "DBUS_SESSION_BUS_ADDRESS=unix:path="+none)
 	}).l
 	cases := []struct {
 		name string
@@ -43,8 +66,8 @@ func TestFailedStartsLeaveNothing(t *testing.T) {
 			_, err := w.l.Start(ctx, launcher.Spec{Profile: "b", Sandbox: true, User: "0:0", Argv: []string{"/nonexistent/hlaunch-test-cmd"}})
 			return err
 		}},
-		{"foreground, held, placement refused (no manager at the bus named)", func() error {
-			spec := launcher.Spec{Profile: "b", Scope: launcher.ScopeSystemd, Argv: []string{"true"}}
+		{"foreground, held, placement refused (the user bus hangs up)", func() error {
+			spec := launcher.Spec{Profile: "b", Scope: launcher.ScopeSystemd, UserManager: true, Argv: []string{"true"}}
 			_, err := noBus.Run(ctx, spec, launcher.Stdio{}, launcher.Signals{})
 			return err
 		}},
