@@ -130,7 +130,7 @@ func TestRedteam2ForeignReaderOfLostShim(t *testing.T) {
 	must(t, os.WriteFile(bin, data, 0o755))
 	dir := t.TempDir()
 	r := e.run(append([]string{"exec", "-p", "b", "--detach", "--scope", "cgroup", "--cgroup-parent", e.Parent,
-		"--timeout", "1s", "--grace", "300ms", "--"}, shimKillerArgv(dir, true)...)...)
+		"--timeout", "5s", "--grace", "300ms", "--"}, shimKillerArgv(dir, true)...)...) // 5 s: under TCG a 1 s deadline fell before the worker killed its shim
 	if r.Code != 0 {
 		t.Fatalf("exec: exit %d %s", r.Code, r.Stderr)
 	}
