@@ -22,6 +22,7 @@ import (
 
 	"github.com/hlaunch/hlaunch/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/systemd/systemdtest"
+	"github.com/hlaunch/hlaunch/internal/testutil"
 )
 
 // mintToken makes a verified token for pid in cgroup cg (relative to the v2 root) with the public codec,
@@ -394,7 +395,7 @@ func TestHostileStateDir(t *testing.T) {
 // as a sidecar on a systemd host runs, and stops it at the end of the test.
 func sdSidecar(t *testing.T, m *systemdtest.Manager, e *env, sock string) *scProc {
 	t.Helper()
-	p := &scProc{t: t, e: e, sock: sock, log: &scBuffer{}, client: scUnixClient(sock), done: make(chan struct{})}
+	p := &scProc{t: t, e: e, sock: sock, log: &testutil.Buffer{}, client: scUnixClient(sock), done: make(chan struct{})}
 	p.cmd = m.Command(context.Background(), hlaunchBin, "--root", e.Root, "--state-dir", e.State, "sidecar",
 		"--socket", sock, "--scope", "systemd", "--user", "--poll-interval", "20ms")
 	p.cmd.Env = append(append([]string{}, e.Launcher...), m.Env()...)

@@ -2,7 +2,6 @@ package integration
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -12,10 +11,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hlaunch/hlaunch/internal/testutil"
 )
 
 // scProc is one real `hlaunch sidecar` process serving env e.
@@ -24,27 +24,9 @@ type scProc struct {
 	e      *env
 	sock   string
 	cmd    *exec.Cmd
-	log    *scBuffer
+	log    *testutil.Buffer
 	client *http.Client
 	done   chan struct{}
-}
-
-// scBuffer is a goroutine-safe stderr sink, printed when a test fails.
-type scBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *scBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *scBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // scSocketDir is a short directory for sockets (sun_path is 108 bytes), removed at the end.
@@ -86,7 +68,7 @@ func startSidecarProcIn(t *testing.T, e *env, sock string, how scStart, extra ..
 	args := []string{"--root", e.Root, "--state-dir", e.State, "sidecar", "--socket", sock,
 		"--scope", "cgroup", "--cgroup-parent", e.Parent, "--poll-interval", "20ms"}
 	args = append(args, extra...)
-	p := &scProc{t: t, e: e, sock: sock, log: &scBuffer{}, client: scUnixClient(sock), done: make(chan struct{})}
+	p := &scProc{t: t, e: e, sock: sock, log: &testutil.Buffer{}, client: scUnixClient(sock), done: make(chan struct{})}
 	argv := append(append(append([]string{}, how.Prefix...), hlaunchBin), args...)
 	p.cmd = exec.Command(argv[0], argv[1:]...)
 	p.cmd.Dir = how.Dir

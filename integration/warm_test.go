@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/systemd/systemdtest"
+	"github.com/hlaunch/hlaunch/internal/testutil"
 )
 
 // idleShims returns the children of pid that are hlaunch shims (children are listed per thread: a Go
@@ -259,7 +260,7 @@ func TestSidecarWarmScopes(t *testing.T) {
 func startScopeSidecar(t *testing.T, m *systemdtest.Manager, e *env, extra ...string) *scProc {
 	t.Helper()
 	sock := filepath.Join(scSocketDir(t), "s.sock")
-	p := &scProc{t: t, e: e, sock: sock, log: &scBuffer{}, client: scUnixClient(sock), done: make(chan struct{})}
+	p := &scProc{t: t, e: e, sock: sock, log: &testutil.Buffer{}, client: scUnixClient(sock), done: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	args := append([]string{"--root", e.Root, "--state-dir", e.State, "sidecar", "--socket", sock,
 		"--scope", "systemd", "--user", "--require-scope", "--poll-interval", "20ms"}, extra...)

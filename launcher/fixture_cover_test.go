@@ -1,7 +1,6 @@
 package launcher_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -25,27 +24,9 @@ type world struct {
 	root   string
 	state  string
 	parent string // "" for a world without cgroups
-	stderr *lockedBuffer
+	stderr *testutil.Buffer
 	mu     sync.Mutex
 	rcs    []*launcher.Receipt
-}
-
-// lockedBuffer is the launcher's stderr: written by launches, read by the test.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // launcherEnv is the launcher's own environ: launch profile A's names, and ambient credentials that must
@@ -55,7 +36,7 @@ var launcherEnv = []string{"PATH=/usr/bin:/bin", "HOME=/root", "LANG=C.UTF-8", "
 // newWorld makes a world whose launches default to scope (cgroup: under the world's own parent).
 func newWorld(t *testing.T, scope launcher.Scope, edit func(*launcher.Config)) *world {
 	t.Helper()
-	w := &world{t: t, stderr: &lockedBuffer{}}
+	w := &world{t: t, stderr: &testutil.Buffer{}}
 	w.root = testutil.HermesRoot(t, map[string]string{
 		"a": "A_MARKER=a\nFIRECRAWL_API_KEY=a-fc\n",
 		"b": "B_MARKER=b\nFIRECRAWL_API_KEY=b-fc\nGH_TOKEN=b-gh-tier1\n",
