@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hlaunch/hlaunch/internal/beneath"
+	"github.com/hlaunch/hlaunch/internal/sysfile"
 )
 
 // maxDotenvSize bounds how much of a .env is read. hermes has no limit; a 16 MiB secrets file is not a
@@ -57,7 +58,7 @@ func readDotenv(p *Profile) ([]DotenvEntry, uint32, error) {
 		return nil, 0, fmt.Errorf("%s: %w: %w", path, ErrUnreadable, os.NewSyscallError("fstat", err))
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, 0, fmt.Errorf("%s: %w: not a regular file (%s)", path, ErrUnreadable, fileType(st.Mode))
+		return nil, 0, fmt.Errorf("%s: %w: not a regular file (%s)", path, ErrUnreadable, sysfile.Kind(st.Mode))
 	}
 	if st.Size > maxDotenvSize {
 		return nil, 0, fmt.Errorf("%s: %w: larger than %d bytes", path, ErrUnreadable, maxDotenvSize)
@@ -82,23 +83,4 @@ func readDotenv(p *Profile) ([]DotenvEntry, uint32, error) {
 		return nil, 0, fmt.Errorf("%s: %w", path, err)
 	}
 	return entries, st.Uid, nil
-}
-
-// fileType names a file type for messages.
-func fileType(mode uint32) string {
-	switch mode & unix.S_IFMT {
-	case unix.S_IFDIR:
-		return "a directory"
-	case unix.S_IFIFO:
-		return "a FIFO"
-	case unix.S_IFCHR:
-		return "a character device"
-	case unix.S_IFBLK:
-		return "a block device"
-	case unix.S_IFSOCK:
-		return "a socket"
-	case unix.S_IFLNK:
-		return "a symbolic link"
-	}
-	return fmt.Sprintf("mode %#o", mode&unix.S_IFMT)
 }

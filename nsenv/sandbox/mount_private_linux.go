@@ -8,6 +8,8 @@ import (
 	"slices"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/internal/sysfile"
 )
 
 // The host's shared places, made the worker's own (docs/security.md, "The sandbox view"). The host is
@@ -208,7 +210,7 @@ func (s *Spec) checkProtected(home int, name string) (int, error) {
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
 		unix.Close(fd)
-		return -1, fmt.Errorf("%w: %s, which the worker may read but not change, is not a regular file with one link (%s, %d links)", ErrInvalid, p, fileKind(st.Mode), st.Nlink)
+		return -1, fmt.Errorf("%w: %s, which the worker may read but not change, is not a regular file with one link (%s, %d links)", ErrInvalid, p, sysfile.Kind(st.Mode), st.Nlink)
 	}
 	return fd, nil
 }
@@ -231,19 +233,6 @@ func (s *Spec) checkBound(home int, name string, fd int) error {
 		return fmt.Errorf("%w: %s changed (replaced or renamed) while it was bound read-only", ErrInvalid, p)
 	}
 	return nil
-}
-
-// fileKind names a file type for an error.
-func fileKind(mode uint32) string {
-	switch mode & unix.S_IFMT {
-	case unix.S_IFREG:
-		return "a regular file"
-	case unix.S_IFDIR:
-		return "a directory"
-	case unix.S_IFLNK:
-		return "a symbolic link"
-	}
-	return "a special file"
 }
 
 // bindReadOnly mounts a read-only clone of the file open at fd over itself.
