@@ -33,6 +33,7 @@ type Report struct {
 	AutoChoice      Mode              `json:"auto_choice"` // what --scope auto would use: scoped, cgroup or degraded
 	AutoReason      string            `json:"auto_reason"`
 	RestartSafe     bool              `json:"restart_safe"`
+	KeptGroups      Check             `json:"kept_groups"` // not OK: a sandboxed worker keeps this launcher's supplementary groups
 }
 
 // Check is one probed capability: whether it is there and why.
@@ -82,6 +83,7 @@ func (l *Launcher) Doctor(ctx context.Context) (Report, error) {
 	}
 	r.UserBus = l.probeBus(ctx, true)
 	r.Linger = linger()
+	r.KeptGroups = keptGroupsCheck()
 	// What --scope auto would use, decided as a launch decides it (decide), only checked.
 	spec := Spec{}.withDefaults(l.cfg.Defaults)
 	spec.Scope, spec.RequireScope = ScopeAuto, false
@@ -175,6 +177,19 @@ func userns() Check {
 		return Check{false, u.Err.Error()}
 	}
 	return Check{true, u.Detail}
+}
+
+// keptGroupsCheck warns when this launcher's sandboxed workers would keep its supplementary groups (an
+// unprivileged launcher's: its user namespace denies setgroups), the same groups a receipt's kept_groups
+// names: a socket or file that trusts one of them outside /run serves the worker as it serves the launcher.
+func keptGroupsCheck() Check {
+	kept := keptGroups()
+	if len(kept) == 0 {
+		return Check{true, "none: a sandboxed worker keeps no supplementary group of this launcher"}
+	}
+	return Check{false, fmt.Sprintf("a sandboxed worker keeps this launcher's supplementary groups %s (its user namespace denies setgroups): "+
+		"a socket or file of one of them outside /run serves it (remedy: run hlaunch without them: setpriv --clear-groups, a unit's SupplementaryGroups= empty, or as root)",
+		strings.Trim(fmt.Sprint(kept), "[]"))}
 }
 
 // linger reports whether the caller's user manager outlives its sessions (loginctl enable-linger).

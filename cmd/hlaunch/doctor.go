@@ -17,8 +17,8 @@ func newDoctorCmd(a *app) *cobra.Command {
 		Use:   "doctor",
 		Short: "Report what this host offers and what --scope auto would choose",
 		Long: `doctor probes the host: cgroup mode and mounts, controllers, cgroup.kill, CLONE_INTO_CGROUP, pidfd,
-user namespaces, system and user bus reachability (with reasons), linger, and what --scope auto would
-choose and why. Exit 0 when a restart-safe placement is available, 1 when only degraded.`,
+user namespaces, system and user bus reachability (with reasons), linger, the supplementary groups a
+sandboxed worker would keep, and what --scope auto would choose and why. Exit 0 when a restart-safe placement is available, 1 when only degraded.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			l, err := a.newLauncher()
@@ -78,6 +78,7 @@ func writeReport(w io.Writer, r launcher.Report) error {
 	fmt.Fprintf(tw, "system bus\t%s\n", check(r.SystemBus))
 	fmt.Fprintf(tw, "user bus\t%s\n", check(r.UserBus))
 	fmt.Fprintf(tw, "linger\t%s\n", check(r.Linger))
+	fmt.Fprintf(tw, "kept groups\t%s\n", check(r.KeptGroups))
 	fmt.Fprintf(tw, "--scope auto\t%s\n", strings.TrimSuffix(orDash(r.AutoChoice)+": "+r.AutoReason, ": "))
 	fmt.Fprintf(tw, "restart-safe\t%s\n", yes(r.RestartSafe))
 	return tw.Flush()
