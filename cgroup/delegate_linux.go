@@ -75,7 +75,10 @@ func delegated(dir string) bool {
 }
 
 // ProcCgroup2 is pid's cgroup2 path (the "0::" line of /proc/<pid>/cgroup; 0 means this process), as
-// this process's cgroup namespace names it, which is how its cgroupfs mount names it too.
+// this process's cgroup namespace names it, which is how its cgroupfs mount names it too. A cgroup
+// outside that namespace's root reads as a path of ".." components ("/../../x") and has no name under the
+// mount: it is ErrOutsideNamespace, never cleaned into a name inside (path.Clean makes "/../../x" "/x", a
+// different cgroup).
 func ProcCgroup2(pid int) (string, error) {
 	name := "/proc/self/cgroup"
 	if pid != 0 {
@@ -92,5 +95,16 @@ func ProcCgroup2(pid int) (string, error) {
 	if pc.V2 == "" {
 		return "", fmt.Errorf("%w: no cgroup2 line in %s", ErrNotFound, name)
 	}
-	return path.Clean(pc.V2), nil
+	return cleanProcCgroup(pc.V2, name)
+}
+
+// cleanProcCgroup cleans a "0::" path read from name, refusing one that leaves the namespace's root.
+func cleanProcCgroup(p, name string) (string, error) {
+	// ParseProcCgroup has checked that p is absolute. Check components before cleaning, as cleanParent does: cleaning would hide the escape.
+	for _, c := range strings.Split(p, "/") {
+		if c == ".." {
+			return "", fmt.Errorf("%w: %s names %q", ErrOutsideNamespace, name, p)
+		}
+	}
+	return path.Clean(p), nil
 }

@@ -23,6 +23,9 @@ var (
 	ErrNoUnified = errors.New("cgroup: no cgroup2 hierarchy on this host")
 	// ErrNotFound is returned when no cgroup hierarchy is mounted, or a worker cgroup to load is missing.
 	ErrNotFound = errors.New("cgroup: not found")
+	// ErrOutsideNamespace is returned by ProcCgroup2 for a process whose cgroup is outside this process's
+	// cgroup namespace (/proc/<pid>/cgroup names it "/../..."): it has no path under our cgroupfs mount.
+	ErrOutsideNamespace = errors.New("cgroup: cgroup outside this process's cgroup namespace")
 	// ErrFallbackForbidden is returned by Kill when cgroup.kill is missing and Host.NoKillFallback
 	// forbids the freeze-kill-thaw fallback.
 	ErrFallbackForbidden = errors.New("cgroup: cgroup.kill unavailable and fallback forbidden")

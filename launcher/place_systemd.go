@@ -25,6 +25,7 @@ type scopePlacement struct {
 	dialed chan dialResult
 	unit   string // "<name>.scope", once placed
 	invID  string // the scope's InvocationID, once placed
+	cgroup string // the leader's v2 cgroup once placed, read from the leader itself; "" without a v2 line
 	limits cgroup.Limits
 	// unit name generated (unique per launch): the scope's cgroup.events on the unified tree, so release
 	// can see the scope is already empty and leave it to the manager instead of a StopUnit job.
@@ -135,8 +136,9 @@ func (p *scopePlacement) describe() placed {
 	return placed{limits: p.limits, unit: p.unit, invocationID: p.invID}
 }
 
-// cgroupPath is read from the leader itself, so that scopes and raw cgroups are described the same way.
-func (p *scopePlacement) cgroupPath(pid int) string { return procCgroup2(pid) }
+// cgroupPath is read from the leader itself (by place), so that scopes and raw cgroups are described the
+// same way.
+func (p *scopePlacement) cgroupPath(int) string { return p.cgroup }
 
 // place makes the transient scope with pid in it and checks that its limits were applied.
 func (p *scopePlacement) place(ctx context.Context, spec Spec, id string, pid int, _ bool) error {
@@ -186,10 +188,15 @@ func (p *scopePlacement) place(ctx context.Context, spec Spec, id string, pid in
 	if err := p.enforced(pid); err != nil {
 		return err
 	}
-	if spec.Unit == "" && p.unified != "" {
-		if cg := procCgroup2(pid); cg != "" {
-			p.events = filepath.Join(p.unified, cg, "cgroup.events")
-		}
+	// A cgroup this launcher cannot name (outside its cgroup namespace) is refused, not guessed: the
+	// worker's identity and its release would name another cgroup. No v2 line (a v1 host) is no path.
+	cg, err := cgroup.ProcCgroup2(pid)
+	if err != nil && !errors.Is(err, cgroup.ErrNotFound) {
+		return fmt.Errorf("the scope's cgroup: %w", err)
+	}
+	p.cgroup = cg
+	if spec.Unit == "" && p.unified != "" && cg != "" {
+		p.events = filepath.Join(p.unified, cg, "cgroup.events")
 	}
 	return nil
 }

@@ -156,12 +156,3 @@ func cgroupRefusal(err error) error {
 	}
 	return err
 }
-
-// procCgroup2 is pid's v2 cgroup (cgroup.ProcCgroup2); "" when it cannot be read.
-func procCgroup2(pid int) string {
-	p, err := cgroup.ProcCgroup2(pid)
-	if err != nil {
-		return ""
-	}
-	return p
-}
