@@ -128,15 +128,8 @@ func TestRedteam2ForeignReaderOfLostShim(t *testing.T) {
 	data, err := os.ReadFile(hlaunchBin)
 	must(t, err)
 	must(t, os.WriteFile(bin, data, 0o755))
-	dir := t.TempDir()
-	r := e.run(append([]string{"exec", "-p", "b", "--detach", "--scope", "cgroup", "--cgroup-parent", e.Parent,
-		"--timeout", "5s", "--grace", "300ms", "--"}, shimKillerArgv(dir, true)...)...) // 5 s: under TCG a 1 s deadline fell before the worker killed its shim
-	if r.Code != 0 {
-		t.Fatalf("exec: exit %d %s", r.Code, r.Stderr)
-	}
-	var rc lostRecord
-	must(t, json.Unmarshal([]byte(r.Stdout), &rc))
-	pid := killShim(t, dir, rc)
+	rc, pid := shimKilled(t, cliLaunch(t, e.run, "exec", "-p", "b", "--detach", "--scope", "cgroup", "--cgroup-parent", e.Parent,
+		"--timeout", "5s", "--grace", "300ms")) // 5 s: under TCG a 1 s deadline fell before the worker killed its shim
 	for boottimeNS(t) < rc.Deadline+rc.Grace {
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -165,9 +158,7 @@ func TestRedteam2ForeignReaderOfLostShim(t *testing.T) {
 		}
 	}
 	// The launcher's own reader ends it now.
-	var rec lostRecord
-	s := e.run("status", "--json", rc.ID)
-	must(t, json.Unmarshal([]byte(s.Stdout), &rec))
+	e.statusOf(t, rc.ID)
 	waitPIDGone(t, pid, "root's status past the deadline")
 	checkLostEnd(t, e.statusOf(t, rc.ID), pid)
 }

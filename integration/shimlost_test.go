@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -54,10 +55,13 @@ func waitPIDGone(t *testing.T, pid int, what string) {
 	}
 }
 
-// killShim lets the worker of rc (started with shimKillerArgv(dir, true)) kill its shim and waits until
-// the shim is gone; it returns the worker's PID.
-func killShim(t *testing.T, dir string, rc lostRecord) int {
+// shimKilled is the setup of every case whose worker kills its shim after the receipt: launch starts argv
+// (shimKillerArgv(dir, true)) and returns its receipt; the worker is then let kill its shim, and once the
+// shim is gone shimKilled returns the receipt and the worker's PID. Each case asserts its own end.
+func shimKilled(t *testing.T, launch func(argv []string) lostRecord) (lostRecord, int) {
 	t.Helper()
+	dir := t.TempDir()
+	rc := launch(shimKillerArgv(dir, true))
 	if rc.ShimPID <= 0 || rc.Deadline <= 0 || rc.Grace <= 0 {
 		t.Errorf("receipt: shim_pid %d deadline_boottime_ns %d grace_ns %d: want the shim and the deadline recorded", rc.ShimPID, rc.Deadline, rc.Grace)
 	}
@@ -68,7 +72,32 @@ func killShim(t *testing.T, dir string, rc lostRecord) int {
 			t.Fatalf("the worker did not kill its shim %d", rc.ShimPID)
 		}
 	}
-	return pid
+	return rc, pid
+}
+
+// cliLaunch is a launch for shimKilled through the CLI: `hlaunch <args> -- argv` by run (e.run, or a
+// manager's e.sd), which must succeed; it returns the receipt.
+func cliLaunch(t *testing.T, run func(args ...string) result, args ...string) func(argv []string) lostRecord {
+	return func(argv []string) lostRecord {
+		t.Helper()
+		r := run(append(append(slices.Clone(args), "--"), argv...)...)
+		if r.Code != 0 {
+			t.Fatalf("exec: exit %d %s", r.Code, r.Stderr)
+		}
+		var rc lostRecord
+		must(t, json.Unmarshal([]byte(r.Stdout), &rc))
+		return rc
+	}
+}
+
+// sidecarLaunch is a launch for shimKilled through the sidecar p, with a 2 s deadline and 500 ms grace.
+func sidecarLaunch(p *scProc) func(argv []string) lostRecord {
+	return func(argv []string) lostRecord {
+		spec, _ := json.Marshal(map[string]any{"profile": "b", "argv": argv, "timeout": "2s", "grace": "500ms"})
+		var rc lostRecord
+		p.mustDo("POST", "/v1/workers", string(spec), 201, &rc)
+		return rc
+	}
 }
 
 // checkLostEnd checks the final record of a worker that killed its shim: exited, the end recorded by
@@ -96,12 +125,14 @@ func checkLostEnd(t *testing.T, rec lostRecord, pid int) {
 func TestRedteamWorkerKillsItsShim(t *testing.T) {
 	requireRoot(t)
 	requireCgroup2(t)
-	flags := []string{"--timeout", "2s", "--grace", "500ms"}
+	// cgroupExec is a detached launch into a raw cgroup of e's parent with a 2 s deadline, 500 ms grace.
+	cgroupExec := func(e *env, more ...string) []string {
+		return append([]string{"exec", "-p", "b", "--detach", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--timeout", "2s", "--grace", "500ms"}, more...)
+	}
 	t.Run("cli cgroup at once", func(t *testing.T) {
 		e := newEnv(t)
 		dir := t.TempDir()
-		args := append(append([]string{"exec", "-p", "b", "--detach", "--scope", "cgroup", "--cgroup-parent", e.Parent}, flags...), "--")
-		r := e.run(append(args, shimKillerArgv(dir, false)...)...)
+		r := e.run(append(append(cgroupExec(e), "--"), shimKillerArgv(dir, false)...)...)
 		pid := readPID(t, filepath.Join(dir, "pid"))
 		if r.Code == 0 {
 			// The receipt won the race: the worker is recorded, and the next hlaunch call ends it.
@@ -116,24 +147,14 @@ func TestRedteamWorkerKillsItsShim(t *testing.T) {
 	t.Run("cli cgroup after receipt", func(t *testing.T) {
 		e := newEnv(t)
 		v2 := requireCgroup2(t)
-		dir := t.TempDir()
-		args := append(append([]string{"exec", "-p", "b", "--detach", "--scope", "cgroup", "--cgroup-parent", e.Parent}, flags...), "--")
-		r := e.run(append(args, shimKillerArgv(dir, true)...)...)
-		if r.Code != 0 {
-			t.Fatalf("exec: exit %d %s", r.Code, r.Stderr)
-		}
-		var rc lostRecord
-		must(t, json.Unmarshal([]byte(r.Stdout), &rc))
-		pid := killShim(t, dir, rc)
+		rc, pid := shimKilled(t, cliLaunch(t, e.run, cgroupExec(e)...))
 		// Nothing of hlaunch's runs now: each status call is the reader. Before the deadline it says
 		// running, shim lost; the first one past it ends the tree.
 		var rec lostRecord
 		sawRunning := false
 		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 			before := boottimeNS(t) < rc.Deadline
-			s := e.run("status", "--json", rc.ID)
-			must(t, json.Unmarshal([]byte(s.Stdout), &rec))
-			if rec.State != "running" {
+			if rec = e.statusOf(t, rc.ID); rec.State != "running" {
 				break
 			}
 			if !rec.ShimLost || !strings.HasPrefix(rec.Reason, "shim-lost") {
@@ -157,15 +178,7 @@ func TestRedteamWorkerKillsItsShim(t *testing.T) {
 	})
 	t.Run("cli cgroup wait", func(t *testing.T) {
 		e := newEnv(t)
-		dir := t.TempDir()
-		args := append(append([]string{"exec", "-p", "b", "--detach", "--scope", "cgroup", "--cgroup-parent", e.Parent}, flags...), "--")
-		r := e.run(append(args, shimKillerArgv(dir, true)...)...)
-		if r.Code != 0 {
-			t.Fatalf("exec: exit %d %s", r.Code, r.Stderr)
-		}
-		var rc lostRecord
-		must(t, json.Unmarshal([]byte(r.Stdout), &rc))
-		pid := killShim(t, dir, rc)
+		rc, pid := shimKilled(t, cliLaunch(t, e.run, cgroupExec(e)...))
 		// wait is the reader that outlives the deadline: it enforces it itself.
 		w := e.run("wait", "--timeout", "30s", "--json", rc.ID)
 		var rec lostRecord
@@ -190,14 +203,8 @@ func TestRedteamWorkerKillsItsShim(t *testing.T) {
 		must(t, os.Chmod(xchg, 0o777))
 		// Host uid 0 inside (--as 0:0), so that only the sandbox (its pid namespace) stands between the
 		// worker and the shim: it is handed the shim's host PID and kills it.
-		args := append(append([]string{"exec", "-p", "b", "--detach", "--sandbox", "--as", "0:0", "--scope", "cgroup", "--cgroup-parent", e.Parent}, flags...), "--",
-			"sh", "-c", `while [ ! -e "$1/go" ]; do sleep 0.02; done; kill -9 "$(cat "$1/go")"; echo $? > "$1/killed"; exec sleep 120`, "sh", xchg)
-		r := e.run(args...)
-		if r.Code != 0 {
-			t.Fatalf("exec: exit %d %s", r.Code, r.Stderr)
-		}
-		var rc lostRecord
-		must(t, json.Unmarshal([]byte(r.Stdout), &rc))
+		rc := cliLaunch(t, e.run, cgroupExec(e, "--sandbox", "--as", "0:0")...)([]string{
+			"sh", "-c", `while [ ! -e "$1/go" ]; do sleep 0.02; done; kill -9 "$(cat "$1/go")"; echo $? > "$1/killed"; exec sleep 120`, "sh", xchg})
 		must(t, os.WriteFile(filepath.Join(xchg, "go"), []byte(strconv.Itoa(rc.ShimPID)), 0o644))
 		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 			if _, err := os.Stat(filepath.Join(xchg, "killed")); err == nil {
@@ -223,11 +230,7 @@ func TestRedteamWorkerKillsItsShim(t *testing.T) {
 // to end the worker at the deadline; the record then says shim-lost.
 func sidecarShimKill(t *testing.T, p *scProc) {
 	t.Helper()
-	dir := t.TempDir()
-	spec, _ := json.Marshal(map[string]any{"profile": "b", "argv": shimKillerArgv(dir, true), "timeout": "2s", "grace": "500ms"})
-	var rc lostRecord
-	p.mustDo("POST", "/v1/workers", string(spec), 201, &rc)
-	pid := killShim(t, dir, rc)
+	rc, pid := shimKilled(t, sidecarLaunch(p))
 	waitPIDGone(t, pid, "sidecar")
 	var rec lostRecord
 	p.mustDo("GET", "/v1/workers/"+rc.ID, "", 200, &rec)
@@ -241,15 +244,14 @@ func TestRedteamWorkerKillsItsShimSystemd(t *testing.T) {
 	requireRoot(t)
 	m := systemdtest.Start(t)
 	e := newEnv(t)
-	dir := t.TempDir()
-	args := append([]string{"exec", "-p", "b", "--detach", "--scope", "systemd", "--user", "--timeout", "2s", "--grace", "500ms", "--"}, shimKillerArgv(dir, true)...)
-	r := e.sd(m, args...)
-	if r.Code != 0 {
-		t.Fatalf("exec: %d %s\n%s", r.Code, r.Stderr, m.Log())
+	launch := func(args ...string) result {
+		r := e.sd(m, args...)
+		if r.Code != 0 {
+			t.Logf("the manager's log:\n%s", m.Log())
+		}
+		return r
 	}
-	var rc lostRecord
-	must(t, json.Unmarshal([]byte(r.Stdout), &rc))
-	pid := killShim(t, dir, rc)
+	rc, pid := shimKilled(t, cliLaunch(t, launch, "exec", "-p", "b", "--detach", "--scope", "systemd", "--user", "--timeout", "2s", "--grace", "500ms"))
 	waitPIDGone(t, pid, "systemd, nothing of hlaunch's running")
 	var rec lostRecord
 	must(t, json.Unmarshal([]byte(e.sd(m, "status", "--json", rc.ID).Stdout), &rec))
