@@ -70,6 +70,8 @@ type Launcher struct {
 	ledger  string          // ledger directory
 	src     fingerprint.Sources
 	buses   *buses // kept manager connections (Config.KeepBus); nil dials per launch
+
+	ledgerIdx ledgerIndex // the ledger as the last collection left it (pruneLedger)
 }
 
 // Close releases what the launcher keeps open between launches (Config.KeepBus); workers are not

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/hlaunch/hlaunch/cgroup"
@@ -22,7 +21,9 @@ type Retention struct {
 	// MaxAge removes an ended worker whose end is older than this, whatever Keep says; 0: no age limit.
 	MaxAge time.Duration
 	// LedgerKeep bounds the ledger: the records beyond the LedgerKeep most recently written go, except
-	// those of executions that have not ended; 0 keeps every record.
+	// those of executions that have not ended; 0 keeps every record. A Launcher that collects again
+	// (the sidecar) counts the records of its own launches between two reads of the ledger directory,
+	// and others' from the next read, at most a minute later (ledgerIndex).
 	LedgerKeep int
 	// LedgerMaxAge removes ended ledger records last written longer ago than this; 0: no age limit.
 	LedgerMaxAge time.Duration
@@ -136,48 +137,32 @@ func (l *Launcher) removeOwnLog(log string) {
 
 // pruneLedger removes the ledger records beyond r's bound, newest kept, never one whose execution has not
 // ended. Age is the record file's last write (the end, for an ended execution). It returns how many went.
+// It works from the launcher's ledgerIndex: the directory is scanned when the index is older than
+// ledgerRescan, and again when the records it holds are used up while the ledger is still over its bound.
 func (l *Launcher) pruneLedger(r Retention) int {
 	if r.LedgerKeep == 0 && r.LedgerMaxAge == 0 {
 		return 0
 	}
-	ents, err := os.ReadDir(l.ledger)
-	if err != nil {
-		return 0
+	x := &l.ledgerIdx
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var old time.Time
+	if r.LedgerMaxAge > 0 {
+		old = time.Now().Add(-r.LedgerMaxAge)
 	}
-	type ent struct {
-		id  string
-		mod time.Time
+	scanned := false
+	if x.scanned.IsZero() || time.Since(x.scanned) >= ledgerRescan(r.LedgerMaxAge) {
+		if x.scan(l.ledger) != nil {
+			return 0
+		}
+		scanned = true
 	}
-	var all []ent
-	for _, e := range ents {
-		n := e.Name()
-		if !strings.HasPrefix(n, "w-") || !strings.HasSuffix(n, ".json") {
-			continue
+	n := x.prune(l.ledger, r.LedgerKeep, old)
+	if !scanned && len(x.order) == 0 && r.LedgerKeep > 0 && x.count > r.LedgerKeep {
+		if x.scan(l.ledger) != nil {
+			return n
 		}
-		if info, err := e.Info(); err == nil {
-			all = append(all, ent{strings.TrimSuffix(n, ".json"), info.ModTime()})
-		}
-	}
-	sort.Slice(all, func(i, j int) bool { return all[i].mod.After(all[j].mod) })
-	d := &state.Dir{Path: l.ledger}
-	old := time.Now().Add(-r.LedgerMaxAge)
-	n := 0
-	for i, e := range all {
-		if (r.LedgerKeep == 0 || i < r.LedgerKeep) && (r.LedgerMaxAge == 0 || e.mod.After(old)) {
-			continue
-		}
-		var rec Record
-		if d.Read(e.id, &rec) != nil || rec.EndedAt == "" {
-			continue // unreadable now, or not ended: kept
-		}
-		// Written since the listing (the execution ended just now): its place in the order is stale, it is
-		// the newest now. Without this a worker that ended mid-pass lost its ledger record (the soak, issue 16).
-		if info, err := os.Lstat(filepath.Join(l.ledger, e.id+".json")); err != nil || !info.ModTime().Equal(e.mod) {
-			continue
-		}
-		if d.Remove(e.id) == nil {
-			n++
-		}
+		n += x.prune(l.ledger, r.LedgerKeep, old)
 	}
 	return n
 }

@@ -202,6 +202,7 @@ func (l *Launcher) runShim(ctx context.Context, d *detachedLaunch, h *heldShim) 
 	if res.Failure != nil {
 		return nil, execError(&handshake.Error{Failure: handshake.Failure(*res.Failure)})
 	}
+	l.ledgerIdx.added() // the shim has written the execution's ledger record
 	if d.onReceipt != nil {
 		d.onReceipt(res.Receipt) // before Done: a held worker runs only after it
 	}
