@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The red team's third round (issue 15): the boundaries landed last session attacked as a hostile worker
@@ -168,4 +170,95 @@ echo none > "$1/impostor"; exec sleep 120`, "sh", dir}
 	if rec = status(); rec.State != "exited" || !rec.ShimLost || rec.EndedAt == "" {
 		t.Errorf("final record: state %q shim_lost %v ended_at %q reason %q; want exited, shim_lost, ended", rec.State, rec.ShimLost, rec.EndedAt, rec.Reason)
 	}
+}
+
+// A process with write access to profiles/ (in a one-user hermes, B's own uid) swaps B's home with
+// another directory of B's owner (renameat2 RENAME_EXCHANGE, atomic: a home always exists) in a bounded
+// loop while B's sandboxed launches build their views, so that the home the view shows and the one its
+// protected files are bound in could be two directories. Whichever directory the view shows, the worker
+// reads its .env and cannot write, rename over or remove it, nor config.yaml; both directories' files are
+// unchanged after the series. A launch whose home was swapped between the launcher's read of .env and
+// the stub's open of the home is refused (exit 125, one line saying the home was replaced). (The view's home is the tree cloned from the one descriptor the stub opened
+// beneath the root, and the files are bound in that tree, found through the view's own path to it.)
+func TestRedteam3SwapHomeWhileLaunching(t *testing.T) {
+	requireRoot(t)
+	e := newEnv(t)
+	uid := profileUID("b")
+	home := filepath.Join(e.Root, "profiles", "b")
+	decoy := e.profile("b-decoy", "B_MARKER=decoy\n")
+	must(t, os.WriteFile(filepath.Join(home, "config.yaml"), []byte("model: b\n"), 0o600))
+	must(t, os.WriteFile(filepath.Join(decoy, "config.yaml"), []byte("model: decoy\n"), 0o600))
+	must(t, exec.Command("chown", "-R", fmt.Sprintf("%d:%d", uid, uid), decoy, filepath.Join(home, "config.yaml")).Run())
+	want := map[string]string{}
+	for _, d := range []string{home, decoy} {
+		for _, f := range []string{".env", "config.yaml"} {
+			b, err := os.ReadFile(filepath.Join(d, f))
+			must(t, err)
+			want[filepath.Base(d)+"/"+f] = string(b)
+		}
+	}
+	stop := make(chan struct{})
+	done := make(chan int)
+	go func() {
+		n := 0
+		defer func() { done <- n }()
+		for ; n < 2000000; n++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if err := unix.Renameat2(unix.AT_FDCWD, home, unix.AT_FDCWD, decoy, unix.RENAME_EXCHANGE); err != nil {
+				t.Errorf("swap: %v", err)
+				return
+			}
+		}
+	}()
+	dotenv, config := filepath.Join(home, ".env"), filepath.Join(home, "config.yaml")
+	ran, refusals := 0, map[string]int{}
+	for i := 0; i < 24; i++ {
+		r := e.run("exec", "-p", "b", "--sandbox", "--scope", "none", "--", selfBin, "child", "report",
+			"read:"+dotenv, "openw:"+dotenv, "renameover:"+dotenv, "unlink:"+dotenv, "openw:"+config, "renameover:"+config)
+		if r.Code != 0 {
+			// No link is involved: a refusal says the home was replaced, not that a path passes through a
+			// symbolic link (on the old code the home's re-check said so).
+			if line := strings.TrimSpace(r.Stderr); r.Code != 125 || r.Stdout != "" || strings.Contains(line, "\n") ||
+				!strings.HasPrefix(line, "hlaunch: ") || strings.Contains(line, "symbolic link") {
+				t.Errorf("launch %d refused: exit %d stdout %q stderr %q; want exit 125, one line saying what changed, nothing run", i, r.Code, r.Stdout, r.Stderr)
+			}
+			refusals[strings.TrimSpace(r.Stderr)]++
+			continue
+		}
+		ran++
+		rep := decodeReport(t, r.Stdout)
+		if got := rep.Checks["read:"+dotenv]; !strings.HasPrefix(got, "ok:B_MARKER=") {
+			t.Errorf("launch %d: .env inside reads %q, want B's or the decoy's", i, got)
+		}
+		for _, c := range []string{"openw:" + dotenv, "renameover:" + dotenv, "unlink:" + dotenv, "openw:" + config, "renameover:" + config} {
+			if rep.Checks[c] == "ok" {
+				t.Errorf("launch %d: %s succeeded inside the view while the home was swapped", i, c)
+			}
+		}
+	}
+	close(stop)
+	t.Logf("%d launches ran, %d swaps; refusals: %v", ran, <-done, refusals)
+	if ran == 0 {
+		t.Errorf("no launch ran: every one was refused")
+	}
+	for _, d := range []string{home, decoy} {
+		for _, f := range []string{".env", "config.yaml"} {
+			b, _ := os.ReadFile(filepath.Join(d, f))
+			if k := filepath.Base(d) + "/" + f; string(b) != want[k] && string(b) != want[otherHome(k)] {
+				t.Errorf("%s after the series: %q, want %q (or the other home's)", filepath.Join(d, f), b, want[k])
+			}
+		}
+	}
+}
+
+// otherHome is key ("b/.env") of the other home of TestRedteam3SwapHomeWhileLaunching's swap.
+func otherHome(key string) string {
+	if strings.HasPrefix(key, "b/") {
+		return "b-decoy/" + strings.TrimPrefix(key, "b/")
+	}
+	return "b/" + strings.TrimPrefix(key, "b-decoy/")
 }

@@ -92,7 +92,8 @@ func (s *Spec) openHome(rootFD int) (int, error) {
 		}
 		if (FileID{Dev: uint64(st.Dev), Ino: st.Ino}) != s.HomeID {
 			unix.Close(fd)
-			return -1, fmt.Errorf("sandbox home: %w: %s is no longer the directory whose .env was read", ErrUnsafePath, s.Home)
+			// Not ErrUnsafePath: no link is involved, the directory at the path was replaced or renamed.
+			return -1, fmt.Errorf("sandbox home: %w: %s is no longer the directory whose .env was read (replaced or renamed since)", ErrInvalid, s.Home)
 		}
 	}
 	return fd, nil
