@@ -35,6 +35,7 @@ import (
 //	renameover:P    write a new file beside P and rename it over P (an atomic rewrite)
 //	unlink:P        remove P
 //	statfs:P        the size in bytes of the file system P is on, "ok:BYTES"
+//	pidfdsignal:FD  send SIGTERM through the pidfd at FD (pidfd_send_signal): a process outside the worker
 //	ttysid:FD       "ok:own" when the terminal at FD is our session's controlling terminal, else the
 //	                error of TIOCGSID or "ok:other"
 func redteamCheck(kind, arg string) string {
@@ -151,6 +152,9 @@ func redteamCheck(kind, arg string) string {
 		if err = unix.Statfs(arg, &st); err == nil {
 			return "ok:" + strconv.FormatUint(st.Blocks*uint64(st.Bsize), 10)
 		}
+	case "pidfdsignal":
+		fd, _ := strconv.Atoi(arg)
+		err = unix.PidfdSendSignal(fd, unix.SIGTERM, nil, 0)
 	default:
 		return "unknown check"
 	}

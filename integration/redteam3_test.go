@@ -262,3 +262,55 @@ func otherHome(key string) string {
 	}
 	return "b/" + strings.TrimPrefix(key, "b-decoy/")
 }
+
+// A sandboxed worker handed a pidfd of a process outside its sandbox (of its own uid, so that the
+// kernel's credential check would let the signal through) tries pidfd_send_signal and kill(2) of its
+// PID, with and without the system-call filter: both fail and the process lives. The pidfd is refused by
+// the pid namespace first (EINVAL: the target is not in the caller's namespace), the PID is not there
+// to name (ESRCH); Landlock's signal scope (the receipt's "landlock": "scoped") is the second wall behind
+// both. The same pidfd handed to an unsandboxed worker kills its process, so the check is not vacuous.
+func TestRedteam3SandboxSignalsOutside(t *testing.T) {
+	requireRoot(t)
+	e := newEnv(t)
+	uid := profileUID("b")
+	target := func() (*exec.Cmd, *os.File) {
+		cmd := asUser(exec.Command("sleep", "60"), uid, uid)
+		must(t, cmd.Start())
+		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+		fd, err := unix.PidfdOpen(cmd.Process.Pid, 0)
+		must(t, err)
+		f := os.NewFile(uintptr(fd), "pidfd")
+		t.Cleanup(func() { f.Close() })
+		return cmd, f
+	}
+	exited := func(cmd *exec.Cmd) bool {
+		var si unix.Siginfo
+		return unix.Waitid(unix.P_PID, cmd.Process.Pid, &si, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil) == nil && si.Signo != 0
+	}
+	for _, seccomp := range []string{"default", "off"} {
+		cmd, pidfd := target()
+		pid := strconv.Itoa(cmd.Process.Pid)
+		rep := e.execWithStdin(pidfd, []string{"-p", "b", "--sandbox", "--scope", "none", "--seccomp", seccomp}, "pidfdsignal:0", "kill:"+pid)
+		if got := rep.Checks["pidfdsignal:0"]; got == "ok" {
+			t.Errorf("--seccomp %s: a sandboxed worker signalled a process outside through a pidfd", seccomp)
+		} else {
+			t.Logf("--seccomp %s: pidfd_send_signal: %s", seccomp, got)
+		}
+		if got := rep.Checks["kill:"+pid]; got == "ok" {
+			t.Errorf("--seccomp %s: a sandboxed worker signalled host PID %s", seccomp, pid)
+		}
+		if exited(cmd) {
+			t.Errorf("--seccomp %s: the process outside the sandbox was ended", seccomp)
+		}
+	}
+	cmd, pidfd := target()
+	rep := e.execWithStdin(pidfd, []string{"-p", "b", "--scope", "none"}, "pidfdsignal:0")
+	if got := rep.Checks["pidfdsignal:0"]; got != "ok" {
+		t.Fatalf("an unsandboxed worker's pidfd_send_signal: %q, want ok", got)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !exited(cmd); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the unsandboxed worker's SIGTERM did not end its target")
+		}
+	}
+}
