@@ -28,12 +28,23 @@ var hlaunchBin string
 // selfBin is this test binary, which acts as the child when its first argument is "child".
 var selfBin string
 
-// hostBase is the test run's directory on the host's read-only rest (/opt/hlaunch-itest-*, 0755; in the
-// temporary directory for a run without root,
-// removed at the end): selfBin lives there, and tests make the host directories a sandboxed worker
-// must see (but not write) below it with os.MkdirTemp(hostBase, ...). /tmp, /var/tmp, /dev/shm and /run
-// are private or covered inside a sandbox.
+// hostBase is the test run's directory on the host's read-only rest (/opt/hlaunch-itest-<pid>-<start>-*,
+// 0755; in the temporary directory for a run without root): selfBin lives there, and tests make the host
+// directories a sandboxed worker must see (but not write) below it with os.MkdirTemp(hostBase, ...).
+// /tmp, /var/tmp, /dev/shm and /run are private or covered inside a sandbox.
 var hostBase string
+
+// tmpBase is the test run's directory in the temporary directory ($TMPDIR/hlaunch-itmp-<pid>-<start>-*,
+// 0755): what a test makes outside t.TempDir that a worker of another uid must reach or that must be
+// short (a socket's path) goes below it, with os.MkdirTemp(tmpBase, ...), never directly in /tmp.
+var tmpBase string
+
+// The prefixes of hostBase and tmpBase. Their names carry the owning test process's tag
+// (testutil.OwnedTempDir): a run that was killed leaves them behind, and the next run removes them.
+const (
+	hostBasePrefix = "hlaunch-itest-"
+	tmpBasePrefix  = "hlaunch-itmp-"
+)
 
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "child" {
@@ -42,10 +53,16 @@ func TestMain(m *testing.M) {
 	// Descriptors this test process inherited (a CI runner's, a shell's) must not reach what it starts:
 	// the descriptor tests pass their leaks explicitly.
 	_ = unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC)
+	os.Exit(runMain(m))
+}
+
+// runMain removes what killed runs left, makes this run's directories, runs the tests and removes the
+// directories again; it returns the exit code.
+func runMain(m *testing.M) int {
 	self, err := os.Executable()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
+		return 2
 	}
 	// The child is a copy that any uid may execute, in a directory of the test run's own under /opt:
 	// a sandbox's /tmp, /var/tmp, /dev/shm and /run are its own (and a home is covered), so the copy
@@ -57,35 +74,42 @@ func TestMain(m *testing.M) {
 	if os.Geteuid() != 0 {
 		base = os.TempDir()
 	}
-	dir, err := os.MkdirTemp(base, "hlaunch-itest-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
+	if err := sweepLeftovers(base); err != nil {
+		// Said, and not fatal: what stays is a killed run's, and this run does not depend on it.
+		fmt.Fprintln(os.Stderr, "integration: leftovers of a killed run not removed:", err)
 	}
-	hostBase = dir
-	selfBin = filepath.Join(dir, "child.test")
-	err = copyExecutable(self, selfBin)
-	if err == nil {
-		err = os.Chmod(dir, 0o755)
+	for _, d := range []struct {
+		dir          *string
+		base, prefix string
+	}{{&hostBase, base, hostBasePrefix}, {&tmpBase, os.TempDir(), tmpBasePrefix}} {
+		dir, err := testutil.OwnedTempDir(d.base, d.prefix)
+		if err == nil {
+			defer os.RemoveAll(dir)
+			*d.dir = dir
+			err = os.Chmod(dir, 0o755)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
 	}
-	if err != nil {
-		os.RemoveAll(dir)
+	selfBin = filepath.Join(hostBase, "child.test")
+	if err := copyExecutable(self, selfBin); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
+		return 2
 	}
 	code, err := setupAndRun(m)
-	os.RemoveAll(dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "integration setup:", err)
-		os.Exit(2)
+		return 2
 	}
-	os.Exit(code)
+	return code
 }
 
 func setupAndRun(m *testing.M) (int, error) {
 	hlaunchBin = os.Getenv("HLAUNCH_BIN")
 	if hlaunchBin == "" {
-		dir, err := os.MkdirTemp("", "hlaunch-itest-bin-")
+		dir, err := os.MkdirTemp(tmpBase, "bin-")
 		if err != nil {
 			return 0, err
 		}

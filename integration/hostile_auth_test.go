@@ -243,10 +243,11 @@ func TestHostileSidecarRefusesWorkerPeers(t *testing.T) {
 	}
 }
 
-// throwawayUser adds a user (and its group) for the test and removes it afterwards.
+// throwawayUser adds a user (and its group) for the test and removes it afterwards (or, when the run is
+// killed, the next run does: sweepUsers).
 func throwawayUser(t *testing.T) (uid, gid int) {
 	t.Helper()
-	name := "hlt" + randHex(4)
+	name := throwawayUserName(t)
 	out, err := exec.Command("useradd", "-M", "-U", "-s", "/usr/sbin/nologin", name).CombinedOutput()
 	if err != nil {
 		t.Fatalf("useradd %s: %v: %s", name, err, out)
@@ -279,7 +280,7 @@ func TestHostileStateDir(t *testing.T) {
 	e := newEnv(t)
 	attacker, agid := throwawayUser(t)
 	// A sticky, world-writable parent, as /tmp is.
-	pub, err := os.MkdirTemp("", "hlst-")
+	pub, err := os.MkdirTemp(tmpBase, "hlst-")
 	must(t, err)
 	t.Cleanup(func() { os.RemoveAll(pub) })
 	must(t, os.Chmod(pub, 0o777|os.ModeSticky))
@@ -343,7 +344,7 @@ func TestHostileStateDir(t *testing.T) {
 
 	// An unprivileged launcher's default state dir is $TMPDIR/hlaunch-<uid>; the attacker makes it first.
 	victim, vgid := throwawayUser(t)
-	world, err := os.MkdirTemp("", "hlsw-")
+	world, err := os.MkdirTemp(tmpBase, "hlsw-")
 	must(t, err)
 	t.Cleanup(func() { os.RemoveAll(world) })
 	must(t, os.Chmod(world, 0o755))
@@ -367,7 +368,7 @@ func TestHostileStateDir(t *testing.T) {
 		}
 	})
 	t.Run("unprivileged/its own", func(t *testing.T) {
-		own, err := os.MkdirTemp("", "hlso-")
+		own, err := os.MkdirTemp(tmpBase, "hlso-")
 		must(t, err)
 		t.Cleanup(func() { os.RemoveAll(own) })
 		must(t, os.Chmod(own, 0o777|os.ModeSticky))

@@ -114,7 +114,7 @@ func TestRedteam2ForeignReaderOfLostShim(t *testing.T) {
 	requireRoot(t)
 	requireCgroup2(t)
 	e := newEnv(t)
-	base, err := os.MkdirTemp("/tmp", "hl-rt2-")
+	base, err := os.MkdirTemp(tmpBase, "hl-rt2-")
 	must(t, err)
 	t.Cleanup(func() { os.RemoveAll(base) })
 	must(t, os.Chmod(base, 0o755))

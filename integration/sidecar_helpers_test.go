@@ -32,7 +32,7 @@ type scProc struct {
 // scSocketDir is a short directory for sockets (sun_path is 108 bytes), removed at the end.
 func scSocketDir(t *testing.T) string {
 	t.Helper()
-	d, err := os.MkdirTemp("", "hlsc-")
+	d, err := os.MkdirTemp(tmpBase, "hlsc-")
 	must(t, err)
 	t.Cleanup(func() { os.RemoveAll(d) })
 	return d

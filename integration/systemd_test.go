@@ -297,7 +297,7 @@ type nobodyWorld struct {
 
 func nobodyEnv(t *testing.T) *nobodyWorld {
 	t.Helper()
-	base, err := os.MkdirTemp("/tmp", "hlaunch-nobody-")
+	base, err := os.MkdirTemp(tmpBase, "hlaunch-nobody-")
 	must(t, err)
 	t.Cleanup(func() { os.RemoveAll(base) })
 	e := &env{t: t, Root: filepath.Join(base, "hermes"), State: filepath.Join(base, "state"), Parent: "hlaunch-test-" + randHex(4)}

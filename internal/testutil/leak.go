@@ -1,7 +1,8 @@
 // Package testutil holds the helpers hlaunch's tests share: the capability checks that skip a test (and
 // fail it under CI=true, where nothing may skip), the test's own cgroup parent and its removal, a temporary
-// hermes root, and the goroutine-leak check. It is imported only from _test.go files, and imports nothing of
-// hlaunch's own, so every package's tests can use it.
+// hermes root, the goroutine-leak check, and the owner tags that let a run remove what a killed run left
+// outside t.TempDir (OwnedTempDir, SweepStale). It is imported only from _test.go files, and imports only
+// hlaunch's leaf packages (internal/linux, internal/pidsignal), so every package's tests can use it.
 package testutil
 
 import (
