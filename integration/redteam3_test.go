@@ -314,3 +314,60 @@ func TestRedteam3SandboxSignalsOutside(t *testing.T) {
 		}
 	}
 }
+
+// A worker that does not kill its shim but stops it (SIGSTOP: the shim is its parent, of the launcher's
+// uid, and cannot catch it) and runs on past its deadline. A stopped shim is alive to every check of its
+// PID and start time, and enforces nothing while stopped. What holds: a read of the record past the
+// deadline (a CLI status here) takes a stopped shim for a lost one and ends the tree as a lost shim's,
+// the shim included (it is a member of the cgroup); the end is recorded, shim_lost. On the old code the
+// status said running and the worker ran on, for as long as the shim stayed stopped.
+func TestRedteam3WorkerStopsItsShim(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	dir := t.TempDir()
+	r := e.run("exec", "-p", "b", "--detach", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--timeout", "2s", "--grace", "300ms", "--",
+		"sh", "-c", `echo $$ > "$1/pid"; while [ ! -e "$1/go" ]; do sleep 0.02; done; kill -STOP $PPID; exec sleep 120`, "sh", dir)
+	if r.Code != 0 {
+		t.Fatalf("exec: exit %d %s", r.Code, r.Stderr)
+	}
+	var rc lostRecord
+	must(t, json.Unmarshal([]byte(r.Stdout), &rc))
+	if rc.ShimPID <= 0 || rc.Deadline <= 0 {
+		t.Fatalf("receipt: shim_pid %d deadline %d", rc.ShimPID, rc.Deadline)
+	}
+	// Whatever happens, the shim is not left stopped: SIGKILL ends it stopped or not.
+	t.Cleanup(func() { _ = unix.Kill(rc.ShimPID, unix.SIGKILL) })
+	must(t, os.WriteFile(filepath.Join(dir, "go"), nil, 0o644))
+	pid := readPID(t, filepath.Join(dir, "pid"))
+	for deadline := time.Now().Add(15 * time.Second); procState(rc.ShimPID) != 'T'; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker did not stop its shim %d (state %c)", rc.ShimPID, procState(rc.ShimPID))
+		}
+	}
+	for boottimeNS(t) < rc.Deadline+rc.Grace+int64(500*time.Millisecond) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !alive(pid) {
+		t.Fatalf("the worker ended by itself past its deadline with its shim stopped: the attack is not tested")
+	}
+	rec := e.statusOf(t, rc.ID)
+	if alive(pid) {
+		t.Fatalf("the worker (pid %d) runs past its deadline after a status, its shim stopped: state %q shim_lost %v reason %q",
+			pid, rec.State, rec.ShimLost, rec.Reason)
+	}
+	checkLostEnd(t, e.statusOf(t, rc.ID), pid)
+	if alive(rc.ShimPID) {
+		t.Errorf("the stopped shim %d outlived its tree's end (state %c)", rc.ShimPID, procState(rc.ShimPID))
+	}
+}
+
+// procState is the state letter of /proc/PID/stat (0 when PID is gone).
+func procState(pid int) byte {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	i := bytes.LastIndexByte(b, ')')
+	if err != nil || i < 0 || i+2 >= len(b) {
+		return 0
+	}
+	return b[i+2]
+}

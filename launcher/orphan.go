@@ -62,11 +62,16 @@ func (rc *Receipt) setDeadline(timeout, grace time.Duration) {
 }
 
 // shimLost reports whether rec's worker has lost its shim: it had one, the shim's PID no longer names the
-// process that started then (ShimAlive), and its end is not recorded. The shim records the end before it
-// exits, so the exit record is read again after the liveness check: a shim that finished just now is not
-// taken for a lost one.
+// process that started then (ShimAlive), or the shim is stopped (SIGSTOP: an unsandboxed worker can stop
+// its parent as it can kill it) and the deadline has come, so that it enforces nothing; and its end is not
+// recorded. The shim records the end before it exits, so the exit record is read again after the liveness
+// check: a shim that finished just now is not taken for a lost one.
 func (l *Launcher) shimLost(rec *Record) bool {
-	if rec.ID == "" || rec.ShimPID <= 0 || rec.EndedAt != "" || ShimAlive(rec.Receipt) {
+	if rec.ID == "" || rec.ShimPID <= 0 || rec.EndedAt != "" {
+		return false
+	}
+	alive, stopped := shimProc(rec.Receipt)
+	if alive && (!stopped || rec.DeadlineBoottimeNS == 0 || boottime() < rec.DeadlineBoottimeNS) {
 		return false
 	}
 	var ex exitRecord

@@ -94,3 +94,39 @@ func TestExitSettled(t *testing.T) {
 		t.Error("no status and no shim (a worker known by its token only): the exit has settled")
 	}
 }
+
+// shimProc on a real stopped process: alive (ShimAlive says so: the exit record may still come) and
+// stopped; continued, alive and not stopped.
+func TestShimProcStopped(t *testing.T) {
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	rc := Receipt{ShimPID: cmd.Process.Pid}
+	if err := syscall.Kill(rc.ShimPID, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, stopped := shimProc(rc); stopped {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a SIGSTOPped process is never seen stopped")
+		}
+	}
+	if alive, _ := shimProc(rc); !alive || !ShimAlive(rc) {
+		t.Error("a stopped shim is not alive")
+	}
+	if err := syscall.Kill(rc.ShimPID, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if alive, stopped := shimProc(rc); alive && !stopped {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a continued process is still seen stopped")
+		}
+	}
+}

@@ -42,20 +42,33 @@ func (r Record) ExitSettled(shimAlive func(Receipt) bool) bool {
 // taken for the shim. It only decides whether an exit record may still come (Wait, the sidecar's watcher);
 // nothing is ever signalled on its word.
 func ShimAlive(rc Receipt) bool {
+	alive, _ := shimProc(rc)
+	return alive
+}
+
+// shimProc reads the shim's /proc/<pid>/stat: alive as ShimAlive says, and whether that live shim is
+// stopped (SIGSTOP, which it cannot catch, or a tracer's stop): a stopped shim supervises nothing until it
+// is continued (reconcileLost).
+func shimProc(rc Receipt) (alive, stopped bool) {
 	if rc.ShimPID <= 0 {
-		return false
+		return false, false
 	}
 	b, err := sysfile.ReadFile(fmt.Sprintf("/proc/%d/stat", rc.ShimPID))
 	if err != nil {
-		return false
+		return false, false
 	}
 	// The state is the first field after the last ')' (comm may hold anything).
-	if i := bytes.LastIndexByte(b, ')'); i < 0 || i+2 >= len(b) || b[i+2] == 'Z' || b[i+2] == 'X' {
-		return false
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) || b[i+2] == 'Z' || b[i+2] == 'X' {
+		return false, false
 	}
+	stopped = b[i+2] == 'T' || b[i+2] == 't'
 	if rc.ShimStart == 0 {
-		return true // a receipt written before shims recorded their start time
+		return true, stopped // a receipt written before shims recorded their start time
 	}
 	start, err := fingerprint.ReadStartTime(bytes.NewReader(b))
-	return err == nil && start == rc.ShimStart
+	if err != nil || start != rc.ShimStart {
+		return false, false
+	}
+	return true, stopped
 }
