@@ -47,11 +47,8 @@ func (s *Spec) Validate() error {
 	if err := checkLimits(s.Limits); err != "" {
 		return bad("%s", err)
 	}
-	if p := s.CgroupParent; p == ".." || strings.HasPrefix(p, "../") || strings.Contains(p, "/../") || strings.HasSuffix(p, "/..") {
-		return bad("--cgroup-parent %q: want a path inside each hierarchy, without \"..\" (e.g. hlaunch, the default)", p)
-	}
-	if name := lastComponent(s.CgroupParent); isUnitName(name) {
-		return bad("--cgroup-parent %q: %q is a systemd unit's name, whose cgroup systemd owns; use --scope systemd (with --slice) for systemd, or a parent of hlaunch's own (default hlaunch)", s.CgroupParent, name)
+	if err := CheckCgroupParent(s.CgroupParent); err != nil {
+		return err
 	}
 	if _, err := ParseNet(string(s.Net)); err != nil {
 		return err
@@ -111,6 +108,19 @@ func (s *Spec) Validate() error {
 func CheckScope(scope string) error {
 	_, err := ParseScope(scope)
 	return err
+}
+
+// CheckCgroupParent is the one check of a raw-cgroup parent, for Validate and for a launcher's default
+// (`hlaunch sidecar --cgroup-parent`): a path inside each hierarchy, not a systemd unit's cgroup; any other
+// is a FieldError naming --cgroup-parent.
+func CheckCgroupParent(p string) error {
+	if p == ".." || strings.HasPrefix(p, "../") || strings.Contains(p, "/../") || strings.HasSuffix(p, "/..") {
+		return badField("--cgroup-parent %q: want a path inside each hierarchy, without \"..\" (e.g. hlaunch, the default)", p)
+	}
+	if name := lastComponent(p); isUnitName(name) {
+		return badField("--cgroup-parent %q: %q is a systemd unit's name, whose cgroup systemd owns; use --scope systemd (with --slice) for systemd, or a parent of hlaunch's own (default hlaunch)", p, name)
+	}
+	return nil
 }
 
 func (s *Spec) timeout() (time.Duration, error) { return ParseDurationOr(s.Timeout, 0) }

@@ -64,15 +64,12 @@ func hlaunchBinary() (string, error) {
 	return p, nil
 }
 
-// sidecarFlags are the flags of `hlaunch sidecar`. The placement flags become launcher.Config.Defaults: they
-// fill what a spawned spec leaves empty, exactly as `exec` flags would.
+// sidecarFlags are the flags of `hlaunch sidecar`. The placement flags (exec's, launchflag.AddPlacement)
+// become launcher.Config.Defaults: they fill what a spawned spec leaves empty, each where it applies.
 type sidecarFlags struct {
 	dirs                launchflag.Dirs
 	socket, socketGroup string
-	scope, cgroupParent string
-	slice, net          string
-	requireScope        bool
-	userManager         bool
+	placement           launchflag.Placement
 	maxBody             int64
 	pollInterval        time.Duration
 	slowPoll            time.Duration
@@ -122,12 +119,7 @@ share/doc/hlaunch/sidecar.md.`,
 	launchflag.AddDirs(fs, &f.dirs)
 	fs.StringVar(&f.socket, "socket", "", "Unix socket path (default: /run/hlaunch/sidecar.sock for root, else $XDG_RUNTIME_DIR/hlaunch/sidecar.sock)")
 	fs.StringVar(&f.socketGroup, "socket-group", "", "make the socket 0660 for this group (name or gid) and serve its members")
-	fs.StringVar(&f.scope, "scope", "", "default placement for spawns: auto, systemd, cgroup or none (default auto)")
-	fs.StringVar(&f.cgroupParent, "cgroup-parent", "", "default raw-cgroup parent for spawns (default hlaunch)")
-	fs.StringVar(&f.slice, "slice", "", "default systemd slice for spawns")
-	fs.StringVar(&f.net, "net", "", "default network for sandboxed spawns: host or none")
-	fs.BoolVar(&f.userManager, "user", false, "default to the caller's systemd user manager for scopes, even as root")
-	fs.BoolVar(&f.requireScope, "require-scope", false, "refuse (degraded, 503) every spawn that would run without a restart-safe placement")
+	launchflag.AddPlacement(fs, &f.placement, launchflag.ForSpawns)
 	fs.Int64Var(&f.maxBody, "max-body", sidecar.DefaultMaxBody, "largest request body in bytes (larger: 413)")
 	fs.Var(launcher.NewDurationFlag(&f.pollInterval, sidecar.DefaultPollInterval), "poll-interval", "shortest time between two checks of the worker records (exits are noticed through inotify)")
 	fs.Var(launcher.NewDurationFlag(&f.slowPoll, sidecar.DefaultSlowPoll), "slow-poll", "longest time between two checks of the worker records")
@@ -159,9 +151,9 @@ func (f *sidecarFlags) run(cmd *cobra.Command) error {
 	if f.socket == "" && os.Getenv("LISTEN_FDS") == "" {
 		return invalidf("sidecar: --socket is required (no XDG_RUNTIME_DIR to default to)")
 	}
-	var scopeErr *launcher.FieldError
-	if errors.As(launcher.CheckScope(f.scope), &scopeErr) {
-		return invalidf("sidecar: %s", scopeErr.Msg)
+	var placementErr *launcher.FieldError
+	if errors.As(f.placement.Check(), &placementErr) {
+		return invalidf("sidecar: %s", placementErr.Msg)
 	}
 	if f.warm < 0 || f.warm > maxWarm {
 		return invalidf("sidecar: --warm %d: want 0..%d", f.warm, maxWarm)
@@ -198,14 +190,9 @@ func (f *sidecarFlags) run(cmd *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	defaults := launcher.Spec{
-		Scope:        launcher.Scope(f.scope),
-		CgroupParent: f.cgroupParent,
-		Slice:        f.slice,
-		RequireScope: f.requireScope,
-		UserManager:  f.userManager,
-		Net:          launcher.Net(f.net),
-	}
+	// Only the flags given: a default left out stays the launcher's own (Spec.withDefaults).
+	var defaults launcher.Spec
+	f.placement.Apply(cmd.Flags(), &defaults)
 	cfg := f.dirs.Config()
 	cfg.Stderr = cmd.ErrOrStderr()
 	cfg.Hide = hide

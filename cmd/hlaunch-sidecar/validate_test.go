@@ -8,25 +8,41 @@ import (
 	"github.com/hlaunch/hlaunch/launcher"
 )
 
-// The sidecar's default placement is checked by the launcher's one scope check: the same sentence as
-// `hlaunch exec --scope` and a spec's scope field, behind the sidecar's lead, exit 125, before anything is
-// made (the socket's directory does not even exist).
-func TestSidecarScopeCheckedByTheLauncher(t *testing.T) {
-	for _, v := range []string{"bogus", "AUTO", "vm"} {
+// The sidecar's default placement is checked by the launcher's own checks before anything is made (the
+// socket's directory does not even exist): the same sentence as `hlaunch exec` and a spec's field give,
+// behind the sidecar's lead, exit 125. A bad --net or --cgroup-parent used to be taken at start-up and then
+// refuse every spawn it applied to.
+func TestSidecarPlacementCheckedByTheLauncher(t *testing.T) {
+	for _, tt := range []struct {
+		flag, value string
+		spec        launcher.Spec
+	}{
+		{"--scope", "bogus", launcher.Spec{Scope: "bogus"}},
+		{"--scope", "AUTO", launcher.Spec{Scope: "AUTO"}},
+		{"--scope", "vm", launcher.Spec{Scope: "vm"}},
+		{"--net", "bogus", launcher.Spec{Net: "bogus", Sandbox: true}},
+		{"--net", "NONE", launcher.Spec{Net: "NONE", Sandbox: true}},
+		{"--cgroup-parent", "../escape", launcher.Spec{CgroupParent: "../escape"}},
+		{"--cgroup-parent", "hl/system.slice", launcher.Spec{CgroupParent: "hl/system.slice"}},
+	} {
 		cmd := newSidecarCmd()
-		cmd.SetArgs([]string{"--socket", t.TempDir() + "/missing/s.sock", "--scope", v})
+		cmd.SetArgs([]string{"--socket", t.TempDir() + "/missing/s.sock", tt.flag, tt.value})
 		err := cmd.Execute()
 		if !errors.Is(err, launcher.ErrInvalid) {
-			t.Fatalf("--scope %q: %v, want ErrInvalid", v, err)
+			t.Fatalf("%s %q: %v, want ErrInvalid", tt.flag, tt.value, err)
 		}
-		spec := launcher.Spec{Profile: "b", Argv: []string{"true"}, Scope: launcher.Scope(v)}
+		spec := tt.spec
+		spec.Profile, spec.Argv = "b", []string{"true"}
 		verr := spec.Validate()
 		if verr == nil {
-			t.Fatalf("Spec.Validate accepted scope %q", v)
+			t.Fatalf("Spec.Validate accepted %s %q", tt.flag, tt.value)
 		}
 		sentence := strings.TrimPrefix(verr.Error(), launcher.ErrInvalid.Error()+": ")
 		if want := launcher.ErrInvalid.Error() + ": sidecar: " + sentence; err.Error() != want {
-			t.Errorf("--scope %q:\n got  %q\n want %q", v, err, want)
+			t.Errorf("%s %q:\n got  %q\n want %q", tt.flag, tt.value, err, want)
+		}
+		if !strings.HasPrefix(sentence, tt.flag+" ") {
+			t.Errorf("%s %q: the sentence %q does not name the flag first", tt.flag, tt.value, sentence)
 		}
 	}
 	for _, v := range []launcher.Scope{"", launcher.ScopeAuto, launcher.ScopeSystemd, launcher.ScopeCgroup, launcher.ScopeNone} {

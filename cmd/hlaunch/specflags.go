@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/hlaunch/hlaunch/cgroup"
+	"github.com/hlaunch/hlaunch/internal/launchflag"
 	"github.com/hlaunch/hlaunch/launcher"
 	"github.com/hlaunch/hlaunch/nsenv/profile"
 )
@@ -26,8 +27,8 @@ type specFlags struct {
 	pass, inherit, env    []string
 	specFile              string
 
-	scope, unit, slice, cgroupParent string
-	requireScope, userManager        bool
+	placement launchflag.Placement
+	unit      string
 
 	memory, memoryHigh string
 	pids               int64
@@ -35,7 +36,6 @@ type specFlags struct {
 	cpus               float64
 
 	sandbox bool
-	net     string
 	seccomp string
 	rw      []string
 	as      string
@@ -68,7 +68,6 @@ func (f *specFlags) addExecFlags(fs *pflag.FlagSet) {
 	fs.Float64Var(&f.cpus, "cpus", 0, "CPU bandwidth in cores, e.g. 0.5")
 
 	fs.BoolVar(&f.sandbox, "sandbox", false, "new mount, pid, ipc and uts namespaces; only the target profile is visible")
-	fs.StringVar(&f.net, "net", string(launcher.NetHost), "with --sandbox: host, or none (an empty network namespace)")
 	fs.StringVar(&f.seccomp, "seccomp", string(launcher.SeccompDefault), "with --sandbox: default (the system-call filter: no mounts, namespaces, keyring, bpf, terminal injection, set-ID modes, ...) or off")
 	fs.StringArrayVar(&f.rw, "rw", nil, "with --sandbox: keep this host path writable (repeatable)")
 	fs.StringVar(&f.as, "as", "", "UID:GID to drop to before exec (empty capability sets)")
@@ -82,14 +81,11 @@ func (f *specFlags) addExecFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&f.detach, "detach", false, "start under a shim, print the receipt as JSON and return at once")
 }
 
-// addPlacementFlags registers where the worker goes (--scope and its knobs).
+// addPlacementFlags registers where the worker goes: the placement flags the sidecar shares
+// (launchflag.AddPlacement: --scope and its knobs, --net) and --unit, which names one launch's scope.
 func (f *specFlags) addPlacementFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&f.scope, "scope", string(launcher.ScopeAuto), "placement: auto, systemd, cgroup or none")
-	fs.BoolVar(&f.requireScope, "require-scope", false, "fail (exit 75) instead of running degraded when no restart-safe placement exists")
+	launchflag.AddPlacement(fs, &f.placement, launchflag.ForLaunch)
 	fs.StringVar(&f.unit, "unit", "", "systemd unit name without .scope (default hlaunch-<profile>-<id>)")
-	fs.StringVar(&f.slice, "slice", "", "systemd slice for the scope (default: the manager's)")
-	fs.BoolVar(&f.userManager, "user", false, "use the caller's user manager, even as root (default: system manager for root)")
-	fs.StringVar(&f.cgroupParent, "cgroup-parent", "", "raw-cgroup parent, relative to each hierarchy's root (default hlaunch)")
 }
 
 // spec builds the launch spec: the --spec document if one was named, then every flag that was given,
@@ -140,32 +136,15 @@ func (f *specFlags) apply(fs *pflag.FlagSet, s *launcher.Spec) error {
 	if set("cwd") {
 		s.Cwd = f.cwd
 	}
-	if set("scope") {
-		s.Scope = launcher.Scope(f.scope)
-	}
-	if set("require-scope") {
-		s.RequireScope = f.requireScope
-	}
+	f.placement.Apply(fs, s)
 	if set("unit") {
 		s.Unit = f.unit
-	}
-	if set("slice") {
-		s.Slice = f.slice
-	}
-	if set("user") {
-		s.UserManager = f.userManager
-	}
-	if set("cgroup-parent") {
-		s.CgroupParent = f.cgroupParent
 	}
 	if err := f.applyLimits(set, &s.Limits); err != nil {
 		return err
 	}
 	if set("sandbox") {
 		s.Sandbox = f.sandbox
-	}
-	if set("net") {
-		s.Net = launcher.Net(f.net)
 	}
 	if set("seccomp") {
 		s.Seccomp = launcher.Seccomp(f.seccomp)

@@ -1,6 +1,7 @@
 // Package launchflag is the one registration of the launcher flags that hlaunch and hlaunch-sidecar
-// share: the hermes root, the state and ledger directories and the policy file (Dirs), so that both
-// binaries take the same names, defaults and help. It imports no HTTP package (hlaunch links it).
+// share: the hermes root, the state and ledger directories and the policy file (Dirs), and the placement
+// flags (Placement: for exec one launch's, for the sidecar its spawns' defaults), so that both binaries take
+// the same names, defaults, help and checks. It imports no HTTP package (hlaunch links it).
 package launchflag
 
 import (
