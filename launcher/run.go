@@ -4,13 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/signal"
 	"runtime"
 	"sync"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/hlaunch/hlaunch/cgroup"
 	"github.com/hlaunch/hlaunch/fingerprint"
@@ -26,6 +23,14 @@ type Signals struct {
 	// a round trip to the Go runtime's signal thread per signal (about 0.3 ms for seven), which a caller
 	// can overlap with Run's own reading of the profile this way.
 	Ready <-chan struct{}
+}
+
+// awaitReady returns once the signals are subscribed (at once without Ready): before it, Run creates
+// nothing on the host.
+func (s Signals) awaitReady() {
+	if s.Ready != nil {
+		<-s.Ready
+	}
 }
 
 // Run starts spec in the foreground with stdio as the child's own descriptors, forwards every signal
@@ -55,9 +60,7 @@ func (l *Launcher) Run(ctx context.Context, spec Spec, stdio Stdio, sigs Signals
 		return ExitCode(err), err
 	}
 	id := newID()
-	if sigs.Ready != nil {
-		<-sigs.Ready
-	}
+	sigs.awaitReady()
 	if ctx.Err() != nil {
 		return ExitInternal, fmt.Errorf("launch cancelled: %w: nothing was started", context.Cause(ctx))
 	}
@@ -82,39 +85,20 @@ func (l *Launcher) Run(ctx context.Context, spec Spec, stdio Stdio, sigs Signals
 	// locked to this goroutine until the child has been waited for.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	// A sandboxed worker whose stdio is a terminal runs behind a pty of its own, the leader of its own
-	// session: the caller's terminal is never the worker's, and hlaunch, which relays, stays in the
-	// caller's job control (docs/security.md, "The terminal and the session").
-	var tty *ptyRelay
-	if sb != nil {
-		if tty, out, err = openPTYRelay(out); err != nil {
-			return ExitCode(err), err
-		}
+	// The caller's terminal: a sandbox's pty of its own, or the terminal's foreground for the child.
+	term, out, err := openTerminal(sb != nil, stdio.Stdin, out, &attr)
+	if err != nil {
+		return ExitCode(err), err
 	}
-	fg := tty == nil && foregroundTTY(stdio.Stdin)
-	if fg {
-		attr.Foreground, attr.Ctty = true, int(stdio.Stdin.Fd())
-	}
-	if tty != nil {
-		defer tty.close()
-		tty.attr(&attr)
-		if err := tty.raw(); err != nil {
-			return ExitCode(err), err
-		}
-	}
+	defer term.close()
 	proc, err := l.start(ctx, spec, id, p, childStart{argv: spec.Argv, env: env.Strings(), cwd: cwd, stdio: out, sb: sb, attr: attr})
 	if err != nil {
 		return ExitCode(err), err
 	}
-	if fg {
-		defer reclaimTTY(stdio.Stdin)
-	}
-	if tty != nil {
-		if err := tty.relay(); err != nil {
-			_ = proc.Signal(syscall.SIGKILL)
-			_, _ = proc.Wait()
-			return ExitCode(err), err
-		}
+	if err := term.childStarted(); err != nil {
+		_ = proc.Signal(syscall.SIGKILL)
+		_, _ = proc.Wait()
+		return ExitCode(err), err
 	}
 	done := make(chan struct{})
 	go forward(proc, sigs.C, done)
@@ -240,23 +224,6 @@ func (l *Launcher) termTree(spec Spec, g *cgroup.Group, proc *hproc.Proc) {
 	}
 	defer h.Close()
 	_ = signalAll(context.Background(), h, spec.Sandbox, syscall.SIGTERM)
-}
-
-// foregroundTTY reports whether f is a terminal whose foreground process group is ours.
-func foregroundTTY(f *os.File) bool {
-	if f == nil {
-		return false
-	}
-	pgrp, err := unix.IoctlGetInt(int(f.Fd()), unix.TIOCGPGRP)
-	return err == nil && pgrp == unix.Getpgrp()
-}
-
-// reclaimTTY makes our process group the terminal's foreground group again once the child is gone.
-func reclaimTTY(f *os.File) {
-	// tcsetpgrp from a background group raises SIGTTOU; ignore it for this call.
-	signal.Ignore(syscall.SIGTTOU)
-	defer signal.Reset(syscall.SIGTTOU)
-	_ = unix.IoctlSetPointerInt(int(f.Fd()), unix.TIOCSPGRP, unix.Getpgrp())
 }
 
 func (l *Launcher) cwd(spec Spec) (string, error) {
