@@ -45,7 +45,7 @@ func Main() {
 		sigs = make(chan os.Signal, 64)
 		go func() { signal.Notify(sigs, forwarded...); close(notified) }()
 	}
-	cfg, err := ReadConfig(os.NewFile(ConfigFD, "handshake-config"))
+	cfg, err := readConfig(os.NewFile(ConfigFD, "handshake-config"))
 	switch {
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		// The parent went away before placing us: never run the target unplaced.

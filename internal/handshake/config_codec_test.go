@@ -53,14 +53,14 @@ func fullConfig(t testing.TB) Config {
 func TestConfigRoundTrip(t *testing.T) {
 	in := fullConfig(t)
 	var buf bytes.Buffer
-	if err := WriteConfig(&buf, in); err != nil {
+	if err := writeConfig(&buf, in); err != nil {
 		t.Fatal(err)
 	}
-	out, err := ReadConfig(&buf)
+	out, err := readConfig(&buf)
 	if err != nil || !reflect.DeepEqual(out, in) {
 		t.Fatalf("framed round trip:\n got %+v %+v (%v)\nwant %+v %+v", out, out.Sandbox, err, in, in.Sandbox)
 	}
-	if _, err := ReadConfig(&buf); !errors.Is(err, io.EOF) {
+	if _, err := readConfig(&buf); !errors.Is(err, io.EOF) {
 		t.Fatalf("empty stream: %v, want EOF", err)
 	}
 	type shimLike struct {

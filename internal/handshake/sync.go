@@ -71,17 +71,9 @@ func (e *Error) Unwrap() []error {
 	return errs
 }
 
-// WriteConfig writes cfg as one length-prefixed message in its binary encoding.
-func WriteConfig(w io.Writer, cfg Config) error {
-	b, err := cfg.MarshalBinary()
-	if err != nil {
-		return err
-	}
-	return msgpipe.WriteFrame(w, b)
-}
-
-// ReadConfig reads what WriteConfig wrote; io.EOF when the writer closed without one.
-func ReadConfig(r io.Reader) (Config, error) {
+// readConfig reads the config Release sent: one frame holding its binary encoding (Config.MarshalBinary,
+// the one encoder); io.EOF when the parent closed the pipe without one.
+func readConfig(r io.Reader) (Config, error) {
 	var cfg Config
 	b, err := msgpipe.ReadFrame(r)
 	if err == nil {
