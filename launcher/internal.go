@@ -6,6 +6,7 @@ import (
 
 	"github.com/hlaunch/hlaunch/internal/handshake"
 	hproc "github.com/hlaunch/hlaunch/internal/proc"
+	"github.com/hlaunch/hlaunch/internal/shim"
 )
 
 // MaybeRunInternal runs the hidden roles of the hlaunch binary - the init stub (`__init`) and a worker's
@@ -26,7 +27,7 @@ func MaybeRunInternal() bool {
 	switch os.Args[1] {
 	case handshake.InitArg:
 		handshake.Main()
-	case ShimArg:
+	case shim.Arg:
 		shimMain()
 	}
 	return false

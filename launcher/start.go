@@ -18,9 +18,6 @@ import (
 	"github.com/hlaunch/hlaunch/nsenv/sandbox"
 )
 
-// ShimArg is the argv[1] that makes an hlaunch binary act as a worker's shim.
-const ShimArg = shim.Arg
-
 // Start starts spec detached and returns its receipt once the target runs. The worker's parent is a shim
 // placed with it (in its cgroup or scope, in its own session), never in the caller's cgroup, session or
 // process group. The shim writes the worker's record before it answers, so a worker never runs without
@@ -154,7 +151,7 @@ func (l *Launcher) holdShim(ctx context.Context, spec Spec, id string, p placeme
 		attr.UseCgroupFD, attr.CgroupFD = true, int(fd.Fd())
 	}
 	pin, cpus := l.helperCPUs()
-	child, err := shim.Start(hproc.Command{Path: l.cfg.Self, Args: []string{l.cfg.Self, ShimArg}, Files: files, Sys: attr, CPUs: pin})
+	child, err := shim.Start(hproc.Command{Path: l.cfg.Self, Args: []string{l.cfg.Self, shim.Arg}, Files: files, Sys: attr, CPUs: pin})
 	if err != nil {
 		return nil, fmt.Errorf("start shim %s: %w", l.cfg.Self, err)
 	}
