@@ -168,7 +168,7 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	dir := t.TempDir()
-	e := &env{t: t, Root: filepath.Join(dir, "hermes"), State: filepath.Join(dir, "state"), Parent: testutil.RandName("hlaunch-test-")}
+	e := &env{t: t, Root: filepath.Join(dir, "hermes"), State: filepath.Join(dir, "state"), Parent: ownedParent(t)}
 	e.profile("a", "A_MARKER=a\nHERMES_MODEL=a-model\nTERMINAL_ENV=docker\nFIRECRAWL_API_KEY=a-fc\n")
 	e.profile("b", "B_MARKER=b\nFIRECRAWL_API_KEY=b-fc\nGH_TOKEN=b-gh-tier1\n")
 	must(t, os.WriteFile(filepath.Join(e.Root, ".env"), []byte("ROOT_MARKER=root\n"), 0o600))

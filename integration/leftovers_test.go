@@ -17,7 +17,8 @@ import (
 const throwawayUserPrefix = "hlt"
 
 // sweepLeftovers removes what integration runs that were killed (no cleanup ran) left behind: their
-// hostBase in base, their tmpBase, and the throwaway users they added. What a live run owns stays.
+// hostBase in base, their tmpBase, and as root their cgroup parents (newEnv's) with what still runs in
+// them, and the throwaway users they added. What a live run owns stays.
 func sweepLeftovers(base string) error {
 	var errs []error
 	for _, d := range [][2]string{{base, hostBasePrefix}, {os.TempDir(), tmpBasePrefix}} {
@@ -28,7 +29,11 @@ func sweepLeftovers(base string) error {
 		}
 	}
 	if os.Geteuid() == 0 {
-		errs = append(errs, sweepUsers())
+		removed, err := testutil.SweepStaleCgroups(testutil.CgroupParentPrefix)
+		for _, p := range removed {
+			fmt.Fprintln(os.Stderr, "integration: removed cgroup", p, "(its test run is gone)")
+		}
+		errs = append(errs, err, sweepUsers())
 	}
 	return errors.Join(errs...)
 }
@@ -62,4 +67,13 @@ func throwawayUserName(t *testing.T) string {
 	tag, err := testutil.OwnerTag()
 	must(t, err)
 	return throwawayUserPrefix + tag + "-" + randHex(2)
+}
+
+// ownedParent is a new cgroup parent name for an env, hlaunch-test-<owner tag>-<hex> (testutil.OwnedName),
+// for the sweep of a later run to remove if this one is killed. The env removes it at the end.
+func ownedParent(t *testing.T) string {
+	t.Helper()
+	p, err := testutil.OwnedName(testutil.CgroupParentPrefix)
+	must(t, err)
+	return p
 }

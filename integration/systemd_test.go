@@ -300,7 +300,7 @@ func nobodyEnv(t *testing.T) *nobodyWorld {
 	base, err := os.MkdirTemp(tmpBase, "hlaunch-nobody-")
 	must(t, err)
 	t.Cleanup(func() { os.RemoveAll(base) })
-	e := &env{t: t, Root: filepath.Join(base, "hermes"), State: filepath.Join(base, "state"), Parent: "hlaunch-test-" + randHex(4)}
+	e := &env{t: t, Root: filepath.Join(base, "hermes"), State: filepath.Join(base, "state"), Parent: ownedParent(t)}
 	e.profile("b", "B_MARKER=b\n")
 	must(t, os.MkdirAll(e.State, 0o700))
 	bin := filepath.Join(base, "hlaunch")

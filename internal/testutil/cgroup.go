@@ -26,14 +26,21 @@ func RandName(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
-// CgroupParent returns a fresh cgroup parent name, hlaunch-test-<hex>, relative to every hierarchy's root,
-// for a test that has hlaunch (or itself) create cgroups under it. It needs root and a cgroup2 hierarchy
-// (RequireCgroup2). Nothing is created; t.Cleanup kills whatever is under the name in every hierarchy,
-// removes the directories bottom-up and fails the test when one stays, also when the test failed.
+// CgroupParentPrefix starts the name of every CgroupParent: "hlaunch-test-<owner tag>-<hex>".
+const CgroupParentPrefix = "hlaunch-test-"
+
+// CgroupParent returns a fresh cgroup parent name, hlaunch-test-<owner tag>-<hex> (OwnedName), relative to
+// every hierarchy's root, for a test that has hlaunch (or itself) create cgroups under it. It needs root and
+// a cgroup2 hierarchy (RequireCgroup2). Nothing is created; t.Cleanup kills whatever is under the name in
+// every hierarchy, removes the directories bottom-up and fails the test when one stays, also when the test
+// failed. When the test process is killed instead, the next sweep removes it (SweepStaleCgroups).
 func CgroupParent(t testing.TB) string {
 	t.Helper()
 	RequireCgroup2(t)
-	p := RandName("hlaunch-test-")
+	p, err := OwnedName(CgroupParentPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		if err := RemoveCgroups(p); err != nil {
 			t.Errorf("cleanup of test cgroup parent: %v", err)

@@ -116,3 +116,40 @@ func SweepStale(base, prefix string) ([]string, error) {
 	}
 	return removed, errors.Join(errs...)
 }
+
+// OwnedName is prefix, this process's owner tag, "-" and eight random hex digits: the name of a cgroup (or
+// another thing outside t.TempDir) that a later run can tell is stale (Stale, SweepStaleCgroups).
+func OwnedName(prefix string) (string, error) {
+	tag, err := OwnerTag()
+	if err != nil {
+		return "", err
+	}
+	return RandName(prefix + tag + "-"), nil
+}
+
+// SweepStaleCgroups removes each cgroup at the root of every hierarchy whose name is prefix with the owner
+// tag of a process that no longer runs (RemoveTree: its members are killed first: they are a killed run's
+// workers), and returns what it removed. A live run's cgroups and names without an owner tag stay.
+func SweepStaleCgroups(prefix string) ([]string, error) {
+	var removed []string
+	var errs []error
+	for _, root := range CgroupRoots() {
+		ents, err := os.ReadDir(root)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("testutil: sweep %s: %w", root, err))
+			continue
+		}
+		for _, ent := range ents {
+			if !ent.IsDir() || !Stale(ent.Name(), prefix) {
+				continue
+			}
+			p := filepath.Join(root, ent.Name())
+			if err := RemoveTree(p); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			removed = append(removed, p)
+		}
+	}
+	return removed, errors.Join(errs...)
+}

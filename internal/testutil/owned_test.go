@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestSweepStale: of the directories a sweep finds, it removes only those whose owner no longer runs - a
@@ -83,5 +85,77 @@ func TestOwnerOf(t *testing.T) {
 	}
 	if pid, start, _ := OwnerOf("p-12-345-x", "p-"); pid != 12 || start != 345 {
 		t.Errorf("OwnerOf = %d, %d, want 12, 345", pid, start)
+	}
+}
+
+// TestSweepStaleCgroups: a cgroup parent of a reaped test process is removed, the worker still running in
+// it (under a child cgroup) killed first; a live owner's parent stays.
+func TestSweepStaleCgroups(t *testing.T) {
+	RequireRoot(t, "it creates cgroups")
+	v2 := Cgroup2(t)
+	dead := exec.Command("true")
+	if err := dead.Start(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := readStat(dead.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dead.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	stale := RandName(CgroupParentPrefix + strconv.Itoa(dead.Process.Pid) + "-" + strconv.FormatUint(st.Start, 10) + "-")
+	live, err := OwnedName(CgroupParentPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{stale, live} {
+		t.Cleanup(func() {
+			if err := RemoveCgroups(p); err != nil {
+				t.Error(err)
+			}
+		})
+		if err := os.MkdirAll(filepath.Join(v2, p, "w"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w, err := os.Open(filepath.Join(v2, stale, "w"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	worker := exec.Command("sleep", "60")
+	worker.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(w.Fd())}
+	if err := worker.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- worker.Wait() }()
+	reaped := false
+	defer func() {
+		if !reaped {
+			_ = worker.Process.Kill()
+			<-ended
+		}
+	}()
+	removed, err := SweepStaleCgroups(CgroupParentPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(removed, filepath.Join(v2, stale)) {
+		t.Errorf("SweepStaleCgroups removed %q, not the dead owner's %s", removed, stale)
+	}
+	if _, err := os.Stat(filepath.Join(v2, stale)); !os.IsNotExist(err) {
+		t.Errorf("the dead owner's cgroup %s is still there (%v)", stale, err)
+	}
+	if _, err := os.Stat(filepath.Join(v2, live, "w")); err != nil {
+		t.Errorf("the live owner's cgroup %s was removed: %v", live, err)
+	}
+	// sleep 60 does not end on its own within the 10 s given here: only the sweep's kill ends it so soon.
+	select {
+	case <-ended:
+		reaped = true
+	case <-time.After(10 * time.Second):
+		t.Errorf("the worker in the dead owner's cgroup still runs")
 	}
 }
