@@ -371,3 +371,25 @@ func procState(pid int) byte {
 	}
 	return b[i+2]
 }
+
+// A worker that stops its shim before the shim has reported it (its first instruction: SIGSTOP to its
+// parent). The launcher waited for the receipt for ever: the CLI hung, and the worker ran with no record
+// and so no deadline anyone would enforce. Now the launcher watches the shim it waits for: stopped, it
+// is killed, the launch fails (exit 125, one line saying so) and the worker's cgroup is killed.
+func TestRedteam3WorkerStopsItsShimBeforeReceipt(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	dir := t.TempDir()
+	r := e.run("exec", "-p", "b", "--detach", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--timeout", "2s", "--",
+		"sh", "-c", `echo $$ > "$1/pid"; kill -STOP $PPID; exec sleep 120`, "sh", dir)
+	line := strings.TrimSpace(r.Stderr)
+	if r.Code != 125 || r.Stdout != "" || strings.Contains(line, "\n") || !strings.Contains(line, "stopped") {
+		t.Errorf("a launch whose worker stopped its shim: exit %d stdout %q stderr %q; want exit 125, one line saying the shim was stopped", r.Code, r.Stdout, r.Stderr)
+	}
+	pid := readPID(t, filepath.Join(dir, "pid"))
+	waitPIDGone(t, pid, "a launch that failed on its stopped shim")
+	if ents, _ := os.ReadDir(filepath.Join(e.State, "workers")); len(ents) != 0 {
+		t.Errorf("a failed launch left records: %v", ents)
+	}
+}

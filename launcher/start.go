@@ -193,7 +193,12 @@ func (l *Launcher) runShim(ctx context.Context, d *detachedLaunch, h *heldShim) 
 		sc.Receipt.KeptGroups = keptGroups()
 	}
 	res := &shimResult{}
-	if err := h.child.Exchange(sc, res); err != nil {
+	watch := guardExchange(ctx, h.child)
+	err := h.child.Exchange(sc, res)
+	if why := watch(); err != nil && why != nil {
+		return nil, fmt.Errorf("%w (%w)", why, err)
+	}
+	if err != nil {
 		return nil, err
 	}
 	if res.Failure != nil {

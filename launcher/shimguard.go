@@ -1,0 +1,52 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"syscall"
+	"time"
+
+	"github.com/hlaunch/hlaunch/internal/shim"
+)
+
+// errShimStopped is why a launch fails whose shim was stopped (SIGSTOP: an unsandboxed worker can stop its
+// parent as it can kill it) before it reported the worker: a stopped shim never answers, and the launcher
+// waited for its receipt forever while the worker ran with no record and no deadline.
+var errShimStopped = errors.New("the shim was stopped (SIGSTOP) before it reported the worker")
+
+// shimPoll is how often the launcher looks at a shim that has not answered yet. An answer normally comes
+// within a few milliseconds, before the first look.
+const shimPoll = 50 * time.Millisecond
+
+// guardExchange watches the shim child while the launcher waits for its answer: a shim found stopped, or a
+// ctx that ends, gets SIGKILL (its pipe's EOF ends the wait). The returned function ends the watch and
+// says why the shim was killed (nil: it was not). The shim is the launcher's unreaped child, so its PID
+// cannot name another process meanwhile.
+func guardExchange(ctx context.Context, child *shim.Parent) (done func() error) {
+	stop, why := make(chan struct{}), make(chan error, 1)
+	go func() {
+		t := time.NewTicker(shimPoll)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				why <- nil
+				return
+			case <-ctx.Done():
+				_ = child.Proc.Signal(syscall.SIGKILL)
+				why <- ctx.Err()
+				return
+			case <-t.C:
+				if _, stopped := shimProc(Receipt{ShimPID: child.PID()}); stopped {
+					_ = child.Proc.Signal(syscall.SIGKILL)
+					why <- errShimStopped
+					return
+				}
+			}
+		}
+	}()
+	return func() error {
+		close(stop)
+		return <-why
+	}
+}
