@@ -393,3 +393,38 @@ func TestRedteam3WorkerStopsItsShimBeforeReceipt(t *testing.T) {
 		t.Errorf("a failed launch left records: %v", ents)
 	}
 }
+
+// A sandboxed worker tries to give its protected .env a second name in its writable home, so that it (or
+// its next launch's worker) writes the file the next launch reads through that name: ln of the path, and
+// linkat of its own descriptor's magic link (ln -L /proc/self/fd/3, which needs no capability), with and
+// without the filter. Each fails (the read-only bind is another mount: EXDEV), the host's .env keeps one
+// link and the next launch runs.
+func TestRedteam3HardLinkProtectedFromInside(t *testing.T) {
+	requireRoot(t)
+	e := newEnv(t)
+	home := filepath.Join(e.Root, "profiles", "b")
+	dotenv := filepath.Join(home, ".env")
+	for _, seccomp := range []string{"default", "off"} {
+		a, b := filepath.Join(home, "workspace", "link-"+seccomp), filepath.Join(home, "workspace", "fdlink-"+seccomp)
+		rep, _ := e.report([]string{"-p", "b", "--sandbox", "--scope", "none", "--seccomp", seccomp},
+			"sh:ln "+dotenv+" "+a, "sh:exec 3<"+dotenv+"; ln -L /proc/self/fd/3 "+b)
+		for _, c := range []string{"sh:ln " + dotenv + " " + a, "sh:exec 3<" + dotenv + "; ln -L /proc/self/fd/3 " + b} {
+			if got := rep.Checks[c]; strings.HasPrefix(got, "ok") || !strings.Contains(got, "cross-device") {
+				t.Errorf("--seccomp %s: %q inside the sandbox: %q, want it refused across the bind's mount (EXDEV)", seccomp, c, got)
+			}
+		}
+		for _, p := range []string{a, b} {
+			if _, err := os.Lstat(p); err == nil {
+				t.Errorf("--seccomp %s: %s exists on the host after the worker's link attempts", seccomp, p)
+			}
+		}
+	}
+	var st unix.Stat_t
+	must(t, unix.Stat(dotenv, &st))
+	if st.Nlink != 1 {
+		t.Errorf("the host's .env has %d links after the worker's attempts", st.Nlink)
+	}
+	if rep, _ := e.report([]string{"-p", "b", "--sandbox", "--scope", "none"}, "read:"+dotenv); !strings.HasPrefix(rep.Checks["read:"+dotenv], "ok:") {
+		t.Errorf("the next launch reads .env: %q", rep.Checks["read:"+dotenv])
+	}
+}
