@@ -428,3 +428,29 @@ func TestRedteam3HardLinkProtectedFromInside(t *testing.T) {
 		t.Errorf("the next launch reads .env: %q", rep.Checks["read:"+dotenv])
 	}
 }
+
+// The stopped shim through a sidecar: its watcher, asked nothing, takes the shim it finds stopped past the
+// deadline for a lost one and ends the worker; the record says shim-lost.
+func TestRedteam3SidecarWorkerStopsItsShim(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	p := startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s.sock"))
+	dir := t.TempDir()
+	rc := sidecarLaunch(p)([]string{"sh", "-c", `echo $$ > "$1/pid"; while [ ! -e "$1/go" ]; do sleep 0.02; done; kill -STOP $PPID; exec sleep 120`, "sh", dir})
+	if rc.ShimPID <= 0 || rc.Deadline <= 0 {
+		t.Fatalf("receipt: shim_pid %d deadline %d", rc.ShimPID, rc.Deadline)
+	}
+	t.Cleanup(func() { _ = unix.Kill(rc.ShimPID, unix.SIGKILL) })
+	must(t, os.WriteFile(filepath.Join(dir, "go"), nil, 0o644))
+	pid := readPID(t, filepath.Join(dir, "pid"))
+	for deadline := time.Now().Add(15 * time.Second); procState(rc.ShimPID) != 'T'; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker did not stop its shim %d (state %c)", rc.ShimPID, procState(rc.ShimPID))
+		}
+	}
+	waitPIDGone(t, pid, "sidecar, its worker's shim stopped")
+	var rec lostRecord
+	p.mustDo("GET", "/v1/workers/"+rc.ID, "", 200, &rec)
+	checkLostEnd(t, rec, pid)
+}
