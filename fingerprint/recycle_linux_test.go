@@ -29,6 +29,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envRecycle) == "1" {
 		os.Exit(recycleHelper())
 	}
+	if os.Getenv(envBigExit) == "1" {
+		os.Exit(bigExit())
+	}
 	os.Exit(m.Run())
 }
 

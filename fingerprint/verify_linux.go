@@ -178,6 +178,11 @@ func judgeLeader(src Sources, h *Handle) (Verdict, error) {
 	case st.Start != id.Start:
 		closeFD(pidfd)
 		return verdict(Recycled, "PID %d now names another process (started at tick %d, recorded %d)", id.PID, st.Start, id.Start), nil
+	case !member && exitingNow(src, id):
+		// It left cgroup.procs because it is exiting (the kernel drops a dying leader from it before it is
+		// a zombie), not because it moved: read again after the membership, which the first read preceded.
+		closeFD(pidfd)
+		return leaderGone("is exiting"), nil
 	case !member:
 		closeFD(pidfd)
 		// The recorded start time matches: most likely the leader itself moved out of its cgroup (an
@@ -192,13 +197,19 @@ func judgeLeader(src Sources, h *Handle) (Verdict, error) {
 	return verdict(Running, "PID %d is alive with the recorded start time", id.PID), nil
 }
 
+// exitingNow reports the process at id.PID, read now, exiting or exited (or gone).
+func exitingNow(src Sources, id Identity) bool {
+	st, err := readStatFile(src.statPath(id.PID))
+	return gone(err) || err == nil && st.Exiting()
+}
+
 // endedOrRecycled judges a worker whose cgroup is gone or empty: exited, unless a live process now holds
 // the leader's PID. With another start time the PID has been recycled: say so, because a caller that still
 // trusts the bare PID is about to hit a stranger. With the leader's start time the leader has left its
 // cgroup: the cgroup is empty, but the worker is not over.
 func endedOrRecycled(src Sources, id Identity, format string, args ...any) (*Handle, Verdict, error) {
 	st, err := readStatFile(src.statPath(id.PID))
-	if err == nil && !st.Dead() {
+	if err == nil && !st.Exiting() {
 		why := fmt.Sprintf(format, args...)
 		if st.Start == id.Start {
 			// The leader's own PID and start time, outside its cgroup: it left (escaped) before the cgroup

@@ -21,6 +21,17 @@ type Stat struct {
 // Dead reports a process that has exited (zombie or dead) even though its PID still resolves.
 func (s Stat) Dead() bool { return s.State == 'Z' || s.State == 'X' || s.State == 'x' }
 
+// pfExiting is PF_EXITING in field 9 (flags): the kernel sets it as a task begins to exit, before the
+// process leaves cgroup.procs (and empties a cgroup it was alone in) and long before it is a zombie (a large
+// address space takes milliseconds to tear down in between).
+const pfExiting = 0x4
+
+// Exiting reports a process that has begun to exit or has exited: nothing it does from then on is its own.
+func (s Stat) Exiting() bool {
+	flags, err := s.Field(9)
+	return s.Dead() || err == nil && flags&pfExiting != 0
+}
+
 // Field returns numeric field n (1-based, as proc(5) numbers them; n >= 4, the fields after comm and state),
 // for example 50 and 51, env_start and env_end. ErrMalformed when the line has no such field or it is not
 // an unsigned number.

@@ -117,3 +117,25 @@ func FuzzParseStat(f *testing.F) {
 		}
 	})
 }
+
+// Exiting is PF_EXITING in field 9 (flags), or a dead state: a process tearing down its address space is
+// still R or D, and no longer in its cgroup's cgroup.procs.
+func TestStatExiting(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		line string
+		want bool
+	}{
+		{"running", statLine("x", 1), false},
+		{"PF_EXITING", strings.Replace(statLine("x", 1), " 4194560 ", " 4194564 ", 1), true},
+		{"zombie", strings.Replace(statLine("x", 1), ") S ", ") Z ", 1), true},
+	} {
+		st, err := ParseStat([]byte(tc.line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := st.Exiting(); got != tc.want {
+			t.Errorf("%s: Exiting() = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
