@@ -325,26 +325,8 @@ func TestRedteam3WorkerStopsItsShim(t *testing.T) {
 	requireRoot(t)
 	requireCgroup2(t)
 	e := newEnv(t)
-	dir := t.TempDir()
-	r := e.run("exec", "-p", "b", "--detach", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--timeout", "2s", "--grace", "300ms", "--",
-		"sh", "-c", `echo $$ > "$1/pid"; while [ ! -e "$1/go" ]; do sleep 0.02; done; kill -STOP $PPID; exec sleep 120`, "sh", dir)
-	if r.Code != 0 {
-		t.Fatalf("exec: exit %d %s", r.Code, r.Stderr)
-	}
-	var rc lostRecord
-	must(t, json.Unmarshal([]byte(r.Stdout), &rc))
-	if rc.ShimPID <= 0 || rc.Deadline <= 0 {
-		t.Fatalf("receipt: shim_pid %d deadline %d", rc.ShimPID, rc.Deadline)
-	}
-	// Whatever happens, the shim is not left stopped: SIGKILL ends it stopped or not.
-	t.Cleanup(func() { _ = unix.Kill(rc.ShimPID, unix.SIGKILL) })
-	must(t, os.WriteFile(filepath.Join(dir, "go"), nil, 0o644))
-	pid := readPID(t, filepath.Join(dir, "pid"))
-	for deadline := time.Now().Add(15 * time.Second); procState(rc.ShimPID) != 'T'; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the worker did not stop its shim %d (state %c)", rc.ShimPID, procState(rc.ShimPID))
-		}
-	}
+	rc, pid := shimStopped(t, cliLaunch(t, e.run, "exec", "-p", "b", "--detach", "--scope", "cgroup", "--cgroup-parent", e.Parent,
+		"--timeout", "2s", "--grace", "300ms"))
 	for boottimeNS(t) < rc.Deadline+rc.Grace+int64(500*time.Millisecond) {
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -360,6 +342,27 @@ func TestRedteam3WorkerStopsItsShim(t *testing.T) {
 	if alive(rc.ShimPID) {
 		t.Errorf("the stopped shim %d outlived its tree's end (state %c)", rc.ShimPID, procState(rc.ShimPID))
 	}
+}
+
+// shimStopped is shimKilled's twin for a worker that stops its shim (SIGSTOP) after the receipt: launch
+// starts the stopper's argv and returns its receipt; shimStopped returns once the shim is stopped, with the
+// worker's PID. The shim is SIGKILLed at the test's end, stopped or not.
+func shimStopped(t *testing.T, launch func(argv []string) lostRecord) (lostRecord, int) {
+	t.Helper()
+	dir := t.TempDir()
+	rc := launch([]string{"sh", "-c", `echo $$ > "$1/pid"; while [ ! -e "$1/go" ]; do sleep 0.02; done; kill -STOP $PPID; exec sleep 120`, "sh", dir})
+	if rc.ShimPID <= 0 || rc.Deadline <= 0 {
+		t.Fatalf("receipt: shim_pid %d deadline %d", rc.ShimPID, rc.Deadline)
+	}
+	t.Cleanup(func() { _ = unix.Kill(rc.ShimPID, unix.SIGKILL) })
+	must(t, os.WriteFile(filepath.Join(dir, "go"), nil, 0o644))
+	pid := readPID(t, filepath.Join(dir, "pid"))
+	for deadline := time.Now().Add(15 * time.Second); procState(rc.ShimPID) != 'T'; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker did not stop its shim %d (state %c)", rc.ShimPID, procState(rc.ShimPID))
+		}
+	}
+	return rc, pid
 }
 
 // procState is the state letter of /proc/PID/stat (0 when PID is gone).
@@ -436,19 +439,7 @@ func TestRedteam3SidecarWorkerStopsItsShim(t *testing.T) {
 	requireCgroup2(t)
 	e := newEnv(t)
 	p := startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s.sock"))
-	dir := t.TempDir()
-	rc := sidecarLaunch(p)([]string{"sh", "-c", `echo $$ > "$1/pid"; while [ ! -e "$1/go" ]; do sleep 0.02; done; kill -STOP $PPID; exec sleep 120`, "sh", dir})
-	if rc.ShimPID <= 0 || rc.Deadline <= 0 {
-		t.Fatalf("receipt: shim_pid %d deadline %d", rc.ShimPID, rc.Deadline)
-	}
-	t.Cleanup(func() { _ = unix.Kill(rc.ShimPID, unix.SIGKILL) })
-	must(t, os.WriteFile(filepath.Join(dir, "go"), nil, 0o644))
-	pid := readPID(t, filepath.Join(dir, "pid"))
-	for deadline := time.Now().Add(15 * time.Second); procState(rc.ShimPID) != 'T'; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the worker did not stop its shim %d (state %c)", rc.ShimPID, procState(rc.ShimPID))
-		}
-	}
+	rc, pid := shimStopped(t, sidecarLaunch(p))
 	waitPIDGone(t, pid, "sidecar, its worker's shim stopped")
 	var rec lostRecord
 	p.mustDo("GET", "/v1/workers/"+rc.ID, "", 200, &rec)
