@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hlaunch/hlaunch/cgroup"
 	"github.com/hlaunch/hlaunch/internal/linux"
 )
 
@@ -37,15 +38,16 @@ func placeOf(c net.Conn, pid int32) (peerPlace, error) {
 	if p.pidNS, err = os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid)); err != nil {
 		return peerPlace{}, fmt.Errorf("the peer's pid namespace: %w", err)
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	// A peer outside this process's cgroup namespace reads as "/../x", which names nothing under our mount:
+	// where it runs cannot be told, and it is refused (cgroup.ErrOutsideNamespace). A host without a v2
+	// hierarchy has no "0::" line: no cgroup to tell, as before.
+	p.cgroup, err = cgroup.ProcCgroup2(int(pid))
+	if errors.Is(err, cgroup.ErrNotFound) {
+		p.cgroup, err = "", nil
+	}
 	if err != nil {
 		return peerPlace{}, fmt.Errorf("the peer's cgroup: %w", err)
 	}
-	pc, err := linux.ParseProcCgroup(b)
-	if err != nil {
-		return peerPlace{}, fmt.Errorf("the peer's cgroup: %w", err)
-	}
-	p.cgroup = pc.V2
 	if !pidfdShows(pidfd, int(pid)) {
 		return peerPlace{}, fmt.Errorf("the peer (pid %d) exited while it was looked at", pid)
 	}
