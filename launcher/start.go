@@ -195,8 +195,12 @@ func (l *Launcher) runShim(ctx context.Context, d *detachedLaunch, h *heldShim) 
 	res := &shimResult{}
 	watch := guardExchange(ctx, h.child)
 	err := h.child.Exchange(sc, res)
-	if why := watch(); err != nil && why != nil {
+	if why := watch(); why != nil && err != nil {
 		return nil, fmt.Errorf("%w (%w)", why, err)
+	} else if why != nil {
+		// Killed as it answered (ctx ended in between): the worker must not run on with its shim killed by
+		// its own launcher. The launch fails like one the shim did not answer; the deferred cleanup ends it.
+		return nil, fmt.Errorf("%w: the shim was killed as it answered", why)
 	}
 	if err != nil {
 		return nil, err
