@@ -78,6 +78,15 @@ func (s *Server) unconfined(c net.Conn, p Peer) (bool, string) {
 	if pl.pidNS != s.selfNS {
 		return false, fmt.Sprintf("the peer runs in another pid namespace (%s, the sidecar's is %s): a sandboxed worker", pl.pidNS, s.selfNS)
 	}
+	if pl.outside != "" {
+		// Outside the sidecar's cgroup namespace: not in a cgroup or scope of the sidecar's workers, which
+		// are all inside it (a scope outside is refused at placement). A scope named as hlaunch names its
+		// scopes (another launcher's worker) is still told by its name.
+		if id := generatedScopeIn(pl.outside); id != "" {
+			return false, fmt.Sprintf("the peer runs in the scope of worker %s (outside the sidecar's cgroup namespace: %s)", id, pl.outside)
+		}
+		return true, ""
+	}
 	cg, err := s.b.MarkedCgroup(pl.cgroup)
 	if err != nil {
 		return false, "cannot tell where the peer runs: " + err.Error()
@@ -103,6 +112,16 @@ func (s *Server) scopeOf(cg string) string {
 			return id
 		}
 		if id, ok := generatedScope(path.Base(p)); ok {
+			return id
+		}
+	}
+	return ""
+}
+
+// generatedScopeIn names the worker whose generated scope name is a component of the cgroup path cg, or "".
+func generatedScopeIn(cg string) string {
+	for _, c := range strings.Split(cg, "/") {
+		if id, ok := generatedScope(c); ok {
 			return id
 		}
 	}

@@ -18,7 +18,11 @@ import (
 // alive, so they cannot be another process's facts.
 type peerPlace struct {
 	pidNS  string // the target of /proc/<pid>/ns/pid, e.g. "pid:[4026531836]"
-	cgroup string // the "0::" line of /proc/<pid>/cgroup
+	cgroup string // the "0::" line of /proc/<pid>/cgroup, cleaned; "" when outside or none
+	// outside is that line as read when it lies outside this process's cgroup namespace ("/../x": a
+	// client of a sidecar run in a container's or a test manager's namespace). Nothing under our mount is
+	// named by it; only the names in it can be read.
+	outside string
 }
 
 // placeOf reads where c's peer (SO_PEERCRED pid) runs. With SO_PEERPIDFD (Linux 6.5+) the pidfd is the
@@ -38,12 +42,23 @@ func placeOf(c net.Conn, pid int32) (peerPlace, error) {
 	if p.pidNS, err = os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid)); err != nil {
 		return peerPlace{}, fmt.Errorf("the peer's pid namespace: %w", err)
 	}
-	// A peer outside this process's cgroup namespace reads as "/../x", which names nothing under our mount:
-	// where it runs cannot be told, and it is refused (cgroup.ErrOutsideNamespace). A host without a v2
-	// hierarchy has no "0::" line: no cgroup to tell, as before.
+	// A peer outside this process's cgroup namespace reads as "/../x", which names nothing under our mount
+	// (cleaned, it would be "/x", another cgroup): kept apart (cgroup.ErrOutsideNamespace). A host without
+	// a v2 hierarchy has no "0::" line: no cgroup to tell.
 	p.cgroup, err = cgroup.ProcCgroup2(int(pid))
-	if errors.Is(err, cgroup.ErrNotFound) {
+	switch {
+	case errors.Is(err, cgroup.ErrNotFound):
 		p.cgroup, err = "", nil
+	case errors.Is(err, cgroup.ErrOutsideNamespace):
+		b, rerr := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+		if rerr != nil {
+			return peerPlace{}, fmt.Errorf("the peer's cgroup: %w", rerr)
+		}
+		pc, perr := linux.ParseProcCgroup(b)
+		if perr != nil {
+			return peerPlace{}, fmt.Errorf("the peer's cgroup: %w", perr)
+		}
+		p.cgroup, p.outside, err = "", pc.V2, nil
 	}
 	if err != nil {
 		return peerPlace{}, fmt.Errorf("the peer's cgroup: %w", err)
