@@ -110,6 +110,21 @@ func (c *creation) rollback() {
 // (parent exists without the marker), ErrExists (worker exists), or ErrUnsupportedLimit, and on
 // any failure removes what it made and returns nil.
 func (h *Host) Create(parent, name string, lim Limits) (*Group, error) {
+	for attempt := 1; ; attempt++ {
+		g, err := h.create(parent, name, lim)
+		// ENOENT under a parent that was there: a concurrent `hlaunch gc` removed it once it was empty
+		// (the next launch re-makes it), between our finding it and making the worker in it. What was made
+		// is rolled back; the parent is made again. A missing hierarchy fails the same way every time.
+		if err == nil || attempt == createAttempts || !errors.Is(err, unix.ENOENT) {
+			return g, err
+		}
+	}
+}
+
+// createAttempts bounds Create's retries of a parent removed under it.
+const createAttempts = 5
+
+func (h *Host) create(parent, name string, lim Limits) (*Group, error) {
 	parent, err := cleanParent(parent)
 	if err != nil {
 		return nil, err

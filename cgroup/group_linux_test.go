@@ -316,3 +316,48 @@ func TestConcurrentCreateSameParent(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A launch beside a concurrent `hlaunch gc`, which removes the parent whenever it is empty (the next
+// launch re-makes it): every Create succeeds, whether the parent goes between its being found and the
+// worker's mkdir in it or not (the guest lane's TestRetentionBesideLiveSidecar: "cgroup parent not
+// writable: ... no such file or directory"). A bounded adversary loop.
+func TestCreateBesideParentRemoval(t *testing.T) {
+	h := testHost(t)
+	parent := testParent(t, h)
+	stop := make(chan struct{})
+	done := make(chan int)
+	go func() {
+		removed := 0
+		for {
+			select {
+			case <-stop:
+				done <- removed
+				return
+			default:
+			}
+			if h.RemoveParentIfEmpty(parent) == nil {
+				removed++
+			}
+		}
+	}()
+	var fails []error
+	for i := 0; i < 2000 && len(fails) < 3; i++ {
+		g, err := h.Create(parent, "w"+strconv.Itoa(i), Limits{})
+		if err != nil {
+			fails = append(fails, err)
+			continue
+		}
+		if err := g.Delete(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	removed := <-done
+	if len(fails) > 0 {
+		t.Fatalf("beside a parent removed %d times: Create failed: %v", removed, fails)
+	}
+	if removed == 0 {
+		t.Fatal("the adversary never removed the parent: the race was not run")
+	}
+	_ = h.RemoveParentIfEmpty(parent)
+}

@@ -17,7 +17,10 @@ import (
 // read trusted.* attributes at all, so a parent root made (marked trusted.hlaunch) is, to it, first of
 // all not writable, and only if it was handed over (chowned) without a user.hlaunch marker, not ours.
 func usableParent(dir string) error {
-	if err := unix.Access(dir, unix.W_OK); err != nil {
+	if err := unix.Access(dir, unix.W_OK); errors.Is(err, unix.ENOENT) {
+		// Found a moment ago, gone now: a concurrent `hlaunch gc` removes a parent once it is empty.
+		return fmt.Errorf("cgroup: parent %s removed meanwhile: %w", dir, err)
+	} else if err != nil {
 		return notWritable(dir, err)
 	}
 	err := waitMarked(dir)
