@@ -86,35 +86,37 @@ func RemoveCgroups(rel string) error {
 
 // RemoveTree kills every member of the cgroup directory dir and of every cgroup under it (cgroup.kill
 // where the hierarchy has it, else SIGKILL to each listed process after thawing a v1 freezer), and removes
-// the directories bottom-up, retrying for up to ten seconds while members are still dying. A dir that does
-// not exist is not an error.
+// the directories bottom-up, retrying for up to ten seconds while members are still dying. The subtree is
+// walked again on each retry: a cgroup made under dir meanwhile (a shim's exit leaf, made as it ends)
+// kept dir busy for ever when only the first walk was removed. A dir that does not exist is not an error.
 func RemoveTree(dir string) error {
-	if _, err := os.Lstat(dir); err != nil {
-		return nil
-	}
-	var dirs []string
-	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
-		if err == nil && d.IsDir() {
-			dirs = append(dirs, p)
-		}
-		return nil
-	})
 	deadline := time.Now().Add(10 * time.Second)
-	for i := len(dirs) - 1; i >= 0; i-- {
-		d := dirs[i]
-		for {
-			KillCgroup(d)
-			err := unix.Rmdir(d)
-			if err == nil || errors.Is(err, unix.ENOENT) {
-				break
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("remove test cgroup %s: %w", d, err)
-			}
-			time.Sleep(10 * time.Millisecond)
+	for {
+		if _, err := os.Lstat(dir); err != nil {
+			return nil
 		}
+		var dirs []string
+		_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err == nil && d.IsDir() {
+				dirs = append(dirs, p)
+			}
+			return nil
+		})
+		var last error
+		for i := len(dirs) - 1; i >= 0; i-- {
+			KillCgroup(dirs[i])
+			if err := unix.Rmdir(dirs[i]); err != nil && !errors.Is(err, unix.ENOENT) {
+				last = fmt.Errorf("remove test cgroup %s: %w", dirs[i], err)
+			}
+		}
+		if last == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return last
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	return nil
 }
 
 // KillCgroup kills the members of the one cgroup directory d (not of the cgroups under it): cgroup.kill
