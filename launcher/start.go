@@ -174,6 +174,12 @@ func (l *Launcher) runShim(ctx context.Context, d *detachedLaunch, h *heldShim) 
 			// Killed and reaped: a shim that reported a failure is exiting anyway, one that did not
 			// answer must not start the worker later.
 			h.child.Abort()
+			// A shim stopped or killed while it recorded the worker, before it answered, left the records
+			// (or a record's temp file) of a launch that failed: no receipt names them, and the caller's
+			// cleanup ends the worker. Removed now that no shim can write them again.
+			_ = d.workers.Discard(d.id)
+			_ = d.workers.Discard(d.id + ".exit")
+			_ = (&state.Dir{Path: l.ledger}).Discard(d.id)
 		}
 	}()
 	timeout, _ := d.spec.timeout()

@@ -126,6 +126,20 @@ func (d *Dir) Names(prefix string) ([]string, error) {
 	return out, nil
 }
 
+// Discard removes <name>.json and the temp files its writers left (a writer killed between its temp file
+// and the rename leaves one, which Names never lists and nothing else removes): for the records of an
+// operation that failed. Missing files are not an error.
+func (d *Dir) Discard(name string) error {
+	if ents, err := os.ReadDir(d.Path); err == nil {
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), "."+name+".tmp-") {
+				_ = os.Remove(filepath.Join(d.Path, e.Name()))
+			}
+		}
+	}
+	return d.Remove(name)
+}
+
 // Remove deletes <name>.json; a missing record is not an error.
 func (d *Dir) Remove(name string) error {
 	err := os.Remove(filepath.Join(d.Path, name+".json"))
