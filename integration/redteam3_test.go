@@ -357,12 +357,18 @@ func shimStopped(t *testing.T, launch func(argv []string) lostRecord) (lostRecor
 	t.Cleanup(func() { _ = unix.Kill(rc.ShimPID, unix.SIGKILL) })
 	must(t, os.WriteFile(filepath.Join(dir, "go"), nil, 0o644))
 	pid := readPID(t, filepath.Join(dir, "pid"))
-	for deadline := time.Now().Add(15 * time.Second); procState(rc.ShimPID) != 'T'; time.Sleep(20 * time.Millisecond) {
+	waitShimStopped(t, rc.ShimPID)
+	return rc, pid
+}
+
+// waitShimStopped waits until the worker has stopped its shim (state T).
+func waitShimStopped(t *testing.T, shim int) {
+	t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); procState(shim) != 'T'; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Fatalf("the worker did not stop its shim %d (state %c)", rc.ShimPID, procState(rc.ShimPID))
+			t.Fatalf("the worker did not stop its shim %d (state %c)", shim, procState(shim))
 		}
 	}
-	return rc, pid
 }
 
 // procState is the state letter of /proc/PID/stat (0 when PID is gone).
@@ -396,11 +402,7 @@ func TestRedteam3WorkerStopsItsShimBeforeReceipt(t *testing.T) {
 		// deadline has come, so the next reader ends the tree (TestRedteam3WorkerStopsItsShim).
 		var rc lostRecord
 		must(t, json.Unmarshal([]byte(r.Stdout), &rc))
-		for deadline := time.Now().Add(15 * time.Second); procState(rc.ShimPID) != 'T'; time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the worker did not stop its shim %d (state %c)", rc.ShimPID, procState(rc.ShimPID))
-			}
-		}
+		waitShimStopped(t, rc.ShimPID)
 		for boottimeNS(t) < rc.Deadline+rc.Grace+int64(500*time.Millisecond) {
 			time.Sleep(50 * time.Millisecond)
 		}
