@@ -112,10 +112,13 @@ func (c *creation) rollback() {
 func (h *Host) Create(parent, name string, lim Limits) (*Group, error) {
 	for attempt := 1; ; attempt++ {
 		g, err := h.create(parent, name, lim)
-		// ENOENT under a parent that was there: a concurrent `hlaunch gc` removed it once it was empty
-		// (the next launch re-makes it), between our finding it and making the worker in it. What was made
-		// is rolled back; the parent is made again. A missing hierarchy fails the same way every time.
-		if err == nil || attempt == createAttempts || !errors.Is(err, unix.ENOENT) {
+		// ENOENT (ENODEV while its removal is under way) under a parent that was there: a concurrent
+		// `hlaunch gc` removed it once it was empty (the next launch re-makes it), between our finding it
+		// and making the worker in it. What was made is rolled back; the parent is made again, and a
+		// parent this Create makes is not removable before its worker is in it (ensureParent), so one
+		// retry wins against any number of removals; the bound covers other launchers re-making it. A
+		// missing hierarchy fails the same way every time.
+		if err == nil || attempt == createAttempts || !(errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENODEV)) {
 			return g, err
 		}
 	}
@@ -151,7 +154,8 @@ func (h *Host) create(parent, name string, lim Limits) (*Group, error) {
 
 	if h.Unified != "" {
 		pdir := filepath.Join(h.Unified, parent)
-		if err := ensureParent(h.Unified, parent, &cr); err != nil {
+		fresh, err := ensureParent(h.Unified, parent, &cr)
+		if err != nil {
 			return nil, err
 		}
 		if len(p.v2Ctrls) > 0 {
@@ -163,6 +167,9 @@ func (h *Host) create(parent, name string, lim Limits) (*Group, error) {
 		if err := makeWorker(g.v2, &cr); err != nil {
 			return nil, err
 		}
+		if err := markFresh(fresh); err != nil {
+			return nil, err
+		}
 	}
 	// Co-mounted controllers (cpu,cpuacct) share one directory: create it once.
 	made := map[string]string{}
@@ -172,11 +179,15 @@ func (h *Host) create(parent, name string, lim Limits) (*Group, error) {
 			g.v1[c] = d
 			continue
 		}
-		if err := ensureParent(mp, parent, &cr); err != nil {
+		fresh, err := ensureParent(mp, parent, &cr)
+		if err != nil {
 			return nil, err
 		}
 		d := filepath.Join(mp, rel)
 		if err := makeWorker(d, &cr); err != nil {
+			return nil, err
+		}
+		if err := markFresh(fresh); err != nil {
 			return nil, err
 		}
 		made[mp] = d

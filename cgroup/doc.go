@@ -24,7 +24,10 @@
 // trusted.* is refused, i.e. an unprivileged, delegated hlaunch). kernfs keeps xattrs on cgroup directories
 // in v1 and v2 hierarchies alike and drops them with the directory, and trusted.* needs CAP_SYS_ADMIN, so a
 // marker cannot be forged by the workers. An existing parent without it is ErrNotOurs; Load and
-// RemoveParentIfEmpty refuse unmarked directories too. A worker's limits are recorded next to the marker
+// RemoveParentIfEmpty refuse unmarked directories too. A parent Create makes is marked only once its first
+// worker is in it, so a concurrent RemoveParentIfEmpty (`hlaunch gc`) can never remove it under that Create:
+// an unmarked parent is not its to remove, and a marked one is busy; a Create whose existing parent is
+// removed under it makes the parent again, and that attempt wins. A worker's limits are recorded next to the marker
 // (trusted.hlaunch.limits, JSON) so that Load can report them.
 //
 // # Holding a worker's cgroup later

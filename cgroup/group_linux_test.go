@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func ctxT(t testing.TB, d time.Duration) context.Context {
@@ -360,4 +362,59 @@ func TestCreateBesideParentRemoval(t *testing.T) {
 		t.Fatal("the adversary never removed the parent: the race was not run")
 	}
 	_ = h.RemoveParentIfEmpty(parent)
+}
+
+// The retry's guarantee behind Create's bound: once one attempt has failed because the parent was removed
+// under it, the next attempt makes the parent itself, and a parent an attempt makes is not removable before
+// its worker is in it (it is marked after the worker's mkdir). So beside one remover in a tight loop, an
+// attempt that follows a failed one never fails. Before, the next attempt's fresh parent was marked at once
+// and could be removed again before its worker's mkdir, so retries could all fail (the guest lane:
+// "mkdir .../w532: no such file or directory" after five attempts).
+func TestCreateRetryWinsAgainstRemoval(t *testing.T) {
+	h := testHost(t)
+	parent := testParent(t, h)
+	stop := make(chan struct{})
+	done := make(chan int)
+	go func() {
+		removed := 0
+		for {
+			select {
+			case <-stop:
+				done <- removed
+				return
+			default:
+			}
+			if h.RemoveParentIfEmpty(parent) == nil {
+				removed++
+			}
+		}
+	}()
+	var retried int
+	var fails []error
+	for i := 0; i < 3000 && len(fails) < 3; i++ {
+		name := "w" + strconv.Itoa(i)
+		g, err := h.create(parent, name, Limits{})
+		if err != nil {
+			if !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ENODEV) {
+				t.Fatalf("first attempt: %v", err)
+			}
+			retried++
+			if g, err = h.create(parent, name, Limits{}); err != nil {
+				fails = append(fails, err)
+				continue
+			}
+		}
+		if err := g.Delete(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	removed := <-done
+	if len(fails) > 0 {
+		t.Fatalf("beside a parent removed %d times, %d attempts after a failed one failed too: %v", removed, len(fails), fails)
+	}
+	if retried == 0 {
+		t.Fatalf("no attempt failed beside %d removals: the race was not run", removed)
+	}
+	t.Logf("%d removals, %d retries, each won", removed, retried)
 }

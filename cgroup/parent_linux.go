@@ -104,8 +104,11 @@ func checkParentIn(root, parent string) error {
 }
 
 // ensureParent creates root+parent (and missing ancestors below root) with the marker, or checks that an
-// existing parent is usable (usableParent: writable, then marked).
-func ensureParent(root, parent string, cr *creation) error {
+// existing parent is usable (usableParent: writable, then marked). A parent it makes itself is returned as
+// fresh and left unmarked: the caller marks it once the worker is in it (markFresh). Until then a
+// concurrent RemoveParentIfEmpty refuses it as not ours, and afterwards the worker keeps it busy, so a
+// parent made here is never removed empty under its first worker's Create.
+func ensureParent(root, parent string, cr *creation) (fresh string, err error) {
 	dir := root
 	comps := strings.Split(strings.TrimPrefix(parent, "/"), "/")
 	for i, c := range comps {
@@ -114,29 +117,41 @@ func ensureParent(root, parent string, cr *creation) error {
 		err := mkdir(dir)
 		if err == nil {
 			cr.dirs = append(cr.dirs, dir)
+			if last {
+				return dir, nil
+			}
 			if err := mark(dir); err != nil {
-				return err
+				return "", err
 			}
 			continue
 		}
 		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
-			return notWritable(filepath.Dir(dir), err)
+			return "", notWritable(filepath.Dir(dir), err)
 		}
 		if !errors.Is(err, unix.EEXIST) {
-			return err
+			return "", err
 		}
 		if !last {
 			continue // an existing ancestor above our parent need not be ours; we never write to it
 		}
 		if err := usableParent(dir); err != nil {
-			return err
+			return "", err
 		}
 	}
-	return nil
+	return "", nil
+}
+
+// markFresh marks the parent ensureParent made (fresh), if it made one, once the worker is in it.
+func markFresh(fresh string) error {
+	if fresh == "" {
+		return nil
+	}
+	return mark(fresh)
 }
 
 // waitMarked accepts an existing parent only if it carries the marker. A concurrent Create may have made
-// the directory a moment ago and not marked it yet, so an unmarked parent gets a short grace before refusal.
+// the directory a moment ago and not marked it yet (it marks it once its worker is in it: ensureParent),
+// so an unmarked parent gets a short grace (about 100 ms) before refusal.
 func waitMarked(dir string) error {
 	for i := 0; ; i++ {
 		ok, err := marked(dir)
@@ -146,7 +161,7 @@ func waitMarked(dir string) error {
 		if ok {
 			return nil
 		}
-		if i == 10 {
+		if i == 50 {
 			return fmt.Errorf("%w: %s", ErrNotOurs, dir)
 		}
 		time.Sleep(2 * time.Millisecond)
