@@ -27,8 +27,8 @@
 // RemoveParentIfEmpty refuse unmarked directories too. A parent Create makes is marked only once its first
 // worker is in it, so a concurrent RemoveParentIfEmpty (`hlaunch gc`) can never remove it under that Create:
 // an unmarked parent is not its to remove, and a marked one is busy; a Create whose existing parent is
-// removed under it makes the parent again, and that attempt wins. A worker's limits are recorded next to the marker
-// (trusted.hlaunch.limits, JSON) so that Load can report them.
+// removed under it makes the parent again, and that attempt wins. A worker's limits are recorded next to
+// the marker (trusted.hlaunch.limits, JSON) so that Load can report them.
 //
 // # Holding a worker's cgroup later
 //
