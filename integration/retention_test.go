@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -122,5 +123,106 @@ func TestCollectionRemovesCgroupOfKeptRecord(t *testing.T) {
 	}
 	if st, _ := e.record(rc.ID); st.State != "exited" {
 		t.Errorf("record of the ended worker: state %q, want it kept (exited)", st.State)
+	}
+}
+
+// plantTemp makes a file named as internal/state names its temp files, last written at when.
+func plantTemp(t *testing.T, dir, name string, when time.Time) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	must(t, os.WriteFile(p, []byte(`{"id":"half`), 0o600))
+	must(t, os.Chtimes(p, when, when))
+	return p
+}
+
+// A writer killed between its temp file and the rename (a shim SIGKILLed mid-write) leaves the temp file
+// in the state directory, a tmpfs, for ever: `hlaunch gc` removes those of dead writers (old and held by
+// no lock) in the worker and ledger directories and counts them (--json too); it keeps a fresh one (its
+// writer may be about to lock it), one a live writer holds locked however old, and a symbolic link in a
+// temp file's name (never followed: its target outside is untouched).
+func TestGCSweepsDeadWritersTempFiles(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	rc := e.detach([]string{"--scope", "cgroup", "--cgroup-parent", e.Parent}, "true")
+	workers, ledger := filepath.Join(e.State, "workers"), filepath.Join(e.State, "ledger")
+	old, now := time.Now().Add(-10*time.Minute), time.Now()
+	deadW := plantTemp(t, workers, "."+rc.ID+".exit.tmp-1234", old)
+	deadL := plantTemp(t, ledger, ".w-0123456789ab.tmp-5678", old)
+	fresh := plantTemp(t, workers, ".w-0123456789ac.tmp-42", now)
+	locked := plantTemp(t, ledger, ".w-0123456789ad.tmp-43", old)
+	f, err := os.Open(locked)
+	must(t, err)
+	defer f.Close()
+	must(t, syscall.Flock(int(f.Fd()), syscall.LOCK_EX)) // a live writer, stalled mid-write
+	target := filepath.Join(t.TempDir(), "outside")
+	must(t, os.WriteFile(target, []byte("keep"), 0o600))
+	must(t, os.Chtimes(target, old, old))
+	link := filepath.Join(workers, ".w-0123456789ae.tmp-44")
+	must(t, os.Symlink(target, link))
+
+	r := e.run("gc", "--json", "--cgroup-parent", e.Parent)
+	if r.Code != 0 {
+		t.Fatalf("gc: %d %s", r.Code, r.Stderr)
+	}
+	var rep struct {
+		TempsRemoved *int `json:"temps_removed"`
+	}
+	must(t, json.Unmarshal([]byte(r.Stdout), &rep))
+	if rep.TempsRemoved == nil || *rep.TempsRemoved != 2 {
+		t.Errorf("gc --json: %s; want temps_removed 2", r.Stdout)
+	}
+	for p, want := range map[string]bool{deadW: false, deadL: false, fresh: true, locked: true, link: true, target: true} {
+		if _, err := os.Lstat(p); (err == nil) != want {
+			t.Errorf("after gc: %s there = %v, want %v", p, err == nil, want)
+		}
+	}
+	if b, err := os.ReadFile(target); err != nil || string(b) != "keep" {
+		t.Errorf("the link's target outside: %q, %v", b, err)
+	}
+	if st, _ := e.record(rc.ID); st.ID != rc.ID {
+		t.Errorf("the worker's own record went with the temp files: %+v", st)
+	}
+	// The stalled writer dies (its lock goes with it): the next gc takes its temp file, and says so.
+	f.Close()
+	r = e.run("gc", "--cgroup-parent", e.Parent)
+	if r.Code != 0 || !strings.Contains(r.Stdout, "removed 1 temp files of dead writers") {
+		t.Errorf("gc after the writer's end: %d %q %q", r.Code, r.Stdout, r.Stderr)
+	}
+	if _, err := os.Lstat(locked); !os.IsNotExist(err) {
+		t.Errorf("the dead writer's temp file is still there: %v", err)
+	}
+}
+
+// The sidecar's own collection sweeps dead writers' temp files too, without anyone running gc, and keeps
+// a fresh one.
+func TestSidecarSweepsDeadWritersTempFiles(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	workers, ledger := filepath.Join(e.State, "workers"), filepath.Join(e.State, "ledger")
+	must(t, os.MkdirAll(workers, 0o700))
+	must(t, os.MkdirAll(ledger, 0o700))
+	old := time.Now().Add(-10 * time.Minute)
+	dead := []string{
+		plantTemp(t, workers, ".w-0123456789ab.exit.tmp-77", old),
+		plantTemp(t, ledger, ".w-0123456789ab.tmp-78", old),
+	}
+	fresh := plantTemp(t, workers, ".w-0123456789ac.tmp-79", time.Now())
+	startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s.sock"), "--gc-interval", "100ms")
+	deadline := time.Now().Add(20 * time.Second)
+	for _, p := range dead {
+		for {
+			if _, err := os.Lstat(p); os.IsNotExist(err) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the sidecar's collection left the dead writer's temp file %s", p)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if _, err := os.Lstat(fresh); err != nil {
+		t.Errorf("the sidecar's collection took a fresh temp file: %v", err)
 	}
 }

@@ -72,6 +72,7 @@ type Launcher struct {
 	buses   *buses // kept manager connections (Config.KeepBus); nil dials per launch
 
 	ledgerIdx ledgerIndex // the ledger as the last collection left it (pruneLedger)
+	tempSweep tempSweep   // when the collection last swept dead writers' temp files (sweepTemps)
 }
 
 // Close releases what the launcher keeps open between launches (Config.KeepBus); workers are not

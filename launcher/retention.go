@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/hlaunch/hlaunch/cgroup"
@@ -49,13 +50,17 @@ func DefaultRetention() Retention {
 type GCReport struct {
 	Removed      []string `json:"removed"`       // worker ids whose records (and logs, cgroups) were removed
 	LedgerPruned int      `json:"ledger_pruned"` // ledger records removed
+	// TempsRemoved counts the temp files of dead writers removed from the worker and ledger directories
+	// (state.Dir.SweepTemps: a writer killed between its temp file and the rename leaves one).
+	TempsRemoved int `json:"temps_removed"`
 }
 
 // GC applies r in one pass: the records of ended workers beyond it, with their exit records, the logs
 // hlaunch made for them and their empty cgroups; empty worker cgroups no record names; the cgroup parent
-// once empty; and the ledger records beyond its bound. Running workers, and workers whose identity does not
-// verify, are never touched (they are shown, never removed). It is safe beside a live sidecar and another
-// gc: a record removed meanwhile is skipped.
+// once empty; the ledger records beyond its bound; and the temp files of writers that died mid-write
+// (sweepTemps: state.Dir.SweepTemps' rule, at most once a minute). Running workers, and workers whose
+// identity does not verify, are never touched (they are shown, never removed). It is safe beside a live
+// sidecar and another gc: a record removed meanwhile is skipped.
 func (l *Launcher) GC(ctx context.Context, r Retention) (GCReport, error) {
 	var rep GCReport
 	recs, err := l.List(ctx)
@@ -98,7 +103,42 @@ func (l *Launcher) GC(ctx context.Context, r Retention) (GCReport, error) {
 		_ = l.host.RemoveParentIfEmpty(l.cfg.Defaults.CgroupParent)
 	}
 	rep.LedgerPruned = l.pruneLedger(r)
-	return rep, nil
+	n, err := l.sweepTemps()
+	rep.TempsRemoved = n
+	return rep, err
+}
+
+// tempSweep is when a Launcher last swept its directories for dead writers' temp files.
+type tempSweep struct {
+	mu sync.Mutex
+	at time.Time // zero: never (`hlaunch gc`, a fresh launcher, sweeps at its one pass)
+}
+
+// tempSweepEvery is how often a Launcher that collects again and again (the sidecar, every --gc-interval)
+// sweeps: the sweep reads both directories in full (the ledger's 10,000 names), which the collection
+// otherwise avoids (ledgerIndex), and a temp file is not taken for a dead writer's before it is a minute
+// old anyway (state's grace): a dead writer's temp file goes within two minutes.
+const tempSweepEvery = time.Minute
+
+// sweepTemps removes the temp files of dead writers in the worker and ledger directories, at most once
+// every tempSweepEvery, and returns how many went.
+func (l *Launcher) sweepTemps() (int, error) {
+	s := &l.tempSweep
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.at.IsZero() && time.Since(s.at) < tempSweepEvery {
+		return 0, nil
+	}
+	s.at = time.Now()
+	n := 0
+	for _, dir := range []string{l.workersDir(), l.ledger} {
+		k, err := (&state.Dir{Path: dir}).SweepTemps()
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // removeEndedCgroup is removeEnded for a pass over kept records, after one stat (most are gone): it reports false

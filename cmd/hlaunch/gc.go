@@ -44,7 +44,12 @@ func newGCCmd(a *app) *cobra.Command {
 				}
 			}
 			if rep.LedgerPruned > 0 {
-				_, err := fmt.Fprintf(a.stdout, "pruned %d ledger records\n", rep.LedgerPruned)
+				if _, err := fmt.Fprintf(a.stdout, "pruned %d ledger records\n", rep.LedgerPruned); err != nil {
+					return err
+				}
+			}
+			if rep.TempsRemoved > 0 {
+				_, err := fmt.Fprintf(a.stdout, "removed %d temp files of dead writers\n", rep.TempsRemoved)
 				return err
 			}
 			return nil

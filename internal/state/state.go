@@ -1,5 +1,7 @@
 // Package state keeps hlaunch's durable records: one JSON file per worker (and per execution in the
-// ledger), each written atomically so a crash at any instant leaves every record parseable.
+// ledger), each written atomically so a crash at any instant leaves every record parseable, in
+// directories that are the launcher's alone (trust_linux.go); and it sweeps the temp files of writers
+// that died before their rename (sweep_linux.go).
 package state
 
 import (
@@ -43,23 +45,30 @@ func Open(dir string) (*Dir, error) {
 
 // Write stores v as <name>.json: temp file, fsync, rename, fsync of the directory. With durable false the
 // two fsyncs are skipped (records that need not survive a power loss, such as a foreground run's).
+// The temp file (".<name>.tmp-*") is held locked from just after it is made until it has been renamed:
+// the mark of a live writer that SweepTemps respects.
 func (d *Dir) Write(name string, v any, durable bool) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode record %s: %w", name, err)
 	}
-	f, err := os.CreateTemp(d.Path, "."+name+".tmp-*")
+	f, err := os.CreateTemp(d.Path, "."+name+tempInfix+"*")
 	if err != nil {
 		return fmt.Errorf("write record: %w", err)
 	}
 	tmp := f.Name()
-	ok := false
+	renamed, closed := false, false
 	defer func() {
-		if !ok {
-			f.Close()
+		if !renamed {
 			os.Remove(tmp)
 		}
+		if !closed {
+			f.Close()
+		}
 	}()
+	if err := lockTemp(f); err != nil {
+		return fmt.Errorf("write record: %w", err)
+	}
 	if _, err := f.Write(append(b, '\n')); err != nil {
 		return fmt.Errorf("write record: %w", err)
 	}
@@ -68,13 +77,14 @@ func (d *Dir) Write(name string, v any, durable bool) error {
 			return fmt.Errorf("write record: %w", err)
 		}
 	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write record: %w", err)
-	}
 	if err := os.Rename(tmp, filepath.Join(d.Path, name+".json")); err != nil {
 		return fmt.Errorf("write record: %w", err)
 	}
-	ok = true
+	renamed = true
+	closed = true // closing drops the lock, once the temp file's name is gone
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write record: %w", err)
+	}
 	if durable {
 		return syncDir(d.Path)
 	}
@@ -132,7 +142,7 @@ func (d *Dir) Names(prefix string) ([]string, error) {
 func (d *Dir) Discard(name string) error {
 	if ents, err := os.ReadDir(d.Path); err == nil {
 		for _, e := range ents {
-			if strings.HasPrefix(e.Name(), "."+name+".tmp-") {
+			if strings.HasPrefix(e.Name(), "."+name+tempInfix) {
 				_ = os.Remove(filepath.Join(d.Path, e.Name()))
 			}
 		}
