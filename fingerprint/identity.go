@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // FormatVersion is the identity and token format this package writes. Capture sets Identity.Version to it.
@@ -47,8 +48,9 @@ func (s Sources) statPath(pid int) string {
 }
 
 // Pinned returns s with the boot id and the machine id read once, now: its BootID and MachineID return
-// those values (or the errors reading them gave). Neither changes while a process lives; a short-lived
-// process (the shim) reads them ahead, while it waits for its work.
+// those values (or the errors reading them gave). The boot id cannot change while a process lives; the
+// machine id can be rewritten on disk, so Pinned is for a short-lived process (the shim reads them ahead,
+// while it waits for its work) or one pass over many records (a Launcher's List), not for a process's life.
 func (s Sources) Pinned() Sources {
 	boot, bootErr := s.bootID()
 	machine, machineErr := s.machineID()
@@ -57,17 +59,43 @@ func (s Sources) Pinned() Sources {
 	return s
 }
 
+// KeepBootID returns s with the boot id read at the first call that needs it and kept from then on, for
+// a long-lived holder (a Launcher: a sidecar verifies every record of a List against it). The boot id
+// cannot change while a process lives (a new boot is a new process), so keeping it is exact; a read that
+// fails, or gives an empty id, is not kept: the next call reads again. It is safe for concurrent use.
+func (s Sources) KeepBootID() Sources {
+	read := s.readBootID
+	var (
+		mu   sync.Mutex
+		kept string
+	)
+	s.BootID = func() (string, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if kept != "" {
+			return kept, nil
+		}
+		v, err := read()
+		if err == nil && strings.TrimSpace(v) != "" {
+			kept = v
+		}
+		return v, err
+	}
+	return s
+}
+
+// readBootID is the boot id as its source gives it, untrimmed and unchecked.
+func (s Sources) readBootID() (string, error) {
+	if s.BootID != nil {
+		return s.BootID()
+	}
+	b, err := os.ReadFile(filepath.Join(s.procRoot(), "sys/kernel/random/boot_id"))
+	return string(b), err
+}
+
 // bootID returns the trimmed boot id; an empty one is an error, never a match.
 func (s Sources) bootID() (string, error) {
-	var v string
-	var err error
-	if s.BootID != nil {
-		v, err = s.BootID()
-	} else {
-		var b []byte
-		b, err = os.ReadFile(filepath.Join(s.procRoot(), "sys/kernel/random/boot_id"))
-		v = string(b)
-	}
+	v, err := s.readBootID()
 	if err != nil {
 		return "", fmt.Errorf("boot id: %w", err)
 	}

@@ -52,6 +52,8 @@ func (l *Launcher) Ledger(ctx context.Context, q LedgerQuery) ([]Record, error) 
 		return nil, err
 	}
 	var out []Record
+	var src fingerprint.Sources // the pass's (sources), made for the first record that is verified
+	pinned := false
 	for _, id := range ids {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("ledger: %w", context.Cause(ctx))
@@ -75,7 +77,10 @@ func (l *Launcher) Ledger(ctx context.Context, q LedgerQuery) ([]Record, error) 
 			if err != nil {
 				return nil, fmt.Errorf("ledger record %s: %w", id, err)
 			}
-			v, err := fingerprint.Verify(l.src, ident)
+			if !pinned {
+				src, pinned = l.sources(), true
+			}
+			v, err := fingerprint.Verify(src, ident)
 			if err != nil {
 				return nil, fmt.Errorf("ledger record %s: %w", id, err)
 			}

@@ -22,10 +22,10 @@ import (
 
 // reconciled is a worker's record as a read answers it: verified now (record), and reconciled when its
 // shim is gone (reconcileLost; read again when that ended or recorded it).
-func (l *Launcher) reconciled(ctx context.Context, rc Receipt, ident fingerprint.Identity) (Record, error) {
-	rec, err := l.record(rc, ident)
+func (l *Launcher) reconciled(ctx context.Context, src fingerprint.Sources, rc Receipt, ident fingerprint.Identity) (Record, error) {
+	rec, err := l.record(src, rc, ident)
 	if err == nil && l.reconcileLost(ctx, rc, ident, &rec) {
-		rec, err = l.record(rc, ident)
+		rec, err = l.record(src, rc, ident)
 	}
 	if err == nil && rec.ShimLost && rec.EndedAt != "" {
 		rec.Reason = joinReason(ReasonShimLost+": its shim was gone; hlaunch recorded its end", rec.Reason)

@@ -62,9 +62,10 @@ func receiptOf(i fingerprint.Identity) Receipt {
 	return rc
 }
 
-// record verifies a worker now and merges what its shim recorded.
-func (l *Launcher) record(rc Receipt, ident fingerprint.Identity) (Record, error) {
-	v, err := fingerprint.Verify(l.src, ident)
+// record verifies a worker now against src (the launcher's, or a pass's: sources) and merges what its
+// shim recorded.
+func (l *Launcher) record(src fingerprint.Sources, rc Receipt, ident fingerprint.Identity) (Record, error) {
+	v, err := fingerprint.Verify(src, ident)
 	if err != nil {
 		return Record{}, fmt.Errorf("verify %s: %w", rc.ID, err)
 	}
@@ -100,12 +101,22 @@ func (r *Record) applyExit(ex exitRecord) {
 
 // Get returns one worker's record, verified now; ref is a worker id or a token.
 func (l *Launcher) Get(ctx context.Context, ref string) (Record, error) {
+	return l.get(ctx, l.src, ref)
+}
+
+// get is Get verified against src.
+func (l *Launcher) get(ctx context.Context, src fingerprint.Sources, ref string) (Record, error) {
 	rc, ident, err := l.load(ref)
 	if err != nil {
 		return Record{}, err
 	}
-	return l.reconciled(ctx, rc, ident)
+	return l.reconciled(ctx, src, rc, ident)
 }
+
+// sources is the launcher's fingerprint sources for one pass over many records (List, Ledger): the
+// machine id read once, now, for all of them (the boot id is the launcher's already: KeepBootID). A
+// machine id rewritten on disk during the pass is seen by the next one.
+func (l *Launcher) sources() fingerprint.Sources { return l.src.Pinned() }
 
 // Status is Get under the name of the `hlaunch status` command.
 func (l *Launcher) Status(ctx context.Context, ref string) (Record, error) { return l.Get(ctx, ref) }
@@ -117,12 +128,16 @@ func (l *Launcher) List(ctx context.Context) ([]Record, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	src := l.sources()
 	var out []Record
 	for _, id := range ids {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("workers: %w", context.Cause(ctx))
 		}
-		rec, err := l.Get(ctx, id)
+		rec, err := l.get(ctx, src, id)
 		if errors.Is(err, ErrNotFound) {
 			continue // removed since the listing (a concurrent gc): it is not a worker any more
 		}
