@@ -103,7 +103,7 @@ func cleanProcCgroup(p, name string) (string, error) {
 	// ParseProcCgroup has checked that p is absolute. Check components before cleaning, as cleanParent does: cleaning would hide the escape.
 	for _, c := range strings.Split(p, "/") {
 		if c == ".." {
-			return "", fmt.Errorf("%w: %s names %q", ErrOutsideNamespace, name, p)
+			return "", &OutsideNamespaceError{File: name, Path: p}
 		}
 	}
 	return path.Clean(p), nil

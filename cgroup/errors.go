@@ -1,6 +1,9 @@
 package cgroup
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 var (
 	// ErrBadParent is returned for a cgroup parent or worker name that would leave the hierarchy root
@@ -25,6 +28,7 @@ var (
 	ErrNotFound = errors.New("cgroup: not found")
 	// ErrOutsideNamespace is returned by ProcCgroup2 for a process whose cgroup is outside this process's
 	// cgroup namespace (/proc/<pid>/cgroup names it "/../..."): it has no path under our cgroupfs mount.
+	// The error is an *OutsideNamespaceError, which carries that path as read.
 	ErrOutsideNamespace = errors.New("cgroup: cgroup outside this process's cgroup namespace")
 	// ErrFallbackForbidden is returned by Kill when cgroup.kill is missing and Host.NoKillFallback
 	// forbids the freeze-kill-thaw fallback.
@@ -33,3 +37,21 @@ var (
 
 // ErrBadLimit is returned by Create for a limit value no kernel accepts (negative, weight above 10000).
 var ErrBadLimit = errors.New("cgroup: bad limit value")
+
+// OutsideNamespaceError is ProcCgroup2's error for a process whose cgroup lies outside this process's
+// cgroup namespace; errors.Is(err, ErrOutsideNamespace) holds for it. Path names nothing under this
+// process's cgroupfs mount (cleaned, it would name another cgroup), but the names in it can be told apart:
+// a caller that keeps such a process apart by them (the sidecar's peer check) reads them here instead of
+// reading /proc/<pid>/cgroup a second time, when the process may have moved.
+type OutsideNamespaceError struct {
+	File string // the file read: /proc/<pid>/cgroup or /proc/self/cgroup
+	Path string // its "0::" line's path as the kernel wrote it, e.g. "/../x"
+}
+
+// Error says which file named which path outside the namespace.
+func (e *OutsideNamespaceError) Error() string {
+	return fmt.Sprintf("%v: %s names %q", ErrOutsideNamespace, e.File, e.Path)
+}
+
+// Unwrap makes errors.Is(err, ErrOutsideNamespace) hold.
+func (e *OutsideNamespaceError) Unwrap() error { return ErrOutsideNamespace }

@@ -97,13 +97,43 @@ func TestProcCgroup2OutsideNamespace(t *testing.T) {
 		t.Fatalf("the process in T/out reads as %q inside the namespace of T/ns, want 0::/../out", a.raw)
 	}
 	for _, name := range []string{"outsider", "test"} {
-		if a := got[name]; !errors.Is(a.err, ErrOutsideNamespace) {
+		a := got[name]
+		if !errors.Is(a.err, ErrOutsideNamespace) {
 			t.Errorf("%s (%s): ProcCgroup2 = %q, %v; want ErrOutsideNamespace", name, a.raw, a.path, a.err)
 		}
+		// The error carries the path as read, so a caller need not read the file again.
+		var oe *OutsideNamespaceError
+		if !errors.As(a.err, &oe) || !strings.Contains("\n"+a.raw+"\n", "\n0::"+oe.Path+"\n") || !strings.HasPrefix(oe.Path, "/../") {
+			t.Errorf("%s (%s): ProcCgroup2's error %v does not carry the path read", name, a.raw, a.err)
+		}
+	}
+	if oe := (*OutsideNamespaceError)(nil); !errors.As(got["outsider"].err, &oe) || oe.Path != "/../out" {
+		t.Errorf("outsider: ProcCgroup2's error %v, want its path /../out", got["outsider"].err)
 	}
 	for name, want := range map[string]string{"holder": "/", "insider": "/in"} {
 		if a := got[name]; a.err != nil || a.path != want {
 			t.Errorf("%s (%s): ProcCgroup2 = %q, %v; want %q", name, a.raw, a.path, a.err, want)
 		}
+	}
+}
+
+// A "0::" path that leaves the namespace's root is an *OutsideNamespaceError carrying the path as read
+// (never cleaned), errors.Is ErrOutsideNamespace, and worded as before; one inside is cleaned.
+func TestOutsideNamespaceError(t *testing.T) {
+	for _, raw := range []string{"/../x", "/../../a/b", "/a/../../b", "/.."} {
+		p, err := cleanProcCgroup(raw, "/proc/42/cgroup")
+		var oe *OutsideNamespaceError
+		if p != "" || !errors.As(err, &oe) || !errors.Is(err, ErrOutsideNamespace) {
+			t.Fatalf("cleanProcCgroup(%q) = %q, %v; want an *OutsideNamespaceError", raw, p, err)
+		}
+		if oe.Path != raw || oe.File != "/proc/42/cgroup" {
+			t.Errorf("cleanProcCgroup(%q): error carries %+v", raw, *oe)
+		}
+		if want := `cgroup: cgroup outside this process's cgroup namespace: /proc/42/cgroup names "` + raw + `"`; err.Error() != want {
+			t.Errorf("message %q, want %q", err.Error(), want)
+		}
+	}
+	if p, err := cleanProcCgroup("/a//b/./c", "/proc/42/cgroup"); err != nil || p != "/a/b/c" {
+		t.Errorf("cleanProcCgroup(/a//b/./c) = %q, %v", p, err)
 	}
 }

@@ -43,22 +43,15 @@ func placeOf(c net.Conn, pid int32) (peerPlace, error) {
 		return peerPlace{}, fmt.Errorf("the peer's pid namespace: %w", err)
 	}
 	// A peer outside this process's cgroup namespace reads as "/../x", which names nothing under our mount
-	// (cleaned, it would be "/x", another cgroup): kept apart (cgroup.ErrOutsideNamespace). A host without
-	// a v2 hierarchy has no "0::" line: no cgroup to tell.
+	// (cleaned, it would be "/x", another cgroup): kept apart by that path, as the one read gave it
+	// (cgroup.OutsideNamespaceError). A host without a v2 hierarchy has no "0::" line: no cgroup to tell.
 	p.cgroup, err = cgroup.ProcCgroup2(int(pid))
+	var outside *cgroup.OutsideNamespaceError
 	switch {
 	case errors.Is(err, cgroup.ErrNotFound):
 		p.cgroup, err = "", nil
-	case errors.Is(err, cgroup.ErrOutsideNamespace):
-		b, rerr := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
-		if rerr != nil {
-			return peerPlace{}, fmt.Errorf("the peer's cgroup: %w", rerr)
-		}
-		pc, perr := linux.ParseProcCgroup(b)
-		if perr != nil {
-			return peerPlace{}, fmt.Errorf("the peer's cgroup: %w", perr)
-		}
-		p.cgroup, p.outside, err = "", pc.V2, nil
+	case errors.As(err, &outside):
+		p.cgroup, p.outside, err = "", outside.Path, nil
 	}
 	if err != nil {
 		return peerPlace{}, fmt.Errorf("the peer's cgroup: %w", err)
