@@ -16,7 +16,7 @@ func newGCCmd(a *app) *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "gc [--keep N] [--max-age DUR] [--ledger-keep N] [--ledger-max-age DUR]",
-		Short: "Remove ended workers beyond the retention (records, logs, empty cgroups) and prune the ledger",
+		Short: "Remove ended workers beyond the retention (records, logs, empty cgroups), prune the ledger, sweep dead writers' temp files",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := retentionflag.Check(ret); err != nil {
