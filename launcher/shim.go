@@ -76,8 +76,10 @@ func shimMain() {
 	// A stop sends SIGTERM to every member of the cgroup: the shim must live on to record the exit. The
 	// signals are caught and dropped, not ignored: an ignored disposition survives execve, and the worker
 	// would inherit a deaf SIGTERM. Catching costs a hand-off to the runtime's signal thread per signal
-	// (about 0.1 ms each), so it runs while the config is read and the worker started, and is complete
-	// before the record is written: nobody can name the worker, let alone stop it, before that.
+	// (about 0.1 ms each), so it runs while the config is read, and is complete before the worker is
+	// started: a launcher started with SIGHUP or SIGINT ignored (nohup, a shell's background job) gives us
+	// those ignored, and a worker forked before the catch would inherit the ignore (a caught signal is
+	// reset by execve).
 	caught := make(chan struct{})
 	go func() {
 		drop := make(chan os.Signal, 8)
@@ -96,6 +98,7 @@ func shimMain() {
 	if err := conn.ReadConfig(&sc); err != nil {
 		os.Exit(125) // the launcher went away before placing us: start nothing
 	}
+	<-caught
 	proc, release, err := shimStart(&sc)
 	if err != nil {
 		f := shim.Failure{Stage: "exec", Message: err.Error()}
@@ -125,7 +128,6 @@ func shimMain() {
 	if b, err := sysfile.ReadFile("/proc/self/stat"); err == nil {
 		rc.ShimStart, _ = fingerprint.ReadStartTime(bytes.NewReader(b))
 	}
-	<-caught
 	workers, err := state.Open(sc.Workers)
 	if err == nil {
 		err = workers.Write(sc.ID, rc, true)
