@@ -11,10 +11,9 @@ import (
 	"github.com/hlaunch/hlaunch/internal/state"
 )
 
-// listLauncher is a launcher over a fresh state directory (on a tmpfs where there is one, as /run/hlaunch
-// is) holding n ended workers' records and exit records, shaped as a soaked sidecar keeps them: identities
-// of this machine and boot whose cgroups are gone and whose leaders have exited.
-func listLauncher(tb testing.TB, n int) *Launcher {
+// tmpfsLauncher is a launcher over a fresh state directory, on a tmpfs where there is one (as /run/hlaunch
+// is), removed at the end.
+func tmpfsLauncher(tb testing.TB) *Launcher {
 	tb.Helper()
 	dir := tb.TempDir()
 	if d, err := os.MkdirTemp("/dev/shm", "hlaunch-bench-"); err == nil {
@@ -25,6 +24,15 @@ func listLauncher(tb testing.TB, n int) *Launcher {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	return l
+}
+
+// listLauncher is a tmpfsLauncher holding n ended workers' records and exit records, shaped as a soaked
+// sidecar keeps them: identities of this machine and boot whose cgroups are gone and whose leaders have
+// exited.
+func listLauncher(tb testing.TB, n int) *Launcher {
+	tb.Helper()
+	l := tmpfsLauncher(tb)
 	d, err := state.Open(l.workersDir())
 	if err != nil {
 		tb.Fatal(err)

@@ -23,15 +23,7 @@ func BenchmarkGCPassLedger(b *testing.B) {
 		keep int
 	}{{"below-bound", 2000, 1 << 30}, {"at-bound", 5000, 5000}} {
 		b.Run(tc.name, func(b *testing.B) {
-			dir := b.TempDir()
-			if d, err := os.MkdirTemp("/dev/shm", "hlaunch-bench-"); err == nil {
-				b.Cleanup(func() { _ = os.RemoveAll(d) })
-				dir = d
-			}
-			l, err := New(Config{Root: b.TempDir(), StateDir: dir, Environ: []string{"PATH=/usr/bin:/bin"}})
-			if err != nil {
-				b.Fatal(err)
-			}
+			l := tmpfsLauncher(b)
 			next := 0
 			write := func() {
 				now := time.Now().UTC().Format(time.RFC3339Nano)
