@@ -26,14 +26,15 @@ func scopeProcs(t *testing.T, m *systemdtest.Manager, cg string) []string {
 // A scope is a worker cgroup hlaunch did not mark. Its worker is still held whole: status reports the
 // scope's task count, and the shim's deadline reaches what the leader left behind (issue 17). On the old
 // code the shim and status loaded the scope as a raw cgroup, found no ownership mark, and silently fell
-// back to the leader alone.
+// back to the leader alone. The deadline is 10 s: the status below must read the worker running, and
+// under TCG (the guest lane) the leftover's start and that status take seconds, not the milliseconds here.
 func TestScopedWorkerHeldWhole(t *testing.T) {
 	requireRoot(t)
 	m := systemdtest.Start(t)
 	e := newEnv(t)
 	log := filepath.Join(t.TempDir(), "tree.log")
 	r := e.sd(m, "exec", "-p", "b", "--detach", "--scope", "systemd", "--user", "--log", log,
-		"--timeout", "2s", "--grace", "500ms", "--", "sh", "-c", "sleep 612 </dev/null >/dev/null 2>&1 & echo $!; exec sleep 63")
+		"--timeout", "10s", "--grace", "500ms", "--", "sh", "-c", "sleep 612 </dev/null >/dev/null 2>&1 & echo $!; exec sleep 63")
 	if r.Code != 0 {
 		t.Fatalf("detach: %d %s\n%s", r.Code, r.Stderr, m.Log())
 	}
@@ -63,7 +64,7 @@ func TestScopedWorkerHeldWhole(t *testing.T) {
 		t.Errorf("status of a scoped worker: pids_current %d, want the scope's task count (>= 3)", rec.Pids)
 	}
 
-	w := e.sd(m, "--json", "wait", "--timeout", "30s", rc.ID)
+	w := e.sd(m, "--json", "wait", "--timeout", "60s", rc.ID)
 	var end receipt
 	must(t, json.Unmarshal([]byte(w.Stdout), &end))
 	if !end.TimedOut {
