@@ -326,7 +326,7 @@ func TestRedteam3WorkerStopsItsShim(t *testing.T) {
 	requireCgroup2(t)
 	e := newEnv(t)
 	rc, pid := shimStopped(t, cliLaunch(t, e.run, "exec", "-p", "b", "--detach", "--scope", "cgroup", "--cgroup-parent", e.Parent,
-		"--timeout", "2s", "--grace", "300ms"))
+		"--timeout", "5s", "--grace", "300ms")) // 5 s: sidecarLaunch says why
 	for boottimeNS(t) < rc.Deadline+rc.Grace+int64(500*time.Millisecond) {
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -90,10 +90,14 @@ func cliLaunch(t *testing.T, run func(args ...string) result, args ...string) fu
 	}
 }
 
-// sidecarLaunch is a launch for shimKilled through the sidecar p, with a 2 s deadline and 500 ms grace.
+// sidecarLaunch is a launch for shimKilled through the sidecar p, with a 5 s deadline and 500 ms grace.
+// Every case's worker must kill (or stop) its shim before its deadline, once the test has said go: under
+// TCG (the guest lane) that start, the go and the kill take seconds, and a deadline that comes first is
+// enforced by the shim itself, which the case does not test (TestRedteam2ForeignReaderOfLostShim's 1 s
+// deadline failed so).
 func sidecarLaunch(p *scProc) func(argv []string) lostRecord {
 	return func(argv []string) lostRecord {
-		spec, _ := json.Marshal(map[string]any{"profile": "b", "argv": argv, "timeout": "2s", "grace": "500ms"})
+		spec, _ := json.Marshal(map[string]any{"profile": "b", "argv": argv, "timeout": "5s", "grace": "500ms"})
 		var rc lostRecord
 		p.mustDo("POST", "/v1/workers", string(spec), 201, &rc)
 		return rc
@@ -125,9 +129,10 @@ func checkLostEnd(t *testing.T, rec lostRecord, pid int) {
 func TestRedteamWorkerKillsItsShim(t *testing.T) {
 	requireRoot(t)
 	requireCgroup2(t)
-	// cgroupExec is a detached launch into a raw cgroup of e's parent with a 2 s deadline, 500 ms grace.
+	// cgroupExec is a detached launch into a raw cgroup of e's parent with a 5 s deadline (sidecarLaunch
+	// says why), 500 ms grace.
 	cgroupExec := func(e *env, more ...string) []string {
-		return append([]string{"exec", "-p", "b", "--detach", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--timeout", "2s", "--grace", "500ms"}, more...)
+		return append([]string{"exec", "-p", "b", "--detach", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--timeout", "5s", "--grace", "500ms"}, more...)
 	}
 	t.Run("cli cgroup at once", func(t *testing.T) {
 		e := newEnv(t)
@@ -251,7 +256,7 @@ func TestRedteamWorkerKillsItsShimSystemd(t *testing.T) {
 		}
 		return r
 	}
-	rc, pid := shimKilled(t, cliLaunch(t, launch, "exec", "-p", "b", "--detach", "--scope", "systemd", "--user", "--timeout", "2s", "--grace", "500ms"))
+	rc, pid := shimKilled(t, cliLaunch(t, launch, "exec", "-p", "b", "--detach", "--scope", "systemd", "--user", "--timeout", "5s", "--grace", "500ms"))
 	waitPIDGone(t, pid, "systemd, nothing of hlaunch's running")
 	var rec lostRecord
 	must(t, json.Unmarshal([]byte(e.sd(m, "status", "--json", rc.ID).Stdout), &rec))
