@@ -82,7 +82,7 @@ func TestExecChildStartsWithLaunchersCPUs(t *testing.T) {
 	var rc receipt
 	must(t, json.Unmarshal(launch(all, append(append([]string{"exec", "-p", "b", "--detach", "--log", log}, cg...),
 		"--", selfBin, "child", "report")...), &rc))
-	e.run("wait", "--timeout", "10s", rc.ID)
+	e.run("wait", "--timeout", "60s", rc.ID)
 	b, err := os.ReadFile(log)
 	must(t, err)
 	var rep childReport
@@ -121,7 +121,7 @@ func TestSidecarWorkersGetTheSidecarsCPUs(t *testing.T) {
 	p.mustDo("POST", "/v1/workers", `{"profile":"b","sandbox":true,"argv":["sleep","30"]}`, 201, &sb)
 	t.Cleanup(func() { p.do("POST", "/v1/workers/"+sb.ID+"/stop", `{"grace":"0s"}`) })
 	for what, pid := range map[string]int{"shim": rc.ShimPID, "sandbox init": sb.PID} {
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(30 * time.Second) // the guest lane's whole test took 4 s under TCG
 		for {
 			lists := threadCPUs(pid)
 			if allEqual(lists, own.String()) {

@@ -353,7 +353,7 @@ func TestWorkerInheritsOnlyStdio(t *testing.T) {
 	must(t, err)
 	var rc receipt
 	must(t, json.Unmarshal(out, &rc))
-	e.run("wait", "--timeout", "10s", rc.ID)
+	e.run("wait", "--timeout", "60s", rc.ID)
 	b, err := os.ReadFile(log)
 	must(t, err)
 	var rep childReport

@@ -130,7 +130,7 @@ func TestCronKeyIsExclusive(t *testing.T) {
 	if rj.Code != 73 || !strings.Contains(rj.Stdout, `"key_held"`) {
 		t.Fatalf("--json refusal: exit %d %q", rj.Code, rj.Stdout)
 	}
-	e.run("wait", "--timeout", "10s", first.ID)
+	e.run("wait", "--timeout", "60s", first.ID)
 	second := e.detach(flags, "true")
 	if second.Key != "cron-job-7" {
 		t.Fatalf("second receipt key %q", second.Key)

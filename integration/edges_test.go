@@ -48,7 +48,7 @@ func TestSignalToLeaderExitedWorker(t *testing.T) {
 	if r := e.run("signal", "--all", "-s", "KILL", rc.ID); r.Code != 0 {
 		t.Fatalf("signal --all: exit %d %s", r.Code, r.Stderr)
 	}
-	if r := e.run("wait", "--timeout", "10s", rc.ID); r.Code != 0 {
+	if r := e.run("wait", "--timeout", "60s", rc.ID); r.Code != 0 {
 		t.Fatalf("wait after --all KILL: %d %s", r.Code, r.Stderr)
 	}
 }
@@ -60,7 +60,7 @@ func TestStopEndedWorkerIsIdempotent(t *testing.T) {
 	requireCgroup2(t)
 	e := newEnv(t)
 	rc := e.detach([]string{"--scope", "cgroup", "--cgroup-parent", e.Parent}, selfBin, "child", "exit", "3")
-	if r := e.run("wait", "--timeout", "10s", rc.ID); r.Code != 0 {
+	if r := e.run("wait", "--timeout", "60s", rc.ID); r.Code != 0 {
 		t.Fatalf("wait: %d %s", r.Code, r.Stderr)
 	}
 	for i := 0; i < 2; i++ {
@@ -202,7 +202,7 @@ func TestDetachedInheritReceiptFirst(t *testing.T) {
 			t.Fatalf("run %d: %v", i, err)
 		}
 		var rc receipt
-		deadline := time.Now().Add(10 * time.Second)
+		deadline := time.Now().Add(60 * time.Second) // a lost output only: under TCG a run takes seconds
 		for {
 			b, _ := os.ReadFile(out)
 			if strings.Contains(string(b), "worker-output") {
@@ -216,7 +216,7 @@ func TestDetachedInheritReceiptFirst(t *testing.T) {
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
-		e.run("wait", "--timeout", "10s", rc.ID)
+		e.run("wait", "--timeout", "60s", rc.ID)
 	}
 }
 
@@ -249,7 +249,7 @@ func TestSignalNameOneForm(t *testing.T) {
 	}
 
 	for _, rc := range []receipt{viaCLI, viaSidecar} {
-		if r := e.run("wait", "--timeout", "10s", rc.ID); r.Code != 0 {
+		if r := e.run("wait", "--timeout", "60s", rc.ID); r.Code != 0 {
 			t.Fatalf("wait %s: %d %s", rc.ID, r.Code, r.Stderr)
 		}
 		if rec, _ := e.record(rc.ID); rec.Signal != "SIG34" {

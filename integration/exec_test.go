@@ -315,7 +315,7 @@ func TestExecPassesBytesExactly(t *testing.T) {
 		}
 		var rc receipt
 		must(t, json.Unmarshal([]byte(r.Stdout), &rc))
-		e.run("wait", "--timeout", "10s", rc.ID)
+		e.run("wait", "--timeout", "60s", rc.ID)
 		b, err := os.ReadFile(log)
 		must(t, err)
 		if got := strings.TrimSpace(string(b)); got != want {

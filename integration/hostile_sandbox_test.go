@@ -52,7 +52,7 @@ func (p *scProc) report(spec map[string]any, checks ...string) childReport {
 	body, _ := json.Marshal(full)
 	var rc struct{ ID, Log string }
 	p.mustDo("POST", "/v1/workers", string(body), 201, &rc)
-	p.mustDo("GET", "/v1/workers/"+rc.ID+"/wait?timeout=20s", "", 200, nil)
+	p.mustDo("GET", "/v1/workers/"+rc.ID+"/wait?timeout=60s", "", 200, nil)
 	out, err := os.ReadFile(rc.Log)
 	must(p.t, err)
 	return decodeReport(p.t, string(out))

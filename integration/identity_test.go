@@ -78,7 +78,7 @@ func TestIdentityRefusesForeignAndUnverified(t *testing.T) {
 	if r := e.run("signal", "-s", "TERM", rc.ID); r.Code != 0 {
 		t.Fatalf("signal: %d %s", r.Code, r.Stderr)
 	}
-	r := e.run("wait", "--json", "--timeout", "10s", rc.ID)
+	r := e.run("wait", "--json", "--timeout", "60s", rc.ID)
 	var rec receipt
 	must(t, json.Unmarshal([]byte(r.Stdout), &rec))
 	if rec.ExitCode == nil || *rec.ExitCode != 42 {
@@ -92,7 +92,7 @@ func TestIdentityRecreatedCgroupIsRecycled(t *testing.T) {
 	v2 := requireCgroup2(t)
 	e := newEnv(t)
 	rc := e.detach([]string{"--scope", "cgroup", "--cgroup-parent", e.Parent}, selfBin, "child", "exit", "3")
-	e.run("wait", "--timeout", "10s", rc.ID)
+	e.run("wait", "--timeout", "60s", rc.ID)
 	dir := filepath.Join(v2, rc.Cgroup)
 	for i := 0; i < 100; i++ {
 		if err := syscall.Rmdir(dir); err == nil || os.IsNotExist(err) {
@@ -180,7 +180,7 @@ func recycleMain(args []string) int {
 		return 1
 	}
 	res.WorkerPID = rc.PID
-	run("wait", "--timeout", "10s", rc.ID)
+	run("wait", "--timeout", "60s", rc.ID)
 	// Force the next PID in this namespace to be the dead worker's.
 	if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(rc.PID-1)), 0); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -249,7 +249,7 @@ func TestDetachedWorkerHearsSIGTERM(t *testing.T) {
 		if r := e.run("signal", "-s", "TERM", rc.ID); r.Code != 0 {
 			t.Fatalf("%s: signal: %d %s", scope, r.Code, r.Stderr)
 		}
-		r := e.run("wait", "--json", "--timeout", "5s", rc.ID)
+		r := e.run("wait", "--json", "--timeout", "60s", rc.ID)
 		var rec receipt
 		must(t, json.Unmarshal([]byte(r.Stdout), &rec))
 		if rec.Signal != "SIGTERM" {

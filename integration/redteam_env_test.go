@@ -41,7 +41,7 @@ func TestRedteamLocalUserOwnsTheLog(t *testing.T) {
 		if detach && r.Code == 0 {
 			var rc receipt
 			if json.Unmarshal([]byte(r.Stdout), &rc) == nil {
-				e.run("wait", "--timeout", "20s", rc.ID)
+				e.run("wait", "--timeout", "60s", rc.ID)
 			}
 		}
 		if r.Code != 125 || !strings.Contains(r.Stderr, "--log") {

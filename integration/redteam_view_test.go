@@ -86,7 +86,7 @@ func TestRedteamSandboxReachesAbstractSockets(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.Stdout), &rc); err != nil {
 		t.Fatalf("detached receipt: %v (exit %d %s)", err, r.Code, r.Stderr)
 	}
-	e.run("wait", "--timeout", "20s", rc.ID)
+	e.run("wait", "--timeout", "60s", rc.ID)
 	want := "scoped"
 	if !scoped {
 		want = "unavailable"
@@ -525,7 +525,7 @@ func TestRedteamUnprivSandboxUsesLauncherGroups(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.Stdout), &rc); err != nil {
 		t.Fatalf("detached receipt: %v (exit %d %s)", err, r.Code, r.Stderr)
 	}
-	launch(w.bin, "--root", w.Root, "--state-dir", w.State, "wait", "--timeout", "20s", rc.ID)
+	launch(w.bin, "--root", w.Root, "--state-dir", w.State, "wait", "--timeout", "60s", rc.ID)
 	if len(rc.KeptGroups) != 1 || rc.KeptGroups[0] != gid {
 		t.Errorf("the receipt's kept_groups %v, want [%d]: the launcher's supplementary group the worker keeps", rc.KeptGroups, gid)
 	}

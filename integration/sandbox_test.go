@@ -141,7 +141,7 @@ func TestSandboxForwardsSignals(t *testing.T) {
 	if r := e.run("signal", "-s", "TERM", rc.ID); r.Code != 0 {
 		t.Fatalf("signal: %d %s", r.Code, r.Stderr)
 	}
-	r := e.run("wait", "--json", "--timeout", "5s", rc.ID)
+	r := e.run("wait", "--json", "--timeout", "60s", rc.ID)
 	var rec receipt
 	must(t, json.Unmarshal([]byte(r.Stdout), &rec))
 	if rec.ExitCode == nil || *rec.ExitCode != 128+15 {

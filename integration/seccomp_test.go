@@ -178,7 +178,7 @@ func TestSeccompThroughSidecar(t *testing.T) {
 		body, _ := json.Marshal(spec)
 		var rc receipt
 		p.mustDo("POST", "/v1/workers", string(body), 201, &rc)
-		p.mustDo("GET", "/v1/workers/"+rc.ID+"/wait?timeout=20s", "", 200, nil)
+		p.mustDo("GET", "/v1/workers/"+rc.ID+"/wait?timeout=60s", "", 200, nil)
 		out, err := os.ReadFile(rc.Log)
 		must(t, err)
 		return rc, decodeReport(t, string(out))

@@ -199,7 +199,7 @@ func TestSidecarRestartReadoption(t *testing.T) {
 	// wait on an exited one answers at once with its code; the adopted ones are fully controllable.
 	for id, code := range wantCode {
 		var r receipt
-		p2.mustDo("GET", "/v1/workers/"+id+"/wait?timeout=5s", "", 200, &r)
+		p2.mustDo("GET", "/v1/workers/"+id+"/wait?timeout=60s", "", 200, &r)
 		if r.ExitCode == nil || *r.ExitCode != code {
 			t.Fatalf("wait %s: %v, want %d", id, r.ExitCode, code)
 		}
@@ -676,7 +676,7 @@ func TestSidecarSocketHiddenFromSandbox(t *testing.T) {
 		}
 		var rc struct{ ID, Log string }
 		must(t, json.Unmarshal(b, &rc))
-		if st, b := p.do("GET", "/v1/workers/"+rc.ID+"/wait?timeout=10s", ""); st != 200 {
+		if st, b := p.do("GET", "/v1/workers/"+rc.ID+"/wait?timeout=60s", ""); st != 200 {
 			t.Fatalf("wait: %d %s", st, b)
 		}
 		out, err := os.ReadFile(rc.Log)

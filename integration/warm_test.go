@@ -95,7 +95,7 @@ func waitGone(t *testing.T, what string, pids []int) {
 func reportOf(t *testing.T, p *scProc, rc receipt) childReport {
 	t.Helper()
 	var rec receipt
-	p.mustDo("GET", "/v1/workers/"+rc.ID+"/wait?timeout=10s", "", 200, &rec)
+	p.mustDo("GET", "/v1/workers/"+rc.ID+"/wait?timeout=60s", "", 200, &rec)
 	if rec.ExitCode == nil || *rec.ExitCode != 0 {
 		t.Fatalf("worker %s ended with %v / %q", rc.ID, rec.ExitCode, rec.Signal)
 	}

@@ -55,7 +55,7 @@ func TestStartAndTeardown(t *testing.T) {
 // of a worker launched by a non-root gateway with that user's own manager.
 func TestUserManager(t *testing.T) {
 	m := StartWith(t, Options{UID: 65534, GID: 65534})
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second) // a hung client only: under TCG this takes seconds
 	defer cancel()
 	st, err := os.ReadFile("/proc/" + itoa(m.PID) + "/status")
 	if err != nil || !strings.Contains(string(st), "\nUid:\t65534\t65534\t65534\t65534\n") {
