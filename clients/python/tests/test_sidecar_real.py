@@ -185,8 +185,14 @@ class RealSidecarTest(unittest.TestCase):
             self.assertEqual(self.client.stop(rc["id"], grace=0.5)["state"], "exited")
 
     def test_signal_delivered(self):
-        rc = self.spawn("alpha", "trap 'exit 42' USR1; while :; do sleep 0.05; done")
-        time.sleep(0.3)  # let the shell install its trap
+        # The shell says when its trap is in place (a USR1 before that ends it by the default action); a
+        # fixed 0.3 s for the trap was a guess a loaded host can miss.
+        ready = os.path.join(self.dir, "trap-%d" % time.monotonic_ns())
+        rc = self.spawn("alpha", "trap 'exit 42' USR1; : > '%s'; while :; do sleep 0.05; done" % ready)
+        deadline = time.monotonic() + 30
+        while not os.path.exists(ready):
+            self.assertLess(time.monotonic(), deadline, "the worker never installed its trap")
+            time.sleep(0.01)
         self.assertEqual(self.client.signal(rc["id"], "USR1")["signal"], "SIGUSR1")
         self.assertEqual(self.client.wait(rc["id"], timeout=10)["exit_code"], 42)
 
@@ -270,8 +276,10 @@ class RealSidecarTest(unittest.TestCase):
         """An unsandboxed worker SIGKILLs its shim once the receipt is out; the record holds the deadline,
         and the sidecar enforces it: the final record says shim_lost, reason shim-lost (issue 15)."""
         go = os.path.join(self.dir, "go-shim-%d" % time.monotonic_ns())
+        # 5 s: the worker must kill its shim, after the go, before its deadline, or the shim enforces the
+        # deadline itself (a loaded host's start and go can take a good part of a second).
         rc = self.spawn("beta", 'while [ ! -e "%s" ]; do sleep 0.02; done; kill -9 $PPID; exec sleep 60' % go,
-                        timeout=1, grace=0.2)
+                        timeout=5, grace=0.2)
         self.assertGreater(rc.get("deadline_boottime_ns", 0), 0, rc)
         self.assertEqual(rc.get("grace_ns"), 200_000_000, rc)
         _write(go, "")
