@@ -102,7 +102,7 @@ func TestSystemdScopeFromFirstInstruction(t *testing.T) {
 	if alive(rc.PID) {
 		t.Fatal("leader alive after stop")
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		list, _ = m.Systemctl(context.Background(), "list-units", "--type=scope", "--all", "--no-legend")
 		if !strings.Contains(list, unit2+".scope") {
@@ -127,7 +127,7 @@ func TestSystemdFailedLeftoverDoesNotBlock(t *testing.T) {
 		"--", "sh", "-c", `trap "" TERM; sleep 300`)
 	must(t, left.Start())
 	t.Cleanup(func() { _ = left.Process.Kill(); _ = left.Wait() })
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if s, _ := m.Show(ctx, unit+".scope", "ActiveState"); s == "active" {
 			break
@@ -384,7 +384,7 @@ func TestSystemdScopeLimitsNeverSilentlyDropped(t *testing.T) {
 		t.Fatalf("the manager applied the limits to one launch and not the other: %v", applied)
 	}
 	// Nothing is left in the manager: the refused scopes are collected.
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		list, _ := m.Systemctl(context.Background(), "list-units", "--type=scope", "--all", "--no-legend")
 		if !strings.Contains(list, "hlaunch-b-") {

@@ -42,7 +42,7 @@ func idleShims(pid int) []int {
 // waitWarm waits until the sidecar reports n warm slots ready.
 func waitWarm(t *testing.T, p *scProc, n int) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		var h struct {
 			Warm *int `json:"warm"`
@@ -64,7 +64,7 @@ func waitWarm(t *testing.T, p *scProc, n int) {
 // waitShims waits until pid has n shim children, and returns them.
 func waitShims(t *testing.T, pid, n int) []int {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		s := idleShims(pid)
 		if len(s) == n {
@@ -80,7 +80,7 @@ func waitShims(t *testing.T, pid, n int) []int {
 // waitGone waits until none of pids is alive (reaped, or a zombie).
 func waitGone(t *testing.T, what string, pids []int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for _, p := range pids {
 		for alive(p) {
 			if time.Now().After(deadline) {
@@ -184,7 +184,7 @@ func TestSidecarWarmSlots(t *testing.T) {
 	waitGone(t, "an unused slot after SIGKILL", unused)
 	// A slot the sidecar was making when it was killed (a refill) ends the same way, by itself: nothing of
 	// the sidecar's may be left running under the parent once it has had the time to.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		left := scCgroupsWithProcs(t, "/sys/fs/cgroup/unified", e.Parent)
 		if len(left) == 0 {
@@ -194,7 +194,7 @@ func TestSidecarWarmSlots(t *testing.T) {
 			for cg, procs := range left {
 				for _, pid := range procs {
 					cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%s/cmdline", pid))
-					t.Errorf("10 s after SIGKILL cgroup %s still holds %s (%q)", cg, pid, bytes.ReplaceAll(cmd, []byte{0}, []byte{' '}))
+					t.Errorf("30 s after SIGKILL cgroup %s still holds %s (%q)", cg, pid, bytes.ReplaceAll(cmd, []byte{0}, []byte{' '}))
 				}
 			}
 			t.FailNow()
@@ -231,7 +231,7 @@ func TestSidecarWarmScopes(t *testing.T) {
 		out, _ := m.Systemctl(ctx, "list-units", "--type=scope", "--state=active", "--no-legend")
 		return warmScopeRE.FindAllString(out, -1)
 	}
-	deadline := time.Now().Add(15 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	var scopes []string
 	for len(scopes) != 2 {
 		if scopes = listWarm(); time.Now().After(deadline) {
@@ -263,7 +263,7 @@ func TestSidecarWarmScopes(t *testing.T) {
 	}
 
 	p.stop()
-	deadline = time.Now().Add(10 * time.Second)
+	deadline = time.Now().Add(30 * time.Second)
 	for len(listWarm()) > 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("warm scopes left after the sidecar stopped: %v", listWarm())
