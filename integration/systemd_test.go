@@ -160,6 +160,7 @@ if [ ! -e %[1]s/launched ]; then
   for i in 0 1 2 3 4 5 6 7 8 9; do
     %[2]s --root %[3]s --state-dir %[4]s exec -p b --detach --scope systemd --user -- %[5]s child exit-when %[1]s/release 2$i >/dev/null || exit 9
     sh -c "while [ ! -e %[1]s/release ]; do sleep 0.05; done; touch %[1]s/control-$i" &
+    echo $! > %[1]s/control-$i.pid
   done
   touch %[1]s/launched
 fi
@@ -195,6 +196,16 @@ exec sleep 300`, dir, hlaunchBin, e.Root, e.State, selfBin)
 	if len(recs) != 10 || running != 10 {
 		t.Fatalf("after the gateway's restart: %d records, %d running scoped, want 10 and 10", len(recs), running)
 	}
+	// The control: plain children of the gateway die with its restart (KillMode=mixed kills the rest of
+	// its cgroup). Each is seen gone before the release, so none can touch its file after it.
+	for i := 0; i < 10; i++ {
+		pid := readPID(t, filepath.Join(dir, fmt.Sprintf("control-%d.pid", i)))
+		for deadline := time.Now().Add(30 * time.Second); alive(pid); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("control child %d (pid %d) survived the gateway's restart", i, pid)
+			}
+		}
+	}
 	// The workers and the control children end when the test says, not after a time that a slow host
 	// (the guest lane under TCG) can spend on the ten launches alone.
 	must(t, os.WriteFile(filepath.Join(dir, "release"), nil, 0o644))
@@ -203,7 +214,6 @@ exec sleep 300`, dir, hlaunchBin, e.Root, e.State, selfBin)
 		ids = append(ids, r.ID)
 	}
 	got := e.waitLedger(ids, 30*time.Second)
-	time.Sleep(200 * time.Millisecond) // a control child that survived would have touched its file by now
 	codes := map[int]bool{}
 	for _, r := range got {
 		if r.ExitCode != nil {
@@ -215,7 +225,7 @@ exec sleep 300`, dir, hlaunchBin, e.Root, e.State, selfBin)
 			t.Errorf("ledger lacks exit code %d: %v", 20+i, codes)
 		}
 	}
-	// The control: plain children of the gateway died with its restart.
+	// And none touched its file before its end.
 	for i := 0; i < 10; i++ {
 		if _, err := os.Stat(filepath.Join(dir, fmt.Sprintf("control-%d", i))); err == nil {
 			t.Errorf("control child %d survived the gateway's restart", i)
