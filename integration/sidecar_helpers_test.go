@@ -116,8 +116,8 @@ func (p *scProc) stop() {
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.done:
-	case <-time.After(10 * time.Second):
-		p.t.Errorf("sidecar ignored SIGTERM for 10s")
+	case <-time.After(60 * time.Second): // a hung sidecar only: a --warm one stops its slots (scopes: D-Bus calls) first
+		p.t.Errorf("sidecar ignored SIGTERM for 60s")
 		_ = p.cmd.Process.Kill()
 		<-p.done
 	}

@@ -324,11 +324,12 @@ func TestAPI(t *testing.T) {
 	var rc4 launcher.Receipt
 	ts.do(t, "POST", "/v1/workers", `{"profile":"gamma","argv":["x"]}`, &rc4)
 	ts.do(t, "POST", "/v1/workers/"+rc4.ID+"/stop", `{"grace":"10ms"}`, &rec)
-	for range 500 { // the watcher notices the stop within a poll or two
+	// The watcher notices the stop within a poll or two; the bound is for a watcher that never does (500
+	// rounds of 5 ms fell through silently to the check below wherever the rounds ran slow).
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		if ts.do(t, "GET", "/v1/health", "", &h); h.Running == 0 {
 			break
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 	if st, _ := ts.do(t, "GET", "/v1/health", "", &h); st != 200 || h.Status != "ok" || h.Workers != 4 || h.Running != 0 || h.PID != os.Getpid() {
 		t.Fatalf("health: %d %+v", st, h)
