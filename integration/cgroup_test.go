@@ -141,7 +141,7 @@ func TestCgroupStopKillsWholeTree(t *testing.T) {
 		t.Fatalf("receipt %+v", rc)
 	}
 	var grandchild int
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for grandchild == 0 && time.Now().Before(deadline) {
 		b, _ := os.ReadFile(filepath.Join(v2, rc.Cgroup, "cgroup.procs"))
 		for _, f := range strings.Fields(string(b)) {
