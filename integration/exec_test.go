@@ -262,7 +262,7 @@ func TestExecChildDiesWithLauncher(t *testing.T) {
 	}
 	must(t, cmd.Process.Kill())
 	_ = cmd.Wait()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		b, _ := os.ReadFile(filepath.Join(worker, "cgroup.procs"))
 		if strings.TrimSpace(string(b)) == "" {
