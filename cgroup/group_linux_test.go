@@ -326,22 +326,7 @@ func TestConcurrentCreateSameParent(t *testing.T) {
 func TestCreateBesideParentRemoval(t *testing.T) {
 	h := testHost(t)
 	parent := testParent(t, h)
-	stop := make(chan struct{})
-	done := make(chan int)
-	go func() {
-		removed := 0
-		for {
-			select {
-			case <-stop:
-				done <- removed
-				return
-			default:
-			}
-			if h.RemoveParentIfEmpty(parent) == nil {
-				removed++
-			}
-		}
-	}()
+	stopRemover := removeParentInLoop(h, parent)
 	var fails []error
 	for i := 0; i < 2000 && len(fails) < 3; i++ {
 		g, err := h.Create(parent, "w"+strconv.Itoa(i), Limits{})
@@ -353,8 +338,7 @@ func TestCreateBesideParentRemoval(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	close(stop)
-	removed := <-done
+	removed := stopRemover()
 	if len(fails) > 0 {
 		t.Fatalf("beside a parent removed %d times: Create failed: %v", removed, fails)
 	}
@@ -373,22 +357,7 @@ func TestCreateBesideParentRemoval(t *testing.T) {
 func TestCreateRetryWinsAgainstRemoval(t *testing.T) {
 	h := testHost(t)
 	parent := testParent(t, h)
-	stop := make(chan struct{})
-	done := make(chan int)
-	go func() {
-		removed := 0
-		for {
-			select {
-			case <-stop:
-				done <- removed
-				return
-			default:
-			}
-			if h.RemoveParentIfEmpty(parent) == nil {
-				removed++
-			}
-		}
-	}()
+	stopRemover := removeParentInLoop(h, parent)
 	var retried int
 	var fails []error
 	for i := 0; i < 3000 && len(fails) < 3; i++ {
@@ -408,8 +377,7 @@ func TestCreateRetryWinsAgainstRemoval(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	close(stop)
-	removed := <-done
+	removed := stopRemover()
 	if len(fails) > 0 {
 		t.Fatalf("beside a parent removed %d times, %d attempts after a failed one failed too: %v", removed, len(fails), fails)
 	}
@@ -417,4 +385,29 @@ func TestCreateRetryWinsAgainstRemoval(t *testing.T) {
 		t.Fatalf("no attempt failed beside %d removals: the race was not run", removed)
 	}
 	t.Logf("%d removals, %d retries, each won", removed, retried)
+}
+
+// removeParentInLoop is the adversary of the parent-removal tests: `hlaunch gc`'s RemoveParentIfEmpty in a
+// tight loop, until the returned stop is called; stop returns how many passes removed the parent.
+func removeParentInLoop(h *Host, parent string) (stop func() int) {
+	quit := make(chan struct{})
+	done := make(chan int)
+	go func() {
+		removed := 0
+		for {
+			select {
+			case <-quit:
+				done <- removed
+				return
+			default:
+			}
+			if h.RemoveParentIfEmpty(parent) == nil {
+				removed++
+			}
+		}
+	}()
+	return func() int {
+		close(quit)
+		return <-done
+	}
 }
