@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -326,7 +327,7 @@ func TestConcurrentCreateSameParent(t *testing.T) {
 func TestCreateBesideParentRemoval(t *testing.T) {
 	h := testHost(t)
 	parent := testParent(t, h)
-	stopRemover := removeParentInLoop(h, parent)
+	stopRemover := removeParentInLoop(t, h, parent)
 	var fails []error
 	for i := 0; i < 2000 && len(fails) < 3; i++ {
 		g, err := h.Create(parent, "w"+strconv.Itoa(i), Limits{})
@@ -357,7 +358,7 @@ func TestCreateBesideParentRemoval(t *testing.T) {
 func TestCreateRetryWinsAgainstRemoval(t *testing.T) {
 	h := testHost(t)
 	parent := testParent(t, h)
-	stopRemover := removeParentInLoop(h, parent)
+	stopRemover := removeParentInLoop(t, h, parent)
 	var retried int
 	var fails []error
 	for i := 0; i < 3000 && len(fails) < 3; i++ {
@@ -388,8 +389,9 @@ func TestCreateRetryWinsAgainstRemoval(t *testing.T) {
 }
 
 // removeParentInLoop is the adversary of the parent-removal tests: `hlaunch gc`'s RemoveParentIfEmpty in a
-// tight loop, until the returned stop is called; stop returns how many passes removed the parent.
-func removeParentInLoop(h *Host, parent string) (stop func() int) {
+// tight loop, until the returned stop is called (or the test ends, should it fail first); stop returns how
+// many passes removed the parent.
+func removeParentInLoop(t *testing.T, h *Host, parent string) (stop func() int) {
 	quit := make(chan struct{})
 	done := make(chan int)
 	go func() {
@@ -406,8 +408,15 @@ func removeParentInLoop(h *Host, parent string) (stop func() int) {
 			}
 		}
 	}()
-	return func() int {
-		close(quit)
-		return <-done
+	var once sync.Once
+	removed := 0
+	stop = func() int {
+		once.Do(func() {
+			close(quit)
+			removed = <-done
+		})
+		return removed
 	}
+	t.Cleanup(func() { stop() })
+	return stop
 }
