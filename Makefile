@@ -10,7 +10,7 @@ FUZZTIME  ?= 5s
 STATICCHECK_VERSION ?= v0.8.2
 STATICCHECK := $(CURDIR)/bin/staticcheck
 
-.PHONY: all build man install uninstall test unit integration fuzz bench lint demo clean
+.PHONY: all build man install uninstall test unit integration fuzz bench bench-ab lint demo clean
 
 all: build
 
@@ -51,6 +51,10 @@ fuzz:
 # Writes docs/benchmarks.md.
 bench: build
 	scripts/bench.sh
+
+# The launch path of BASE against this checkout's, interleaved in one run: make bench-ab BASE=<commit>.
+bench-ab:
+	BASE=$(BASE) scripts/bench-ab.sh
 
 lint: $(STATICCHECK)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt -l:"; echo "$$out"; exit 1; fi

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# `make bench-ab BASE=<commit>`: the launch path of BASE against this checkout's, interleaved in one
+# hyperfine run on the same hermes root, so that a change on the launch path shows its cost beside the
+# commit before it (docs/benchmarks.md, "A/B against the commit before"). Both trees are built the way
+# `make build` builds (static, stripped); BASE is checked out in a temporary git worktree.
+#
+# Rows: `hlaunch version` (the start of one hlaunch process), `exec --scope none`, `exec --scope cgroup` and
+# `exec --sandbox --scope cgroup` of profile b, whose home belongs to nobody (65534), as a hermes home
+# belongs to its user: a root launcher's worker runs as that owner, with the default limits. bwrap is the
+# anchor. Each command runs RUNS times in ROUNDS round-robin rounds (a burst of load from elsewhere lands on
+# every command, not on one); the table gives medians and head/base.
+#
+# Knobs: BASE (required: a commit, tag or branch), RUNS (default 160), ROUNDS (4), WARMUP (5),
+# OUT (default bin/bench-ab.md). Needs root (raw cgroups), hyperfine, git, python3; bwrap optional.
+# Everything it makes lives in a temporary directory and one cgroup parent hlaunch-benchab-<random> in every
+# hierarchy, removed at the end, on failure and ^C too.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BASE=${BASE:?BASE=<commit> is required (e.g. make bench-ab BASE=HEAD~1)}
+RUNS=${RUNS:-160}
+ROUNDS=${ROUNDS:-4}
+WARMUP=${WARMUP:-5}
+OUT=${OUT:-bin/bench-ab.md}
+log() { echo "bench-ab: $*" >&2; }
+
+[ "$(id -u)" -eq 0 ] || { log "needs root (a writable cgroup parent)"; exit 1; }
+command -v hyperfine >/dev/null || { log "needs hyperfine (apt-get install hyperfine)"; exit 1; }
+base_rev=$(git rev-parse --verify "$BASE^{commit}") || { log "BASE=$BASE: not a commit"; exit 1; }
+head_rev=$(git rev-parse HEAD)
+dirty=""
+[ -z "$(git status --porcelain --untracked-files=no)" ] || dirty=" (with uncommitted changes)"
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/hlaunch-benchab.XXXXXX")
+parent=hlaunch-benchab-$(basename "$tmp" | tr -dc 'a-zA-Z0-9' | tail -c 6 | tr 'A-Z' 'a-z')$RANDOM
+cleanup() {
+	local rc=$? d
+	set +e
+	for d in /sys/fs/cgroup/"$parent" /sys/fs/cgroup/*/"$parent"; do
+		[ -d "$d" ] || continue
+		[ -e "$d/cgroup.kill" ] && echo 1 >"$d/cgroup.kill" 2>/dev/null
+		find "$d" -name cgroup.procs -exec sh -c 'xargs -r kill -9 <"$1" 2>/dev/null' _ {} \;
+		sleep 0.2
+		find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null
+		[ ! -d "$d" ] || log "warning: could not remove $d"
+	done
+	git worktree remove --force "$tmp/base-src" >/dev/null 2>&1
+	rm -rf "$tmp"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+build() { # build SRC OUTDIR
+	(cd "$1" && CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$2/" ./cmd/hlaunch ./cmd/hlaunch-sidecar)
+}
+log "building base $base_rev and head $head_rev$dirty"
+git worktree add --detach -q "$tmp/base-src" "$base_rev"
+build "$tmp/base-src" "$tmp/base"
+build . "$tmp/head"
+
+root=$tmp/hermes
+state=$tmp/state
+mkdir -p "$root/profiles/b/cache/scratch" "$root/profiles/b/workspace"
+printf 'B_MARKER=b\nFIRECRAWL_API_KEY=b-fc\n' >"$root/profiles/b/.env"
+chown -R 65534:65534 "$root/profiles/b"
+chmod 0755 "$tmp"
+
+cmds=$tmp/cmds.tsv
+: >"$cmds"
+add() { printf '%s\t%s\n' "$1" "$2" >>"$cmds"; }
+for side in base head; do
+	hl="$tmp/$side/hlaunch --root $root --state-dir $state-$side"
+	add "version/$side" "$tmp/$side/hlaunch version"
+	add "none/$side" "$hl exec --scope none -p b -- /bin/true"
+	add "cgroup/$side" "$hl exec --scope cgroup --cgroup-parent $parent -p b -- /bin/true"
+	add "cgroup-sb/$side" "$hl exec --sandbox --scope cgroup --cgroup-parent $parent -p b -- /bin/true"
+done
+if command -v bwrap >/dev/null; then
+	add "bwrap/anchor" "bwrap --dev-bind / / --unshare-pid --unshare-ipc --unshare-uts --clearenv /bin/true"
+fi
+# Each command once, so that one that cannot run here fails the A/B before hyperfine starts.
+while IFS=$'\t' read -r label cmd; do
+	$cmd </dev/null >/dev/null 2>"$tmp/err" || { log "$label failed: $(tail -n 2 "$tmp/err")"; exit 1; }
+done <"$cmds"
+
+args=(-N --warmup "$WARMUP" --runs "$((RUNS / ROUNDS))" --export-json "$tmp/hf.json" --style basic)
+for r in $(seq "$ROUNDS"); do
+	while IFS=$'\t' read -r label cmd; do args+=(-n "$label@$r" "$cmd"); done <"$cmds"
+done
+log "hyperfine: $(wc -l <"$cmds") commands x $RUNS runs in $ROUNDS rounds"
+hyperfine "${args[@]}" >/dev/null
+
+mkdir -p "$(dirname "$OUT")"
+python3 - "$tmp/hf.json" "$base_rev" "$head_rev$dirty" "$RUNS" "$ROUNDS" >"$OUT" <<'EOF'
+import json, statistics, sys
+path, base, head, runs, rounds = sys.argv[1:6]
+pooled = {}
+for r in json.load(open(path))["results"]:
+    label = r["command"].rsplit("@", 1)[0]
+    pooled.setdefault(label, []).extend(r["times"])
+med = {k: statistics.median(v) * 1000 for k, v in pooled.items()}
+bw = med.get("bwrap/anchor")
+print(f"A/B of the launch path: base {base[:12]}, head {head[:12]}; medians of {runs} runs each in {rounds} interleaved rounds (one hyperfine run).")
+print()
+print("| command | base | head | head / base | head / bwrap |")
+print("|---|---|---|---|---|")
+names = {"version": "`hlaunch version`", "none": "`exec --scope none -p b -- /bin/true`",
+         "cgroup": "`exec --scope cgroup -p b -- /bin/true`",
+         "cgroup-sb": "`exec --sandbox --scope cgroup -p b -- /bin/true`"}
+for key, name in names.items():
+    b, h = med[key + "/base"], med[key + "/head"]
+    ratio = f"{h / bw:.2f}" if bw and key != "version" else ""
+    print(f"| {name} | {b:.2f} ms | {h:.2f} ms | {h / b:.3f} | {ratio} |")
+if bw:
+    print(f"| bwrap (pid+ipc+uts, `--clearenv`) | | {bw:.2f} ms | | 1.00 |")
+EOF
+cat "$OUT"
