@@ -117,6 +117,13 @@ func TestSidecarFlood(t *testing.T) {
 	}
 	fl.quit()
 	gateway("after the flood")
+	// The sidecar fitted its connections to its descriptors ((4096 - 512 reserved) / 5 a connection, less
+	// the 64 refusals), and told its operator of the flood.
+	for _, want := range []string{"serving at most 652 connections at once", `msg="limit reached" limit=conns_per_uid uid=` + strconv.Itoa(attacker)} {
+		if !strings.Contains(p.log.String(), want) {
+			t.Errorf("the sidecar's log does not say %q:\n%s", want, p.log.String())
+		}
+	}
 }
 
 // flooderProc is a running `child flood` as another user.

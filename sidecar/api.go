@@ -306,6 +306,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	release, err := s.streams.acquire(uid)
 	if err != nil {
+		s.obs.limitedAt(s.streams.label(err), uid)
 		writeLimited(w, err)
 		return
 	}

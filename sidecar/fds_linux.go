@@ -28,6 +28,10 @@ type fdListener struct {
 	// process is out of descriptors.
 	freed chan struct{}
 	logf  func(string, ...any)
+	// limited is told of each connection refused at a bound (observer.limitedAt); starved is whether the
+	// last Accept failed for want of descriptors (logged once each time it starts).
+	limited func(label string, uid uint32)
+	starved bool
 }
 
 // Accept wraps each Unix connection in an fdConn. Out of descriptors (EMFILE, ENFILE), it neither returns
@@ -38,7 +42,10 @@ func (l *fdListener) Accept() (net.Conn, error) {
 		c, err := l.Listener.Accept()
 		if err != nil {
 			if l.conns != nil && (errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE)) {
-				l.logf("sidecar: accept: %v: waiting for a connection to close", err)
+				if !l.starved {
+					l.logf("sidecar: accept: %v: waiting for connections to close", err)
+				}
+				l.starved = true
 				select {
 				case <-l.freed:
 				case <-time.After(50 * time.Millisecond):
@@ -46,6 +53,10 @@ func (l *fdListener) Accept() (net.Conn, error) {
 				continue
 			}
 			return nil, err
+		}
+		if l.starved {
+			l.starved = false
+			l.logf("sidecar: accept: descriptors free again")
 		}
 		uc, ok := c.(*net.UnixConn)
 		if !ok {
@@ -67,7 +78,9 @@ func (l *fdListener) Accept() (net.Conn, error) {
 		}
 		select {
 		case l.rejects <- struct{}{}:
+			l.limited(l.conns.label(err), uid)
 		default:
+			l.limited("unanswered", uid)
 			uc.Close() // already answering as many refusals as it may: this one is not answered
 			continue
 		}

@@ -9,10 +9,13 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The limiter counts per uid and in all, tells a uid over its share (ErrTooMany) from a full sidecar
@@ -137,6 +140,63 @@ func TestConnLimitPerUID(t *testing.T) {
 			t.Fatalf("no slot after a connection closed: %d %v", st, err)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	// The last probe's slot comes back when the server sees it closed.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		resp, err := ts.client.Get("http://sidecar/v1/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == 429 && time.Now().Before(deadline) {
+			continue
+		}
+		// At least the one refusal above; the retries of this loop and the one before may add theirs.
+		if !regexp.MustCompile(`(?m)^hlaunch_sidecar_limited_total\{limit="conns_per_uid"\} [1-9]`).Match(m) {
+			t.Errorf("the refusal is not in the metrics: %d\n%s", resp.StatusCode, m)
+		}
+		break
+	}
+}
+
+// emfileListener fails its first n Accepts with EMFILE, then hands out one end of a pipe.
+type emfileListener struct {
+	net.Listener
+	n, calls int
+}
+
+func (l *emfileListener) Accept() (net.Conn, error) {
+	l.calls++
+	if l.calls <= l.n {
+		return nil, &net.OpError{Op: "accept", Net: "unix", Err: os.NewSyscallError("accept4", unix.EMFILE)}
+	}
+	c, _ := net.Pipe()
+	return c, nil
+}
+
+// Out of descriptors, Accept neither returns the error nor spins: it retries when a connection closes (or
+// after a short wait), and logs the starvation once, and its end once.
+func TestAcceptWaitsOutEMFILE(t *testing.T) {
+	var logged []string
+	inner := &emfileListener{n: 3}
+	l := &fdListener{Listener: inner, conns: newLimiter("connections", 1, 1), rejects: make(chan struct{}, 1),
+		freed: make(chan struct{}, 1), logf: func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }}
+	l.signalFreed() // a connection closed meanwhile: the first retry does not wait
+	start := time.Now()
+	c, err := l.Accept()
+	if err != nil {
+		t.Fatalf("Accept: %v", err)
+	}
+	c.Close()
+	if inner.calls != 4 {
+		t.Errorf("%d accept calls for 3 EMFILEs, want 4", inner.calls)
+	}
+	if took := time.Since(start); took < 80*time.Millisecond {
+		t.Errorf("3 EMFILEs took %s: the retries did not wait", took)
+	}
+	if len(logged) != 2 || !strings.Contains(logged[0], "too many open files") || !strings.Contains(logged[1], "free again") {
+		t.Errorf("log: %q, want one line for the starvation and one for its end", logged)
 	}
 }
 

@@ -138,12 +138,12 @@ type Server struct {
 	auth   authPolicy
 	selfNS string // this process's pid namespace (/proc/self/ns/pid): peers in another are sandboxed
 	events *broker
-	// streams counts the open /v1/events streams per peer uid (the connections are counted by fdListener).
-	streams *limiter
-	pool    *warmPool // nil without Config.Warm
-	obs     *observer
-	now     func() time.Time
-	start   time.Time
+	// conns counts the connections per peer uid (fdListener), streams the open /v1/events streams.
+	conns, streams *limiter
+	pool           *warmPool // nil without Config.Warm
+	obs            *observer
+	now            func() time.Time
+	start          time.Time
 
 	mu       sync.Mutex
 	view     map[string]viewEntry // worker id -> what was last reported
@@ -239,6 +239,8 @@ func newServer(cfg Config, b backend) (*Server, error) {
 	}
 	s.obs = newObserver(logger, s.counts, s.warmReady)
 	s.streams = newLimiter("event streams", cfg.MaxStreams, cfg.MaxStreamsPerUID)
+	s.conns = newLimiter("connections", cfg.MaxConns, cfg.MaxConnsPerUID)
+	s.obs.limits(s.conns, s.streams)
 	s.events = newBroker(cfg.EventRing, s.now)
 	s.events.observe = s.obs.event
 	if w, ok := b.(warmer); ok && cfg.Warm > 0 {
@@ -331,7 +333,7 @@ func (s *Server) serveListener(ctx context.Context, ln net.Listener) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	maxConns := s.fdBudget()
+	s.conns.setTotal(s.fdBudget())
 	hs := &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: s.cfg.HeaderTimeout,
@@ -356,8 +358,8 @@ func (s *Server) serveListener(ctx context.Context, ln net.Listener) error {
 	}
 
 	errc := make(chan error, 1)
-	fl := &fdListener{Listener: ln, conns: newLimiter("connections", maxConns, s.cfg.MaxConnsPerUID),
-		rejects: make(chan struct{}, rejectSlots), rejectRead: rejectRead, freed: make(chan struct{}, 1), logf: s.logf}
+	fl := &fdListener{Listener: ln, conns: s.conns, rejects: make(chan struct{}, rejectSlots), rejectRead: rejectRead,
+		freed: make(chan struct{}, 1), logf: s.logf, limited: s.obs.limitedAt}
 	go func() { errc <- hs.Serve(fl) }()
 	close(s.ready)
 	total, running := s.counts()
