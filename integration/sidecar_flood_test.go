@@ -32,7 +32,7 @@ func TestSidecarFlood(t *testing.T) {
 	requireCgroup2(t)
 	e := newEnv(t)
 	attacker, agid := throwawayUser(t)
-	dir, err := os.MkdirTemp(hostBase, "hlfl-")
+	dir, err := os.MkdirTemp(tmpBase, "hlfl-")
 	must(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	must(t, os.Chmod(dir, 0o755)) // the attacker reaches the socket, whose group lets it in
