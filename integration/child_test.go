@@ -50,6 +50,7 @@ type childReport struct {
 //	spawn-tree DUR       double-fork a setsid grandchild that sleeps DUR, print its pid, sleep DUR
 //	forkbomb             fork until fork fails, report how many, exit 0
 //	memhog MiB           allocate and touch MiB of memory, then sleep
+//	flood SOCK           a socket-group user's attacks on the sidecar at SOCK, driven on stdin (floodMain)
 func childMain(args []string) int {
 	// The first instruction of interest: read our cgroup before doing anything else.
 	cg, _ := os.ReadFile("/proc/self/cgroup")
@@ -144,6 +145,8 @@ func childMain(args []string) int {
 		return 0
 	case "session", "connect-until":
 		return hostileMain(args)
+	case "flood":
+		return floodMain(args)
 	case "memhog":
 		mib, _ := strconv.Atoi(args[1])
 		var keep [][]byte

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strconv"
@@ -28,6 +29,11 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/doctor", s.handleDoctor)
 	mux.Handle("GET /v1/metrics", s.obs.handler())
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if a := connAuthFrom(r.Context()); a != nil && a.over != nil {
+			// Over a limit: answered before anything is parsed, and the connection closed after it.
+			writeLimited(w, a.over)
+			return
+		}
 		if a := connAuthFrom(r.Context()); a == nil || !a.ok {
 			// Refused before anything is parsed; the connection is not kept for another try.
 			w.Header().Set("Connection", "close")
@@ -42,9 +48,55 @@ func (s *Server) Handler() http.Handler {
 			writeError(w, routeError(mux, r))
 			return
 		}
+		// A write deadline an event stream left on the connection does not carry over to this request.
+		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+		hasBody := r.Body != http.NoBody
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBody)
+		if hasBody {
+			r.Body = s.bodyDeadline(w, r.Body)
+		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// writeLimited answers a request over a limit (ErrTooMany: 429, ErrBusy: 503) with Retry-After, and closes
+// the connection after the answer.
+func writeLimited(w http.ResponseWriter, err error) {
+	w.Header().Set("Connection", "close")
+	w.Header().Set("Retry-After", strconv.Itoa(RetryAfter))
+	writeError(w, err)
+}
+
+// bodyDeadline gives reading body Config.BodyTimeout: the connection's read deadline is set now and cleared
+// once the body has been read to its end, so that a long-lived answer (/wait) is not cut by it.
+// A read past the deadline fails with ErrSlowBody.
+func (s *Server) bodyDeadline(w http.ResponseWriter, body io.ReadCloser) io.ReadCloser {
+	rc := http.NewResponseController(w)
+	if rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout)) != nil {
+		return body
+	}
+	return &deadlineBody{ReadCloser: body, rc: rc, timeout: s.cfg.BodyTimeout}
+}
+
+type deadlineBody struct {
+	io.ReadCloser
+	rc      *http.ResponseController
+	timeout time.Duration
+	done    bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	switch {
+	case errors.Is(err, io.EOF) && !b.done:
+		b.done = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// The deadline stays: what net/http would read of the rest fails at once, and the answer closes
+		// the connection (writeError).
+		err = fmt.Errorf("%w: the body was not received within %s (--body-timeout)", ErrSlowBody, b.timeout)
+	}
+	return n, err
 }
 
 // routeError tells an unknown path (404) from a known path with the wrong method (405), both as JSON.
@@ -72,6 +124,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func writeError(w http.ResponseWriter, err error) {
 	code := Code(err)
+	if errors.Is(err, ErrSlowBody) {
+		w.Header().Set("Connection", "close") // the rest of the body is not read: the connection is not reused
+	}
 	// A spec the launcher refused is worded with its JSON fields, not the exec flags (launcher.FieldError).
 	writeJSON(w, statusOf(code), errorBody{Error: errorDetail{Code: code, Message: launcher.SpecMessage(err)}})
 }
@@ -241,28 +296,52 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		since = n
 	}
-	fl, ok := w.(http.Flusher)
-	if !ok {
+	if _, ok := w.(http.Flusher); !ok {
 		writeError(w, errors.New("streaming unsupported"))
 		return
 	}
-	sub, backlog, gap := s.events.subscribe(since, replay, 1024)
+	uid := unknownUID
+	if a := connAuthFrom(r.Context()); a != nil {
+		uid = a.peer.UID
+	}
+	release, err := s.streams.acquire(uid)
+	if err != nil {
+		s.obs.limitedAt(s.streams.label(err), uid)
+		writeLimited(w, err)
+		return
+	}
+	defer release()
+	sub, backlog, gap := s.events.subscribe(since, replay, s.cfg.StreamQueue)
 	defer s.events.unsubscribe(sub)
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
+	// Every write has StreamWriteTimeout: a reader that stops reading fills the socket's buffer, and the
+	// stream is then cut off rather than held (with its queue) for as long as that reader likes.
+	rc := http.NewResponseController(w)
+	// The end of the answer (its last chunk, written after this returns) is bounded too; the next request
+	// on the connection starts without a deadline (Handler).
+	defer func() { _ = rc.SetWriteDeadline(time.Now().Add(s.cfg.StreamWriteTimeout)) }()
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
+	write := func(e Event) bool {
+		_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.StreamWriteTimeout))
+		return enc.Encode(e) == nil
+	}
+	send := func(e Event) bool { return write(e) && rc.Flush() == nil }
 	if gap {
-		_ = enc.Encode(Event{Type: EventLost, Time: s.now().UTC().Format(time.RFC3339Nano),
+		write(Event{Type: EventLost, Time: s.now().UTC().Format(time.RFC3339Nano),
 			Reason: "events before the backlog were dropped or came from an earlier sidecar; re-list workers"})
 	}
 	for _, e := range backlog {
-		if enc.Encode(e) != nil {
+		if !write(e) {
 			return
 		}
 	}
-	fl.Flush()
+	_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.StreamWriteTimeout))
+	if rc.Flush() != nil {
+		return
+	}
 	for {
 		select {
 		case <-r.Context().Done():
@@ -270,16 +349,14 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		case e, ok := <-sub.ch:
 			if !ok {
 				if sub.lost {
-					_ = enc.Encode(Event{Type: EventLost, Time: s.now().UTC().Format(time.RFC3339Nano),
-						Reason: "this stream fell behind; re-list workers and reconnect with since"})
-					fl.Flush()
+					send(Event{Type: EventLost, Time: s.now().UTC().Format(time.RFC3339Nano),
+						Reason: fmt.Sprintf("this stream fell behind (more than %d events unread); re-list workers and reconnect with since", s.cfg.StreamQueue)})
 				}
 				return
 			}
-			if enc.Encode(e) != nil {
+			if !send(e) {
 				return
 			}
-			fl.Flush()
 		}
 	}
 }

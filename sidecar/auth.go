@@ -51,6 +51,7 @@ type connAuth struct {
 	ok      bool
 	reason  string
 	credErr error   // SO_PEERCRED failed: the connection is refused
+	over    error   // the connection is over a limit (ErrTooMany, ErrBusy): every request is answered so
 	fds     *fdConn // descriptors the client passed (SCM_RIGHTS), when the listener keeps them
 }
 

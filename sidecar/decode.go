@@ -26,6 +26,9 @@ func decodeStrict(r io.Reader, v any, allowEmpty bool) error {
 		if isMaxBytes(err) {
 			return fmt.Errorf("%w: %w", ErrTooLarge, err)
 		}
+		if errors.Is(err, ErrSlowBody) {
+			return err
+		}
 		return fmt.Errorf("%w: body: %w", launcher.ErrInvalid, err)
 	}
 	if allowEmpty && len(bytes.TrimSpace(data)) == 0 {

@@ -25,6 +25,12 @@ var (
 	ErrInUse = errors.New("socket is in use by a live server")
 	// ErrNotSocket: the socket path exists and is not a socket; it is never replaced.
 	ErrNotSocket = errors.New("socket path exists and is not a socket")
+	// ErrTooMany: the peer's uid already holds its share of connections or event streams (429).
+	ErrTooMany = errors.New("too many: over this uid's share")
+	// ErrBusy: the sidecar holds as many connections or event streams as it serves at once (503).
+	ErrBusy = errors.New("busy: the sidecar is at its limit")
+	// ErrSlowBody: a request's body did not arrive within Config.BodyTimeout (408).
+	ErrSlowBody = errors.New("request body too slow")
 	// ErrConfig: the Config is unusable (no launcher, no socket, unknown group).
 	ErrConfig = errors.New("invalid sidecar configuration")
 )
@@ -54,6 +60,12 @@ func Code(err error) string {
 		return "not_found"
 	case errors.Is(err, ErrMethod):
 		return "method_not_allowed"
+	case errors.Is(err, ErrTooMany):
+		return "too_many"
+	case errors.Is(err, ErrBusy):
+		return "busy"
+	case errors.Is(err, ErrSlowBody):
+		return "too_slow"
 	}
 	return launcher.Code(err)
 }
@@ -70,7 +82,7 @@ func statusOf(code string) int {
 		return http.StatusNotFound
 	case "method_not_allowed":
 		return http.StatusMethodNotAllowed
-	case "timeout":
+	case "timeout", "too_slow":
 		return http.StatusRequestTimeout
 	case "refused", "unverified", "not_running", "leader_exited", "key_held":
 		return http.StatusConflict
@@ -80,7 +92,9 @@ func statusOf(code string) int {
 		return http.StatusUnprocessableEntity
 	case "not_implemented":
 		return http.StatusNotImplemented
-	case "degraded":
+	case "too_many":
+		return http.StatusTooManyRequests
+	case "degraded", "busy":
 		return http.StatusServiceUnavailable
 	default: // internal, not_empty
 		return http.StatusInternalServerError

@@ -1,8 +1,10 @@
 package sidecar
 
 import (
+	"errors"
 	"net"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -11,19 +13,90 @@ import (
 const maxFDs = 3
 
 // fdListener hands out connections that keep the descriptors a client passes with its request
-// (SCM_RIGHTS), for a spawn whose spec says "stdio": "inherit".
-type fdListener struct{ net.Listener }
+// (SCM_RIGHTS), for a spawn whose spec says "stdio": "inherit". With conns set it also counts each
+// connection against its peer uid's share (limiter): a connection over a limit is handed out marked, to be
+// answered 429 or 503 and closed, and bounded by rejects and rejectRead while it is.
+type fdListener struct {
+	net.Listener
+	conns *limiter
+	// rejects holds one token per over-limit connection being answered; when it is full, further ones are
+	// closed at once, unanswered.
+	rejects chan struct{}
+	// rejectRead is how long an over-limit connection may take to send its request's headers.
+	rejectRead time.Duration
+	// freed is signalled (without blocking) whenever a connection closes: Accept waits on it when the
+	// process is out of descriptors.
+	freed chan struct{}
+	logf  func(string, ...any)
+	// limited is told of each connection refused at a bound (observer.limitedAt); starved is whether the
+	// last Accept failed for want of descriptors (logged once each time it starts).
+	limited func(label string, uid uint32)
+	starved bool
+}
 
-// Accept wraps each Unix connection in an fdConn.
-func (l fdListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
+// Accept wraps each Unix connection in an fdConn. Out of descriptors (EMFILE, ENFILE), it neither returns
+// the error (net/http would back off for up to a second per try) nor retries at once (the pending connection
+// would make it spin): it waits until a connection closes, or a short while.
+func (l *fdListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			if l.conns != nil && (errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE)) {
+				if !l.starved {
+					l.logf("sidecar: accept: %v: waiting for connections to close", err)
+				}
+				l.starved = true
+				select {
+				case <-l.freed:
+				case <-time.After(50 * time.Millisecond):
+				}
+				continue
+			}
+			return nil, err
+		}
+		if l.starved {
+			l.starved = false
+			l.logf("sidecar: accept: descriptors free again")
+		}
+		uc, ok := c.(*net.UnixConn)
+		if !ok {
+			return c, nil
+		}
+		fc := &fdConn{UnixConn: uc}
+		fc.peer, fc.credErr = peerOf(uc)
+		if l.conns == nil {
+			return fc, nil
+		}
+		uid := fc.peer.UID
+		if fc.credErr != nil {
+			uid = unknownUID
+		}
+		release, err := l.conns.acquire(uid)
+		if err == nil {
+			fc.release = func() { release(); l.signalFreed() }
+			return fc, nil
+		}
+		select {
+		case l.rejects <- struct{}{}:
+			l.limited(l.conns.label(err), uid)
+		default:
+			l.limited("unanswered", uid)
+			uc.Close() // already answering as many refusals as it may: this one is not answered
+			continue
+		}
+		fc.over = err
+		fc.readCap = time.Now().Add(l.rejectRead)
+		fc.release = func() { <-l.rejects }
+		_ = fc.SetReadDeadline(fc.readCap)
+		return fc, nil
 	}
-	if uc, ok := c.(*net.UnixConn); ok {
-		return &fdConn{UnixConn: uc}, nil
+}
+
+func (l *fdListener) signalFreed() {
+	select {
+	case l.freed <- struct{}{}:
+	default:
 	}
-	return c, nil
 }
 
 // fdConn reads with recvmsg so that descriptors sent along with the request's bytes are kept (Go sets
@@ -32,9 +105,19 @@ func (l fdListener) Accept() (net.Conn, error) {
 type fdConn struct {
 	*net.UnixConn
 
-	mu  sync.Mutex
-	fds []int
-	oob []byte
+	// peer is the kernel's record of who connected (peerOf), read once at accept; credErr when it failed.
+	peer    Peer
+	credErr error
+	// over is the limit this connection is over (ErrTooMany, ErrBusy), nil when it is served; readCap is
+	// the latest read deadline such a connection may have, whatever net/http asks for.
+	over    error
+	readCap time.Time
+	release func() // gives back the connection's slot (or refusal token); nil when none was taken
+
+	mu     sync.Mutex
+	fds    []int
+	oob    []byte
+	closed bool
 }
 
 // Read is net.Conn's Read, keeping any passed descriptors.
@@ -85,10 +168,34 @@ func (c *fdConn) takeFDs() []int {
 	return fds
 }
 
-// Close closes descriptors nobody took, then the connection.
+// SetReadDeadline is net.Conn's, never later than readCap when that is set.
+func (c *fdConn) SetReadDeadline(t time.Time) error {
+	if !c.readCap.IsZero() && (t.IsZero() || t.After(c.readCap)) {
+		t = c.readCap
+	}
+	return c.UnixConn.SetReadDeadline(t)
+}
+
+// SetDeadline is net.Conn's, with the read side capped as SetReadDeadline caps it.
+func (c *fdConn) SetDeadline(t time.Time) error {
+	if err := c.UnixConn.SetWriteDeadline(t); err != nil {
+		return err
+	}
+	return c.SetReadDeadline(t)
+}
+
+// Close closes descriptors nobody took, then the connection, and gives back its slot.
 func (c *fdConn) Close() error {
 	for _, fd := range c.takeFDs() {
 		unix.Close(fd)
 	}
-	return c.UnixConn.Close()
+	err := c.UnixConn.Close()
+	c.mu.Lock()
+	first := !c.closed
+	c.closed = true
+	c.mu.Unlock()
+	if first && c.release != nil {
+		c.release()
+	}
+	return err
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -64,6 +65,10 @@ type observer struct {
 	latency  prometheus.Histogram   // a spawn request's time to its answer, successful ones
 	events   *prometheus.CounterVec // published events, by type
 	peers    prometheus.Counter     // refused connections
+
+	limited   *prometheus.CounterVec // refusals at a limit, by bound (limits, limitedAt)
+	limitMu   sync.Mutex
+	limitLogs map[string]*limitLog // bound -> when it was last logged, and what was refused since
 }
 
 // spawnBuckets: a spawn answers in 2-10 ms on an idle host (docs/benchmarks.md); the tail under load and

@@ -216,6 +216,9 @@ func TestCodeAndStatus(t *testing.T) {
 		{ErrNotImplemented, "not_implemented", http.StatusNotImplemented},
 		{ErrNoRoute, "not_found", http.StatusNotFound},
 		{ErrMethod, "method_not_allowed", http.StatusMethodNotAllowed},
+		{ErrTooMany, "too_many", http.StatusTooManyRequests},
+		{ErrBusy, "busy", http.StatusServiceUnavailable},
+		{ErrSlowBody, "too_slow", http.StatusRequestTimeout},
 		{errors.New("boom"), "internal", http.StatusInternalServerError},
 	}
 	for _, tt := range tests {

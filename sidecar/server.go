@@ -28,6 +28,30 @@ const (
 	DefaultSlowPoll     = 2 * time.Second
 	DefaultEventRing    = 4096
 	DefaultGCInterval   = 30 * time.Second
+	// DefaultHeaderTimeout bounds the time to read a request's line and headers: a client sends them at
+	// once, so only a slow-loris holds a connection this long.
+	DefaultHeaderTimeout = 10 * time.Second
+	// DefaultBodyTimeout bounds the time to read a request's body (a spec of a few hundred bytes).
+	DefaultBodyTimeout = 30 * time.Second
+	// DefaultIdleTimeout is how long a kept-alive connection may wait for its next request.
+	DefaultIdleTimeout = 60 * time.Second
+	// DefaultStreamQueue is how many events one /v1/events stream may have waiting to be written; a stream
+	// whose reader falls further behind is ended with a lost event.
+	DefaultStreamQueue = 1024
+	// DefaultStreamWriteTimeout is how long writing one event to a /v1/events stream may take; a reader that
+	// stops reading is cut off after it.
+	DefaultStreamWriteTimeout = 30 * time.Second
+)
+
+// maxHeaderBytes bounds a request's line and headers (a client's are a few hundred bytes): net/http's
+// default, 1 MiB, would let every connection hold a megabyte while its headers are read.
+const maxHeaderBytes = 16 << 10
+
+// rejectSlots is how many connections over a limit may be answered (429 or 503) at once; rejectRead is how
+// long one may take to send its headers. Further ones are closed unanswered.
+const (
+	rejectSlots = 64
+	rejectRead  = 2 * time.Second
 )
 
 // Config is what a Server needs; zero fields take the defaults given.
@@ -71,6 +95,22 @@ type Config struct {
 	Retention *launcher.Retention
 	// GCInterval is the time between two collections; zero means DefaultGCInterval.
 	GCInterval time.Duration
+	// MaxConns bounds the connections served at once, from every peer together (503 busy past it); zero
+	// means DefaultMaxConns. It is lowered, with a log line, when RLIMIT_NOFILE cannot hold it (fdBudget).
+	MaxConns int
+	// MaxConnsPerUID bounds the connections one peer uid holds at once (429 too_many past it); zero means
+	// DefaultMaxConnsPerUID. Root's and the owner's count like anyone's.
+	MaxConnsPerUID int
+	// MaxStreams and MaxStreamsPerUID bound the GET /v1/events streams open at once, in all and per uid;
+	// zero means DefaultMaxStreams and DefaultMaxStreamsPerUID.
+	MaxStreams, MaxStreamsPerUID int
+	// HeaderTimeout, BodyTimeout and IdleTimeout bound the reading of a request's headers, of its body, and
+	// a kept-alive connection's wait for its next request; zero means their defaults.
+	HeaderTimeout, BodyTimeout, IdleTimeout time.Duration
+	// StreamQueue is how many events an event stream may have waiting; zero means DefaultStreamQueue.
+	StreamQueue int
+	// StreamWriteTimeout bounds the writing of one event to a stream; zero means DefaultStreamWriteTimeout.
+	StreamWriteTimeout time.Duration
 	// AllowSeccompOff serves spawns whose spec turns the sandbox's system-call filter off ("seccomp":
 	// "off"). Zero value: they are refused (400 invalid), because the sidecar's clients pass it work for
 	// hostile code and the filter is the sandbox's defence in depth; the receipt says which a worker got.
@@ -98,10 +138,12 @@ type Server struct {
 	auth   authPolicy
 	selfNS string // this process's pid namespace (/proc/self/ns/pid): peers in another are sandboxed
 	events *broker
-	pool   *warmPool // nil without Config.Warm
-	obs    *observer
-	now    func() time.Time
-	start  time.Time
+	// conns counts the connections per peer uid (fdListener), streams the open /v1/events streams.
+	conns, streams *limiter
+	pool           *warmPool // nil without Config.Warm
+	obs            *observer
+	now            func() time.Time
+	start          time.Time
 
 	mu       sync.Mutex
 	view     map[string]viewEntry // worker id -> what was last reported
@@ -156,6 +198,15 @@ func newServer(cfg Config, b backend) (*Server, error) {
 	if cfg.EventRing <= 0 {
 		cfg.EventRing = DefaultEventRing
 	}
+	setDefault(&cfg.MaxConns, DefaultMaxConns)
+	setDefault(&cfg.MaxConnsPerUID, DefaultMaxConnsPerUID)
+	setDefault(&cfg.MaxStreams, DefaultMaxStreams)
+	setDefault(&cfg.MaxStreamsPerUID, DefaultMaxStreamsPerUID)
+	setDefault(&cfg.StreamQueue, DefaultStreamQueue)
+	setDefault(&cfg.HeaderTimeout, DefaultHeaderTimeout)
+	setDefault(&cfg.BodyTimeout, DefaultBodyTimeout)
+	setDefault(&cfg.IdleTimeout, DefaultIdleTimeout)
+	setDefault(&cfg.StreamWriteTimeout, DefaultStreamWriteTimeout)
 	if cfg.Log == nil {
 		cfg.Log = os.Stderr
 	}
@@ -187,12 +238,21 @@ func newServer(cfg Config, b backend) (*Server, error) {
 		logger = NewLogger(cfg.Log)
 	}
 	s.obs = newObserver(logger, s.counts, s.warmReady)
+	s.streams = newLimiter("event streams", cfg.MaxStreams, cfg.MaxStreamsPerUID)
+	s.conns = newLimiter("connections", cfg.MaxConns, cfg.MaxConnsPerUID)
+	s.obs.limits(s.conns, s.streams)
 	s.events = newBroker(cfg.EventRing, s.now)
 	s.events.observe = s.obs.event
 	if w, ok := b.(warmer); ok && cfg.Warm > 0 {
 		s.pool = newWarmPool(w, cfg.Warm, s.logf)
 	}
 	return s, nil
+}
+
+func setDefault[T int | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }
 
 // lookupGroup resolves a group name or numeric gid; "" means no group (-1).
@@ -273,11 +333,14 @@ func (s *Server) serveListener(ctx context.Context, ln net.Listener) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	s.conns.setTotal(s.fdBudget())
 	hs := &http.Server{
 		Handler:           s.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		// No WriteTimeout: /wait and /events are long-lived by design.
-		IdleTimeout: 2 * time.Minute,
+		ReadHeaderTimeout: s.cfg.HeaderTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		// No ReadTimeout or WriteTimeout: /wait and /events are long-lived by design. The body has its own
+		// deadline (Handler), and each event written to a stream its own (handleEvents).
+		IdleTimeout: s.cfg.IdleTimeout,
 		ConnContext: s.connContext,
 		ErrorLog:    s.obs.errorLog(),
 		BaseContext: func(net.Listener) context.Context { return ctx },
@@ -295,7 +358,9 @@ func (s *Server) serveListener(ctx context.Context, ln net.Listener) error {
 	}
 
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(fdListener{ln}) }()
+	fl := &fdListener{Listener: ln, conns: s.conns, rejects: make(chan struct{}, rejectSlots), rejectRead: rejectRead,
+		freed: make(chan struct{}, 1), logf: s.logf, limited: s.obs.limitedAt}
+	go func() { errc <- hs.Serve(fl) }()
 	close(s.ready)
 	total, running := s.counts()
 	s.obs.log.Info("started", "version", version.Version, "pid", os.Getpid(), "socket", s.Addr(),
@@ -337,7 +402,14 @@ func (s *Server) serveListener(ctx context.Context, ln net.Listener) error {
 func (s *Server) connContext(ctx context.Context, c net.Conn) context.Context {
 	a := &connAuth{}
 	a.fds, _ = c.(*fdConn)
-	a.peer, a.credErr = peerOf(c)
+	if a.fds != nil {
+		a.peer, a.credErr, a.over = a.fds.peer, a.fds.credErr, a.fds.over
+	} else {
+		a.peer, a.credErr = peerOf(c)
+	}
+	if a.over != nil {
+		return withConnAuth(ctx, a) // answered 429 or 503 (Handler); who it is does not matter then
+	}
 	if a.credErr == nil {
 		a.ok, a.reason = s.auth.allow(a.peer)
 		if a.ok {

@@ -77,6 +77,13 @@ type sidecarFlags struct {
 	retention           launcher.Retention
 	gcInterval          time.Duration
 	allowSeccompOff     bool
+	limits              sidecarLimits
+}
+
+// sidecarLimits are the bounds on what the socket's peers may hold (docs/sidecar.md, "Limits").
+type sidecarLimits struct {
+	maxConns, maxConnsPerUID, maxStreams, maxStreamsPerUID, streamQueue int
+	headerTimeout, bodyTimeout, idleTimeout, streamWriteTimeout         time.Duration
 }
 
 // newSidecarCmd is the daemon's whole command line (see docs/sidecar.md).
@@ -126,6 +133,7 @@ share/doc/hlaunch/sidecar.md.`,
 	retentionflag.Add(fs, &f.retention)
 	fs.Var(launcher.NewDurationFlag(&f.gcInterval, sidecar.DefaultGCInterval), "gc-interval", "how often the sidecar collects ended workers and prunes the ledger by the retention flags (off the spawn path)")
 	fs.BoolVar(&f.allowSeccompOff, "allow-seccomp-off", false, `serve sandboxed spawns whose spec says "seccomp": "off" (refused by default)`)
+	addLimitFlags(fs, &f.limits)
 	fs.IntVar(&f.warm, "warm", 0, "worker slots kept ready for spawns of the default placement (cgroup or scope made, shim started; ADR 0007), 0..64")
 	return cmd
 }
@@ -163,6 +171,9 @@ func (f *sidecarFlags) run(cmd *cobra.Command) error {
 	}
 	if f.gcInterval < time.Millisecond {
 		return invalidf("sidecar: --gc-interval %s: want at least 1ms", f.gcInterval)
+	}
+	if err := f.limits.check(); err != nil {
+		return err
 	}
 	if f.pollInterval < time.Millisecond || f.slowPoll < f.pollInterval {
 		return invalidf("sidecar: want 1ms <= --poll-interval (%s) <= --slow-poll (%s)", f.pollInterval, f.slowPoll)
@@ -206,18 +217,27 @@ func (f *sidecarFlags) run(cmd *cobra.Command) error {
 	}
 	defer l.Close()
 	srv, err := sidecar.New(sidecar.Config{
-		Socket:          f.socket,
-		SocketGroup:     f.socketGroup,
-		Launcher:        l,
-		MaxBody:         f.maxBody,
-		PollInterval:    f.pollInterval,
-		SlowPoll:        f.slowPoll,
-		Warm:            f.warm,
-		Retention:       &f.retention,
-		GCInterval:      f.gcInterval,
-		AllowSeccompOff: f.allowSeccompOff,
-		Placement:       &defaults,
-		Logger:          sidecar.NewLogger(cmd.ErrOrStderr()),
+		Socket:             f.socket,
+		SocketGroup:        f.socketGroup,
+		Launcher:           l,
+		MaxBody:            f.maxBody,
+		PollInterval:       f.pollInterval,
+		SlowPoll:           f.slowPoll,
+		Warm:               f.warm,
+		Retention:          &f.retention,
+		GCInterval:         f.gcInterval,
+		AllowSeccompOff:    f.allowSeccompOff,
+		MaxConns:           f.limits.maxConns,
+		MaxConnsPerUID:     f.limits.maxConnsPerUID,
+		MaxStreams:         f.limits.maxStreams,
+		MaxStreamsPerUID:   f.limits.maxStreamsPerUID,
+		StreamQueue:        f.limits.streamQueue,
+		HeaderTimeout:      f.limits.headerTimeout,
+		BodyTimeout:        f.limits.bodyTimeout,
+		IdleTimeout:        f.limits.idleTimeout,
+		StreamWriteTimeout: f.limits.streamWriteTimeout,
+		Placement:          &defaults,
+		Logger:             sidecar.NewLogger(cmd.ErrOrStderr()),
 	})
 	if err != nil {
 		return invalidf("sidecar: %v", err)

@@ -51,3 +51,24 @@ func TestSidecarPlacementCheckedByTheLauncher(t *testing.T) {
 		}
 	}
 }
+
+// A limit that would serve nothing or wait for nothing is bad input: one line naming the flag, exit 125,
+// before the socket is made.
+func TestSidecarLimitFlagsChecked(t *testing.T) {
+	for _, tt := range [][2]string{
+		{"--max-conns", "0"}, {"--max-conns-per-uid", "-1"}, {"--max-streams", "0"}, {"--max-streams-per-uid", "0"},
+		{"--stream-queue", "0"}, {"--header-timeout", "0s"}, {"--body-timeout", "0"}, {"--idle-timeout", "0s"},
+		{"--stream-write-timeout", "0s"},
+	} {
+		cmd := newSidecarCmd()
+		cmd.SetArgs([]string{"--socket", t.TempDir() + "/missing/s.sock", tt[0], tt[1]})
+		err := cmd.Execute()
+		if !errors.Is(err, launcher.ErrInvalid) || launcher.ExitCode(err) != 125 {
+			t.Fatalf("%s %s: %v, want ErrInvalid (exit 125)", tt[0], tt[1], err)
+		}
+		msg := strings.TrimPrefix(err.Error(), launcher.ErrInvalid.Error()+": ")
+		if !strings.HasPrefix(msg, "sidecar: "+tt[0]+" ") || strings.Contains(msg, "\n") {
+			t.Errorf("%s %s: %q, want one line naming the flag", tt[0], tt[1], msg)
+		}
+	}
+}

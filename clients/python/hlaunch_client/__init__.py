@@ -22,13 +22,15 @@ Example::
 
 Errors are typed: every error answer of the sidecar raises a subclass of ``HlaunchError`` chosen by its
 stable code (``InvalidSpec`` for ``invalid``, ``KeyHeld`` for ``key_held``, ...), with ``.code``,
-``.status`` and the message. Arguments the client can check itself raise ``InvalidSpec`` (also a
+``.status`` and the message; ``TooMany`` (429) and ``Busy`` (503), both ``Overloaded``, say the sidecar is
+at one of its limits and carry ``.retry_after`` in seconds. Arguments the client can check itself raise ``InvalidSpec`` (also a
 ``ValueError``) before anything is sent.
 """
 
 from ._args import STATES, Duration, Signal
 from ._async import AsyncClient, EventStream
 from ._errors import (
+    Busy,
     CannotRun,
     CommandNotFound,
     Degraded,
@@ -40,10 +42,13 @@ from ._errors import (
     NotEmpty,
     NotFound,
     NotRunning,
+    Overloaded,
     ProtocolError,
     Refused,
     SidecarUnavailable,
     TooLarge,
+    TooMany,
+    TooSlow,
     Unsupported,
     Unverified,
     WaitTimeout,
@@ -77,6 +82,10 @@ __all__ = [
     "CommandNotFound",
     "Forbidden",
     "TooLarge",
+    "TooSlow",
+    "Overloaded",
+    "TooMany",
+    "Busy",
     "WaitTimeout",
     "Unsupported",
     "default_socket",

@@ -31,6 +31,7 @@ class _Conn:
         self.writer = writer
         self.chunked = False
         self.remaining: Optional[int] = None  # Content-Length left, when the answer has one
+        self.retry_after: Optional[str] = None  # the answer's Retry-After, when it has one
 
     def close(self) -> None:
         # Closing the transport releases the socket at once; there is nothing to flush for a caller that
@@ -58,6 +59,8 @@ class _Conn:
                 self.chunked = True
             elif name == "content-length" and value.isdigit():
                 self.remaining = int(value)
+            elif name == "retry-after":
+                self.retry_after = value
         return status
 
     async def piece(self) -> bytes:
@@ -145,7 +148,7 @@ class EventStream:
                 self._conn = await self._client._open(self._path, None, None)
                 status = await self._conn.head()
                 if status >= 400:
-                    _decode(status, await self._conn.body())
+                    _decode(status, await self._conn.body(), self._conn.retry_after)
             while True:
                 line, sep, rest = self._buf.partition(b"\n")
                 if sep:
@@ -210,11 +213,11 @@ class AsyncClient(_Base):
         return conn
 
     async def _exchange(self, method: str, path: str, body: Optional[Mapping[str, Any]],
-                        fds: Optional[Sequence[int]]) -> Tuple[int, bytes]:
+                        fds: Optional[Sequence[int]]) -> Tuple[int, bytes, Optional[str]]:
         conn = await self._open(path, body, fds, method)
         try:
             status = await conn.head()
-            return status, await conn.body()
+            return status, await conn.body(), conn.retry_after
         except (ConnectionError, asyncio.IncompleteReadError) as e:
             raise SidecarUnavailable("connection to %s failed: %s" % (self.socket_path, e)) from e
         finally:
@@ -224,10 +227,10 @@ class AsyncClient(_Base):
                        timeout: Optional[float] = -1.0, fds: Optional[Sequence[int]] = None) -> Any:
         t = self.timeout if timeout is not None and timeout < 0 else timeout
         try:
-            status, raw = await asyncio.wait_for(self._exchange(method, path, body, fds), t)
+            status, raw, retry_after = await asyncio.wait_for(self._exchange(method, path, body, fds), t)
         except asyncio.TimeoutError as e:
             raise SidecarUnavailable("no answer from %s within %ss" % (self.socket_path, t)) from e
-        return _decode(status, raw)
+        return _decode(status, raw, retry_after)
 
     # -- API ---------------------------------------------------------------------------------------
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime
+import email.utils
 from typing import Any, Dict, Optional, Type
 
 
@@ -137,6 +139,60 @@ class Unsupported(HlaunchError):
     code = "not_implemented"
 
 
+class TooSlow(HlaunchError):
+    """The request's body did not reach the sidecar within its ``--body-timeout``."""
+
+    code = "too_slow"
+
+
+class Overloaded(HlaunchError):
+    """The sidecar is at one of its limits (docs/sidecar.md, "Limits"): try again after ``retry_after``.
+
+    Attributes:
+        retry_after: seconds to wait before trying again, from the answer's ``Retry-After``; None when it
+            had none.
+    """
+
+    code = "overloaded"
+
+    def __init__(self, message: str, code: Optional[str] = None, status: Optional[int] = None,
+                 retry_after: Optional[float] = None) -> None:
+        super().__init__(message, code=code, status=status)
+        self.retry_after = retry_after
+
+
+class TooMany(Overloaded):
+    """This caller's uid already holds its share of the sidecar's connections or event streams (HTTP 429):
+    close some, or wait ``retry_after`` seconds."""
+
+    code = "too_many"
+
+
+class Busy(Overloaded):
+    """The sidecar serves as many connections or event streams as it may, from every caller together (HTTP
+    503): wait ``retry_after`` seconds."""
+
+    code = "busy"
+
+
+def retry_after_seconds(value: Optional[str]) -> Optional[float]:
+    """The seconds a ``Retry-After`` header says (a number of seconds, or an HTTP date); None if it says none."""
+    if value is None:
+        return None
+    value = value.strip()
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return max((when - datetime.datetime.now(datetime.timezone.utc)).total_seconds(), 0.0)
+
+
 def _all_subclasses(cls: Type[HlaunchError]) -> "list[Type[HlaunchError]]":
     out = []
     for sub in cls.__subclasses__():
@@ -148,11 +204,21 @@ def _all_subclasses(cls: Type[HlaunchError]) -> "list[Type[HlaunchError]]":
 _BY_CODE: Dict[str, Type[HlaunchError]] = {cls.code: cls for cls in _all_subclasses(HlaunchError)}
 
 
-def error_for(status: int, payload: Any) -> HlaunchError:
-    """Return the exception for an error answer ``payload`` (the decoded JSON) with HTTP ``status``."""
+def error_for(status: int, payload: Any, retry_after: Optional[str] = None) -> HlaunchError:
+    """Return the exception for an error answer ``payload`` (the decoded JSON) with HTTP ``status`` and
+    ``retry_after``, the answer's ``Retry-After`` header (None without one).
+
+    A 429 or 503 over one of the sidecar's limits is an ``Overloaded`` (``TooMany``, ``Busy``) with
+    ``.retry_after`` in seconds; so is a 429 of a code this client does not know yet.
+    """
     err = payload.get("error") if isinstance(payload, dict) else None
     if not isinstance(err, dict) or "code" not in err:
         return ProtocolError("HTTP %d without a JSON error body" % status, status=status)
     code = str(err.get("code"))
-    cls = _BY_CODE.get(code, HlaunchError)
-    return cls(str(err.get("message", "")), code=code, status=status)
+    message = str(err.get("message", ""))
+    cls = _BY_CODE.get(code)
+    if cls is None and status == 429:
+        cls = TooMany
+    if cls is not None and issubclass(cls, Overloaded):
+        return cls(message, code=code, status=status, retry_after=retry_after_seconds(retry_after))
+    return (cls or HlaunchError)(message, code=code, status=status)

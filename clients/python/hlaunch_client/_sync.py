@@ -84,14 +84,14 @@ class _FDPassingConnection(_UnixHTTPConnection):
         super().send(data)
 
 
-def _decode(status: int, raw: bytes) -> Any:
-    """The JSON of an answer; an error answer raises its exception."""
+def _decode(status: int, raw: bytes, retry_after: Optional[str] = None) -> Any:
+    """The JSON of an answer; an error answer raises its exception (with the answer's ``Retry-After``)."""
     try:
         payload = json.loads(raw.decode("utf-8")) if raw else None
     except ValueError as e:
         raise ProtocolError("answer is not JSON (HTTP %d): %r" % (status, raw[:200]), status=status) from e
     if status >= 400:
-        raise error_for(status, payload)
+        raise error_for(status, payload, retry_after)
     return payload
 
 
@@ -183,7 +183,7 @@ class Client(_Base):
             raise SidecarUnavailable("no answer from %s within the timeout" % self.socket_path) from e
         finally:
             conn.close()
-        return _decode(resp.status, raw)
+        return _decode(resp.status, raw, resp.getheader("Retry-After"))
 
     # -- API ---------------------------------------------------------------------------------------
 
@@ -297,7 +297,7 @@ class Client(_Base):
         try:
             resp = self._send(conn, "GET", path, None)
             if resp.status >= 400:
-                _decode(resp.status, resp.read())
+                _decode(resp.status, resp.read(), resp.getheader("Retry-After"))
             while True:
                 line = resp.readline()
                 if not line:

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/hlaunch/hlaunch/launcher"
+	"github.com/hlaunch/hlaunch/sidecar"
+)
+
+// addLimitFlags adds the flags of the bounds on connections, event streams and request reading.
+func addLimitFlags(fs *pflag.FlagSet, l *sidecarLimits) {
+	fs.IntVar(&l.maxConns, "max-conns", sidecar.DefaultMaxConns, "connections served at once from every peer together (past it: 503 busy)")
+	fs.IntVar(&l.maxConnsPerUID, "max-conns-per-uid", sidecar.DefaultMaxConnsPerUID, "connections one peer uid may hold at once, root's too (past it: 429 too_many)")
+	fs.IntVar(&l.maxStreams, "max-streams", sidecar.DefaultMaxStreams, "GET /v1/events streams open at once from every peer together (past it: 503 busy)")
+	fs.IntVar(&l.maxStreamsPerUID, "max-streams-per-uid", sidecar.DefaultMaxStreamsPerUID, "GET /v1/events streams one peer uid may hold at once (past it: 429 too_many)")
+	fs.IntVar(&l.streamQueue, "stream-queue", sidecar.DefaultStreamQueue, "events one stream may have unwritten; a reader further behind gets a lost event and the stream ends")
+	fs.Var(launcher.NewDurationFlag(&l.headerTimeout, sidecar.DefaultHeaderTimeout), "header-timeout", "time a client has to send a request's line and headers")
+	fs.Var(launcher.NewDurationFlag(&l.bodyTimeout, sidecar.DefaultBodyTimeout), "body-timeout", "time a client has to send a request's body (past it: 408 too_slow)")
+	fs.Var(launcher.NewDurationFlag(&l.idleTimeout, sidecar.DefaultIdleTimeout), "idle-timeout", "time a kept-alive connection may wait for its next request")
+	fs.Var(launcher.NewDurationFlag(&l.streamWriteTimeout, sidecar.DefaultStreamWriteTimeout), "stream-write-timeout", "time writing one event to a stream may take; a reader that stops reading is cut off after it")
+}
+
+// check refuses a bound that would serve nothing or wait for nothing: one line naming the flag (exit 125).
+func (l sidecarLimits) check() error {
+	for _, c := range []struct {
+		flag string
+		n    int
+	}{
+		{"max-conns", l.maxConns}, {"max-conns-per-uid", l.maxConnsPerUID}, {"max-streams", l.maxStreams},
+		{"max-streams-per-uid", l.maxStreamsPerUID}, {"stream-queue", l.streamQueue},
+	} {
+		if c.n < 1 {
+			return invalidf("sidecar: --%s %d: want at least 1", c.flag, c.n)
+		}
+	}
+	for _, c := range []struct {
+		flag string
+		d    time.Duration
+	}{
+		{"header-timeout", l.headerTimeout}, {"body-timeout", l.bodyTimeout}, {"idle-timeout", l.idleTimeout},
+		{"stream-write-timeout", l.streamWriteTimeout},
+	} {
+		if c.d < time.Millisecond {
+			return invalidf("sidecar: --%s %s: want at least 1ms", c.flag, c.d)
+		}
+	}
+	return nil
+}
