@@ -138,6 +138,14 @@ func TestPrivilegeFollowsProfileUnsandboxed(t *testing.T) {
 		noRoot(t)
 	})
 
+	t.Run("sidecar warm", func(t *testing.T) {
+		requireCgroup2(t)
+		// A warm slot's shim is made before the spec is known; its worker drops all the same.
+		p := startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s.sock"), "--warm", "1")
+		wantIDs(t, p.report(map[string]any{}), uid, gid)
+		wantIDs(t, p.report(map[string]any{}), uid, gid)
+	})
+
 	t.Run("sidecar allow-as", func(t *testing.T) {
 		requireCgroup2(t)
 		p := startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s.sock"), "--allow-as")
@@ -324,4 +332,27 @@ func cgroupRootsOf(t *testing.T) []string {
 		t.Fatal("no cgroup hierarchy mounted")
 	}
 	return roots
+}
+
+// An unprivileged launcher cannot give an unsandboxed worker other ids than its own: --as naming another
+// uid or gid is refused before anything starts (exit 125, one line naming --as); its own ids run, and a
+// sandbox still takes --as (ids inside its user namespace). On the old code the first was "--as needs
+// --sandbox" and its own ids were refused the same way.
+func TestPrivilegeUnprivilegedAs(t *testing.T) {
+	requireRoot(t) // to become uid 65534 (setpriv)
+	w := nobodyEnv(t)
+	ran := filepath.Join(w.State, "ran")
+	for _, as := range []string{"0:0", "65534:0", "0:65534", "1000:1000"} {
+		r := w.asNobody("exec", "-p", "b", "--scope", "none", "--as", as, "--", "sh", "-c", ": > "+ran)
+		if msg := strings.TrimSpace(r.Stderr); r.Code != 125 || strings.Contains(msg, "\n") || !strings.Contains(msg, "--as "+as) || !strings.Contains(msg, "unprivileged") {
+			t.Errorf("unprivileged --as %s: exit %d %q; want 125, one line naming --as", as, r.Code, msg)
+		}
+		if _, err := os.Stat(ran); err == nil {
+			t.Errorf("unprivileged --as %s: the worker ran", as)
+			os.Remove(ran)
+		}
+	}
+	if r := w.asNobody("exec", "-p", "b", "--scope", "none", "--as", "65534:65534", "--", "sh", "-c", ": > "+ran); r.Code != 0 {
+		t.Errorf("unprivileged --as of its own ids: exit %d %s", r.Code, r.Stderr)
+	}
 }
