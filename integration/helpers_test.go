@@ -169,6 +169,11 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	dir := t.TempDir()
 	e := &env{t: t, Root: filepath.Join(dir, "hermes"), State: filepath.Join(dir, "state"), Parent: ownedParent(t)}
+	// The path down to the homes is root's and searchable by all, as a hermes root is: an unsandboxed
+	// worker runs as its home's owner and must reach its home (t.TempDir's directories are 0700).
+	must(t, os.Chmod(filepath.Dir(dir), 0o755))
+	must(t, os.Chmod(dir, 0o755))
+	must(t, os.MkdirAll(filepath.Join(e.Root, "profiles"), 0o755))
 	e.profile("a", "A_MARKER=a\nHERMES_MODEL=a-model\nTERMINAL_ENV=docker\nFIRECRAWL_API_KEY=a-fc\n")
 	e.profile("b", "B_MARKER=b\nFIRECRAWL_API_KEY=b-fc\nGH_TOKEN=b-gh-tier1\n")
 	must(t, os.WriteFile(filepath.Join(e.Root, ".env"), []byte("ROOT_MARKER=root\n"), 0o600))
@@ -180,6 +185,16 @@ func newEnv(t *testing.T) *env {
 		"OPENAI_API_KEY=ambient-only", "GITHUB_TOKEN=ambient-gh", "HLAUNCH_STATE_DIR=" + e.State,
 	}
 	t.Cleanup(func() { cleanupCgroups(t, e.Parent) })
+	return e
+}
+
+// rootHomeEnv is newEnv with profile b's home (its .env too) root's: its unsandboxed worker runs as root,
+// the uid of its shim, which it can then kill or stop, and writes where root may (a worker of a home of
+// another owner runs as that owner: docs/security.md, "Privilege follows the profile").
+func rootHomeEnv(t *testing.T) *env {
+	t.Helper()
+	e := newEnv(t)
+	must(t, exec.Command("chown", "-R", "0:0", filepath.Join(e.Root, "profiles", "b")).Run())
 	return e
 }
 

@@ -419,7 +419,9 @@ func sdSidecar(t *testing.T, m *systemdtest.Manager, e *env, sock string) *scPro
 func TestHostileSidecarRefusesScopedPeers(t *testing.T) {
 	requireRoot(t)
 	m := systemdtest.Start(t)
-	e := newEnv(t)
+	// A root-owned home: its worker is root, the sidecar's uid, so the kernel lets it connect and what
+	// refuses it is the sidecar's own check (a worker of a user's home is refused by the socket's mode).
+	e := rootHomeEnv(t)
 	sock := filepath.Join(scSocketDir(t), "s.sock")
 	p := sdSidecar(t, m, e, sock)
 	const via = "sidecar:/proc/self/fd/0"

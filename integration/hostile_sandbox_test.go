@@ -214,7 +214,8 @@ func TestHostileSandboxIdentity(t *testing.T) {
 	})
 	t.Run("root-owned home", func(t *testing.T) {
 		e := newEnv(t)
-		must(t, os.Chown(filepath.Join(e.Root, "profiles", "b"), 0, 0))
+		// The whole home root's, its .env too: a root worker reads no .env of another uid's but credentials.
+		must(t, exec.Command("chown", "-R", "0:0", filepath.Join(e.Root, "profiles", "b")).Run())
 		r := e.run("exec", "-p", "b", "--sandbox", "--scope", "none", "--", selfBin, "child", "report")
 		if r.Code != 125 || !strings.Contains(r.Stderr, "--as") {
 			t.Errorf("root-owned home without --as: exit %d %q; want 125 naming --as", r.Code, r.Stderr)

@@ -66,7 +66,7 @@ func checkDeadlineRecord(t *testing.T, rec treeRecord, child int) {
 func TestDeadlineEndsWholeTreeCLI(t *testing.T) {
 	requireRoot(t)
 	v2 := requireCgroup2(t)
-	e := newEnv(t)
+	e := rootHomeEnv(t)
 	pidFile := filepath.Join(t.TempDir(), "child.pid")
 	rc := e.detach([]string{"--scope", "cgroup", "--cgroup-parent", e.Parent, "--timeout", "2s", "--grace", "500ms"}, deadlineArgv(pidFile)...)
 	child := readPID(t, pidFile)
@@ -97,7 +97,7 @@ func TestDeadlineEndsWholeTreeCLI(t *testing.T) {
 func TestDeadlineEndsWholeTreeSidecar(t *testing.T) {
 	requireRoot(t)
 	requireCgroup2(t)
-	e := newEnv(t)
+	e := rootHomeEnv(t)
 	p := startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s.sock"))
 	sidecarDeadline(t, p)
 }
@@ -119,7 +119,7 @@ func sidecarDeadline(t *testing.T, p *scProc) {
 func TestDeadlineEndsWholeTreeSystemd(t *testing.T) {
 	requireRoot(t)
 	m := systemdtest.Start(t)
-	e := newEnv(t)
+	e := rootHomeEnv(t)
 	pidFile := filepath.Join(t.TempDir(), "child.pid")
 	args := append([]string{"exec", "-p", "b", "--detach", "--scope", "systemd", "--user", "--timeout", "2s", "--grace", "500ms", "--"}, deadlineArgv(pidFile)...)
 	r := e.sd(m, args...)

@@ -111,7 +111,8 @@ func TestSidecarSpecErrorsNameFields(t *testing.T) {
 	tests := []struct{ body, want string }{
 		{`{"profile":"b","argv":["true"],"timeout":"10"}`, `spec field timeout "10": not a duration (want a duration such as 500ms, 30s or 10m)`},
 		{`{"profile":"b","argv":["true"],"grace":"-1s"}`, `spec field grace "-1s": must not be negative`},
-		{`{"profile":"b","argv":["true"],"user":"1000"}`, `spec field user UID:GID needs sandbox`},
+		{`{"profile":"b","argv":["true"],"user":"1000"}`, `spec field user "1000": want UID:GID`},
+		{`{"profile":"b","argv":["true"],"user":"4294967296:4294967296"}`, `spec field user "4294967296:4294967296": uid "4294967296": out of range`},
 		{`{"profile":"b","argv":["true"],"limits":{"cpus":0.001}}`, `spec field limits.cpus 0.001: below the minimum 0.01`},
 		{`{"profile":"b","argv":["true"],"limits":{"cpu_weight":20000}}`, `spec field limits.cpu_weight 20000: want 1..10000`},
 		{`{"profile":"b","argv":["true"],"scope":"vm"}`, `spec field scope "vm": want auto, systemd, cgroup or none`},

@@ -113,7 +113,7 @@ func TestRedteam2SwapProtectedWhileLaunching(t *testing.T) {
 func TestRedteam2ForeignReaderOfLostShim(t *testing.T) {
 	requireRoot(t)
 	requireCgroup2(t)
-	e := newEnv(t)
+	e := rootHomeEnv(t)
 	base, err := os.MkdirTemp(tmpBase, "hl-rt2-")
 	must(t, err)
 	t.Cleanup(func() { os.RemoveAll(base) })

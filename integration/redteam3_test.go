@@ -80,7 +80,7 @@ func TestRedteam3ShimPIDTakenByWorker(t *testing.T) {
 	}
 	hostMax, err := os.ReadFile("/proc/sys/kernel/pid_max")
 	must(t, err)
-	e := newEnv(t)
+	e := rootHomeEnv(t)
 	// The namespace's init reaps what is reparented to it (the shim the worker kills, the adversary's tries).
 	holder := exec.Command("unshare", "--pid", "--fork", "--mount-proc", "--kill-child", "python3", "-c",
 		"import os,time\nwhile True:\n  try: os.wait()\n  except ChildProcessError: time.sleep(0.05)\n")
@@ -328,7 +328,7 @@ func TestRedteam3SandboxSignalsOutside(t *testing.T) {
 func TestRedteam3WorkerStopsItsShim(t *testing.T) {
 	requireRoot(t)
 	requireCgroup2(t)
-	e := newEnv(t)
+	e := rootHomeEnv(t)
 	rc, pid := shimStopped(t, cliLaunch(t, e.run, "exec", "-p", "b", "--detach", "--scope", "cgroup", "--cgroup-parent", e.Parent,
 		"--timeout", "5s", "--grace", "300ms")) // 5 s: sidecarLaunch says why
 	for boottimeNS(t) < rc.Deadline+rc.Grace+int64(500*time.Millisecond) {
@@ -394,7 +394,7 @@ func procState(pid int) byte {
 func TestRedteam3WorkerStopsItsShimBeforeReceipt(t *testing.T) {
 	requireRoot(t)
 	requireCgroup2(t)
-	e := newEnv(t)
+	e := rootHomeEnv(t)
 	dir := t.TempDir()
 	r := e.run("exec", "-p", "b", "--detach", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--timeout", "2s", "--",
 		"sh", "-c", `echo $$ > "$1/pid"; kill -STOP $PPID; exec sleep 120`, "sh", dir)
@@ -466,7 +466,7 @@ func TestRedteam3HardLinkProtectedFromInside(t *testing.T) {
 func TestRedteam3SidecarWorkerStopsItsShim(t *testing.T) {
 	requireRoot(t)
 	requireCgroup2(t)
-	e := newEnv(t)
+	e := rootHomeEnv(t)
 	p := startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s.sock"))
 	rc, pid := shimStopped(t, sidecarLaunch(p))
 	waitPIDGone(t, pid, "sidecar, its worker's shim stopped")

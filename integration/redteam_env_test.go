@@ -78,8 +78,9 @@ func TestRedteamUnsandboxedReadsLauncherEnviron(t *testing.T) {
 	t.Run("root launcher", func(t *testing.T) {
 		e := newEnv(t)
 		r := e.run("exec", "-p", "b", "--scope", "none", "--", "sh", "-c", `tr '\0' '\n' < /proc/$PPID/environ`)
-		if r.Code != 0 {
-			t.Fatalf("exit %d: %s", r.Code, r.Stderr)
+		// The worker runs as B's home's owner, not the launcher's uid: the read may fail outright.
+		if r.Code != 0 && !strings.Contains(r.Stderr, "environ") {
+			t.Fatalf("exit %d: %s (want the launch to run, and the read to fail or show nothing)", r.Code, r.Stderr)
 		}
 		leaked(t, "exec", r.Stdout)
 	})

@@ -97,6 +97,8 @@ func TestSandboxUserDropAndNet(t *testing.T) {
 	requireRoot(t)
 	e := newEnv(t)
 	must(t, exec.Command("chmod", "-R", "a+rX", e.Root).Run())
+	// The home (its .env, its scratch) is the worker's own: a .env of another uid's sets only credentials.
+	must(t, exec.Command("chown", "-R", "65534:65534", filepath.Join(e.Root, "profiles", "b")).Run())
 	rep, _ := e.report([]string{"-p", "b", "--sandbox", "--scope", "none", "--as", "65534:65534", "--net", "none"}, "ls:/sys/class/net")
 	if rep.UID != 65534 || !strings.HasPrefix(rep.Status["Uid"], "65534") {
 		t.Errorf("uid %d (%s), want 65534", rep.UID, rep.Status["Uid"])

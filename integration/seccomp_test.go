@@ -81,6 +81,8 @@ func TestSeccompDeniesFromInside(t *testing.T) {
 	t.Run("as", func(t *testing.T) {
 		e := newEnv(t)
 		must(t, exec.Command("chmod", "-R", "a+rX", e.Root).Run())
+		// The home (its .env, its scratch) is the worker's own: a .env of another uid's sets only credentials.
+		must(t, exec.Command("chown", "-R", "65534:65534", filepath.Join(e.Root, "profiles", "b")).Run())
 		rep, _ := e.report([]string{"-p", "b", "--sandbox", "--scope", "none", "--as", "65534:65534", "--net", "none"}, checks...)
 		if rep.UID != 65534 {
 			t.Fatalf("uid %d, want 65534", rep.UID)

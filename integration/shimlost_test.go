@@ -118,7 +118,7 @@ func checkLostEnd(t *testing.T, rec lostRecord, pid int) {
 }
 
 // A detached, unsandboxed worker kills its shim (its parent, of the launcher's uid: every unsandboxed
-// worker can) and runs on past its --timeout. What holds (docs/security.md, "Known limits";
+// worker of the shim's uid can, here root's worker of a root-owned home) and runs on past its --timeout. What holds (docs/security.md, "Known limits";
 // docs/identity.md, "A worker whose shim is gone"): the record holds the deadline, and whatever of
 // hlaunch's reads it enforces it - a CLI call (status before the deadline says running with shim_lost;
 // past it, it ends the tree), the sidecar's watcher with nothing asked of it, and in systemd mode the
@@ -135,7 +135,7 @@ func TestRedteamWorkerKillsItsShim(t *testing.T) {
 		return append([]string{"exec", "-p", "b", "--detach", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--timeout", "5s", "--grace", "500ms"}, more...)
 	}
 	t.Run("cli cgroup at once", func(t *testing.T) {
-		e := newEnv(t)
+		e := rootHomeEnv(t)
 		dir := t.TempDir()
 		r := e.run(append(append(cgroupExec(e), "--"), shimKillerArgv(dir, false)...)...)
 		pid := readPID(t, filepath.Join(dir, "pid"))
@@ -150,7 +150,7 @@ func TestRedteamWorkerKillsItsShim(t *testing.T) {
 		waitPIDGone(t, pid, fmt.Sprintf("launch exit %d %s", r.Code, r.Stderr))
 	})
 	t.Run("cli cgroup after receipt", func(t *testing.T) {
-		e := newEnv(t)
+		e := rootHomeEnv(t)
 		v2 := requireCgroup2(t)
 		rc, pid := shimKilled(t, cliLaunch(t, e.run, cgroupExec(e)...))
 		// Nothing of hlaunch's runs now: each status call is the reader. Before the deadline it says
@@ -182,7 +182,7 @@ func TestRedteamWorkerKillsItsShim(t *testing.T) {
 		}
 	})
 	t.Run("cli cgroup wait", func(t *testing.T) {
-		e := newEnv(t)
+		e := rootHomeEnv(t)
 		rc, pid := shimKilled(t, cliLaunch(t, e.run, cgroupExec(e)...))
 		// wait is the reader that outlives the deadline: it enforces it itself.
 		w := e.run("wait", "--timeout", "30s", "--json", rc.ID)
@@ -194,12 +194,12 @@ func TestRedteamWorkerKillsItsShim(t *testing.T) {
 		}
 	})
 	t.Run("sidecar cgroup", func(t *testing.T) {
-		e := newEnv(t)
+		e := rootHomeEnv(t)
 		p := startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s.sock"))
 		sidecarShimKill(t, p)
 	})
 	t.Run("sandboxed worker cannot reach its shim", func(t *testing.T) {
-		e := newEnv(t)
+		e := rootHomeEnv(t)
 		// uid 0 without capabilities inside needs the home searchable and a directory it may write.
 		home := filepath.Join(e.Root, "profiles", "b")
 		must(t, os.Chmod(home, 0o755))
@@ -248,7 +248,7 @@ func sidecarShimKill(t *testing.T, p *scProc) {
 func TestRedteamWorkerKillsItsShimSystemd(t *testing.T) {
 	requireRoot(t)
 	m := systemdtest.Start(t)
-	e := newEnv(t)
+	e := rootHomeEnv(t)
 	launch := func(args ...string) result {
 		r := e.sd(m, args...)
 		if r.Code != 0 {

@@ -666,7 +666,10 @@ func TestSidecarSocketHiddenFromSandbox(t *testing.T) {
 	must(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	sock := filepath.Join(dir, "s.sock")
-	p := startSidecarProc(t, e, sock)
+	// The workers run as B's home's owner: the socket is its group's (0660), so an unsandboxed one may
+	// connect and the sandboxed one's failure is the view's doing.
+	must(t, os.Chmod(dir, 0o755))
+	p := startSidecarProc(t, e, sock, "--socket-group", strconv.Itoa(profileUID("b")))
 	for _, sandbox := range []bool{false, true} {
 		spec, _ := json.Marshal(map[string]any{"profile": "b", "sandbox": sandbox,
 			"argv": []string{selfBin, "child", "report", "connect:" + sock}})

@@ -25,6 +25,7 @@ type childStart struct {
 	stdio Stdio
 	sb    *sandbox.Spec
 	attr  syscall.SysProcAttr // session/pgrp settings chosen by the caller
+	cred  *syscall.Credential // an unsandboxed worker's ids (identity.credential); nil keeps ours
 }
 
 // start starts c placed by p. The fast path is one clone3(CLONE_INTO_CGROUP)+execve of the target. A target
@@ -46,6 +47,9 @@ func (l *Launcher) start(ctx context.Context, spec Spec, id string, p placement,
 	}
 	files := []*os.File{c.stdio.Stdin, c.stdio.Stdout, c.stdio.Stderr}
 	if c.sb == nil {
+		// The worker drops to its ids in the child, before its exec (and, held, before its traced exec);
+		// the stub a fallback starts drops the same way before it execs the target.
+		attr.Credential = c.cred
 		path, err := hproc.LookPath(c.argv[0], pathOf(c.env))
 		if err != nil {
 			return nil, execError(err)

@@ -46,6 +46,9 @@ type Config struct {
 	// launches (a long-lived caller such as the sidecar) instead of dialling two per launch and closing
 	// them after it; a lost connection is dialled again by the next launch. Close closes them.
 	KeepBus bool
+	// OwnerOnly refuses a spec whose User names other ids than its profile home's owner and group (a
+	// sidecar without --allow-as: it runs each worker as its home's owner). False takes any --as.
+	OwnerOnly bool
 }
 
 // Stdio are the foreground child's standard streams; nil fields mean /dev/null.

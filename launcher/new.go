@@ -131,30 +131,37 @@ func (l *Launcher) Environ(ctx context.Context, spec Spec) (profile.Environ, err
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("environ: %w", context.Cause(ctx))
 	}
-	env, _, err := l.compose(spec)
+	env, _, _, err := l.compose(spec)
 	return env, err
 }
 
-func (l *Launcher) compose(spec Spec) (profile.Environ, *profile.Profile, error) {
+// compose opens spec's profile, decides who its worker runs as (identity) and composes its environ for
+// that uid: `hlaunch env` and the launch itself take the same worker uid.
+func (l *Launcher) compose(spec Spec) (profile.Environ, *profile.Profile, identity, error) {
 	p, err := profile.Open(l.root, spec.Profile)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return nil, nil, identity{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	// The home's descriptor is needed only to read the .env; the caller keeps the names (a long-lived
 	// sidecar must not hold one descriptor per spawn until the garbage collector finds it).
 	defer p.Close()
+	id, err := l.identity(spec, p)
+	if err != nil {
+		return nil, nil, identity{}, err
+	}
 	env, err := profile.Compose(profile.Request{
-		Profile:  p,
-		Secrets:  string(spec.Secrets),
-		Pass:     spec.Pass,
-		Env:      spec.Env,
-		Inherit:  spec.Inherit,
-		Launcher: l.cfg.Environ,
-		OSHome:   osHome(envLookup(l.cfg.Environ)),
-		Policy:   l.policy,
+		Profile:   p,
+		Secrets:   string(spec.Secrets),
+		Pass:      spec.Pass,
+		Env:       spec.Env,
+		Inherit:   spec.Inherit,
+		Launcher:  l.cfg.Environ,
+		OSHome:    osHome(envLookup(l.cfg.Environ)),
+		Policy:    l.policy,
+		WorkerUID: id.uid,
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return nil, nil, identity{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
-	return env, p, nil
+	return env, p, id, nil
 }

@@ -12,6 +12,8 @@ import (
 	"github.com/hlaunch/hlaunch/cgroup"
 	"github.com/hlaunch/hlaunch/fingerprint"
 	hproc "github.com/hlaunch/hlaunch/internal/proc"
+	"github.com/hlaunch/hlaunch/nsenv/profile"
+	"github.com/hlaunch/hlaunch/nsenv/sandbox"
 )
 
 // Signals are what a foreground launch forwards to its child.
@@ -47,15 +49,11 @@ func (l *Launcher) Run(ctx context.Context, spec Spec, stdio Stdio, sigs Signals
 	if err != nil {
 		return ExitCode(err), err
 	}
-	env, prof, err := l.compose(spec)
+	env, prof, who, err := l.compose(spec)
 	if err != nil {
 		return ExitCode(err), err
 	}
-	cwd, err := l.cwd(spec)
-	if err != nil {
-		return ExitCode(err), err
-	}
-	sb, cwd, err := l.sandbox(spec, prof, cwd)
+	cwd, sb, err := l.workerPlace(spec, env, prof, who)
 	if err != nil {
 		return ExitCode(err), err
 	}
@@ -91,7 +89,7 @@ func (l *Launcher) Run(ctx context.Context, spec Spec, stdio Stdio, sigs Signals
 		return ExitCode(err), err
 	}
 	defer term.close()
-	proc, err := l.start(ctx, spec, id, p, childStart{argv: spec.Argv, env: env.Strings(), cwd: cwd, stdio: out, sb: sb, attr: attr})
+	proc, err := l.start(ctx, spec, id, p, childStart{argv: spec.Argv, env: env.Strings(), cwd: cwd, stdio: out, sb: sb, attr: attr, cred: who.credential()})
 	if err != nil {
 		return ExitCode(err), err
 	}
@@ -224,6 +222,24 @@ func (l *Launcher) termTree(spec Spec, g *cgroup.Group, proc *hproc.Proc) {
 	}
 	defer h.Close()
 	_ = signalAll(context.Background(), h, spec.Sandbox, syscall.SIGTERM)
+}
+
+// workerPlace decides where the worker of spec runs: its working directory and its sandbox (nil without
+// one), and refuses directories it must not be given (checkWorkerDirs).
+func (l *Launcher) workerPlace(spec Spec, env profile.Environ, prof *profile.Profile, who identity) (string, *sandbox.Spec, error) {
+	cwd, err := l.cwd(spec)
+	if err != nil {
+		return "", nil, err
+	}
+	cwd = workerCwd(spec, cwd, prof.Home, who)
+	sb, cwd, err := l.sandbox(spec, prof, who, cwd)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := checkWorkerDirs(spec, env, cwd, who); err != nil {
+		return "", nil, err
+	}
+	return cwd, sb, nil
 }
 
 func (l *Launcher) cwd(spec Spec) (string, error) {

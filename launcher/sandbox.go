@@ -22,11 +22,11 @@ import (
 // worker starts in the launcher's directory only when that is inside its home or a --rw path, and in
 // its home otherwise (a sidecar runs in /, a gateway anywhere: none of that is the worker's).
 //
-// The identity (docs/security.md, "The child's identity"): a worker of a root launcher never runs as
-// host uid 0 unless the caller asks with --as 0:0. Without --as it runs as the owner and group of the
-// profile home, and a home owned by root or of group root is refused. An unprivileged launcher's worker is the launcher's own uid,
-// mapped to 0 in a user namespace (sandbox.Spec.SysProcAttr).
-func (l *Launcher) sandbox(spec Spec, prof *profile.Profile, cwd string) (*sandbox.Spec, string, error) {
+// The identity is decided by Launcher.identity (docs/security.md, "Privilege follows the profile"): a
+// root launcher's sandboxed worker never runs as host uid 0 unless the caller asks with --as 0:0; an
+// unprivileged launcher's is the launcher's own uid, mapped to 0 in a user namespace
+// (sandbox.Spec.SysProcAttr), and drops to the --as ids inside.
+func (l *Launcher) sandbox(spec Spec, prof *profile.Profile, id identity, cwd string) (*sandbox.Spec, string, error) {
 	if !spec.Sandbox {
 		return nil, cwd, nil
 	}
@@ -57,9 +57,6 @@ func (l *Launcher) sandbox(spec Spec, prof *profile.Profile, cwd string) (*sandb
 	// The Landlock scopes (abstract sockets, signals) are on wherever the kernel has them; without them
 	// the worker still starts, and its receipt says "landlock": "unavailable" (docs/security.md).
 	sb.Unscoped = landlock.Supported() != nil
-	if spec.Cwd == "" {
-		cwd = viewCwd(cwd, prof.Home, spec.RW)
-	}
 	if err := sb.Validate(); err != nil {
 		return nil, "", invalid(err)
 	}
@@ -69,24 +66,8 @@ func (l *Launcher) sandbox(spec Spec, prof *profile.Profile, cwd string) (*sandb
 			return nil, "", invalid(fmt.Errorf("--sandbox: %w (--seccomp off runs it without the filter)", err))
 		}
 	}
-	switch {
-	case spec.User != "":
-		sb.UID, sb.GID, _ = parseUser(spec.User) // checked by Validate
-		sb.SetUser = true
-	case os.Geteuid() == 0:
-		uid, gid, err := sb.HomeOwner()
-		if err != nil {
-			return nil, "", invalid(err)
-		}
-		if uid == 0 {
-			return nil, "", fmt.Errorf("%w: --sandbox: the profile home %s is owned by root, and a sandboxed worker does not run as host root unless asked: pass --as UID:GID (--as 0:0 for root)", ErrInvalid, prof.Home)
-		}
-		// The group is refused like the user: a home made by root and handed over with `chown user dir`
-		// keeps group root, and a worker of gid 0 reads and writes what the root group may.
-		if gid == 0 {
-			return nil, "", fmt.Errorf("%w: --sandbox: the profile home %s has group root, and a sandboxed worker does not run as host gid 0 unless asked: chgrp the home, or pass --as UID:GID", ErrInvalid, prof.Home)
-		}
-		sb.UID, sb.GID, sb.SetUser = uid, gid, true
+	if id.asSet {
+		sb.UID, sb.GID, sb.SetUser = int(id.asUID), int(id.asGID), true
 	}
 	return sb, cwd, nil
 }

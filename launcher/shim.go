@@ -205,6 +205,10 @@ func shimStart(sc *shimConfig) (proc *hproc.Proc, release func() error, err erro
 	attr := &syscall.SysProcAttr{Setsid: true}
 	cfg := sc.Init
 	if cfg.Sandbox == nil {
+		if sc.Cred != nil {
+			// The worker drops, the shim stays root: it must supervise and record.
+			attr.Credential = &syscall.Credential{Uid: sc.Cred.UID, Gid: sc.Cred.GID, Groups: []uint32{}}
+		}
 		path, err := hproc.LookPath(cfg.Argv[0], pathOf(cfg.Env))
 		if err != nil {
 			return nil, nil, err

@@ -71,6 +71,7 @@ type detachedLaunch struct {
 	prof    *profile.Profile
 	cwd     string
 	sb      *sandbox.Spec
+	cred    *syscall.Credential // an unsandboxed worker's ids (identity.credential); nil keeps the shim's
 	workers *state.Dir
 	unlock  func() // releases the key lock (a no-op without --key)
 	// onReceipt is Stdio.OnReceipt: called with the receipt before the worker may run.
@@ -83,15 +84,11 @@ func (l *Launcher) detached(ctx context.Context, spec Spec, stdio Stdio, id stri
 	if err != nil {
 		return nil, err
 	}
-	env, prof, err := l.compose(spec)
+	env, prof, who, err := l.compose(spec)
 	if err != nil {
 		return nil, err
 	}
-	cwd, err := l.cwd(spec)
-	if err != nil {
-		return nil, err
-	}
-	sb, cwd, err := l.sandbox(spec, prof, cwd)
+	cwd, sb, err := l.workerPlace(spec, env, prof, who)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +116,7 @@ func (l *Launcher) detached(ctx context.Context, spec Spec, stdio Stdio, id stri
 	if err != nil {
 		return nil, err
 	}
-	d := &detachedLaunch{spec: spec, id: id, env: env.Strings(), prof: prof, cwd: cwd, sb: sb, workers: workers, unlock: func() {}, onReceipt: stdio.OnReceipt}
+	d := &detachedLaunch{spec: spec, id: id, env: env.Strings(), prof: prof, cwd: cwd, sb: sb, cred: who.credential(), workers: workers, unlock: func() {}, onReceipt: stdio.OnReceipt}
 	if spec.Key != "" {
 		if d.unlock, err = l.holdKey(ctx, spec.Key); err != nil {
 			return nil, err
@@ -191,6 +188,9 @@ func (l *Launcher) runShim(ctx context.Context, d *detachedLaunch, h *heldShim) 
 		Init:    handshake.Config{Argv: d.spec.Argv, Env: d.env, Cwd: d.cwd, Sandbox: d.sb, CPUs: h.cpus},
 		Receipt: l.receipt(d.spec, d.prof.Name, d.prof.Home, d.id, h.p),
 		Cgroup:  h.cgroup,
+	}
+	if d.cred != nil && d.sb == nil {
+		sc.Cred = &shim.Cred{UID: d.cred.Uid, GID: d.cred.Gid}
 	}
 	where := h.p.describe()
 	sc.Unit, sc.InvocationID = where.unit, where.invocationID

@@ -2,7 +2,6 @@ package launcher
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -66,10 +65,7 @@ func (s *Spec) Validate() error {
 		return bad("--rw needs --sandbox")
 	}
 	if s.User != "" {
-		if !s.Sandbox {
-			return bad("--as UID:GID needs --sandbox")
-		}
-		if _, _, err := parseUser(s.User); err != nil {
+		if _, _, err := ParseUser(s.User); err != nil {
 			return bad("--as %q: %v", s.User, err)
 		}
 	}
@@ -162,20 +158,6 @@ func isUnitName(name string) bool {
 		}
 	}
 	return false
-}
-
-func parseUser(v string) (uid, gid int, err error) {
-	u, g, ok := strings.Cut(v, ":")
-	if !ok {
-		return 0, 0, fmt.Errorf("want UID:GID")
-	}
-	if uid, err = strconv.Atoi(u); err != nil || uid < 0 {
-		return 0, 0, fmt.Errorf("bad uid %q", u)
-	}
-	if gid, err = strconv.Atoi(g); err != nil || gid < 0 {
-		return 0, 0, fmt.Errorf("bad gid %q", g)
-	}
-	return uid, gid, nil
 }
 
 // withDefaults fills the placement fields s leaves empty from d, each only where it applies to s: the

@@ -86,8 +86,13 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # The demo root, profile b, as in scripts/demo.sh.
-mkdir -p "$root/profiles/b/cache/scratch" "$state"
+mkdir -p "$root/profiles/b/cache/scratch" "$root/profiles/r/cache/scratch" "$state"
 printf 'B_MARKER=b\nFIRECRAWL_API_KEY=b-fc\n' >"$root/profiles/b/.env"
+printf 'R_MARKER=r\nFIRECRAWL_API_KEY=r-fc\n' >"$root/profiles/r/.env"
+# The path down to the homes is searchable by all, as a hermes root is: a root launcher's worker runs as
+# its home's owner (docs/security.md, "Privilege follows the profile"). Profile r stays root's: its worker
+# is root, as every unsandboxed worker of a root launcher was before; b's drops to b's owner.
+chmod 755 "$tmp" "$root" "$root/profiles"
 # A root launcher's sandboxed worker runs as the owner of its profile home and refuses a home owned by
 # root (docs/security.md): b belongs to nobody, as a hermes home belongs to its user.
 [ "$(id -u)" = 0 ] && chown -R 65534:65534 "$root/profiles/b"
@@ -151,7 +156,8 @@ try hl-none "$hlx --scope none -p b -- /bin/true"
 try hl-none-sb "$hlx --sandbox --scope none -p b -- /bin/true"
 try hl-none-sb-off "$hlx --sandbox --seccomp off --scope none -p b -- /bin/true"
 if [ $is_root -eq 1 ]; then
-	try hl-cgroup "$hlx --scope cgroup --cgroup-parent $parent -p b -- /bin/true"
+	try hl-cgroup "$hlx --scope cgroup --cgroup-parent $parent -p r -- /bin/true"
+	try hl-cgroup-drop "$hlx --scope cgroup --cgroup-parent $parent -p b -- /bin/true"
 	try hl-cgroup-sb "$hlx --sandbox --scope cgroup --cgroup-parent $parent -p b -- /bin/true"
 	try hl-cgroup-sb-off "$hlx --sandbox --seccomp off --scope cgroup --cgroup-parent $parent -p b -- /bin/true"
 else

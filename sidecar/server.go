@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/user"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -260,7 +261,11 @@ func lookupGroup(g string) (int64, error) {
 	if g == "" {
 		return -1, nil
 	}
-	if n, err := strconv.ParseUint(g, 10, 32); err == nil {
+	if strings.Trim(g, "0123456789") == "" {
+		n, err := launcher.ParseID(g) // the one parser of ids that reach a system call (fchown)
+		if err != nil {
+			return -1, fmt.Errorf("%w: --socket-group %q: %w", ErrConfig, g, err)
+		}
 		return int64(n), nil
 	}
 	gr, err := user.LookupGroup(g)

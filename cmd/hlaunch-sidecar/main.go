@@ -77,6 +77,7 @@ type sidecarFlags struct {
 	retention           launcher.Retention
 	gcInterval          time.Duration
 	allowSeccompOff     bool
+	allowAs             bool
 	limits              sidecarLimits
 }
 
@@ -133,6 +134,7 @@ share/doc/hlaunch/sidecar.md.`,
 	retentionflag.Add(fs, &f.retention)
 	fs.Var(launcher.NewDurationFlag(&f.gcInterval, sidecar.DefaultGCInterval), "gc-interval", "how often the sidecar collects ended workers and prunes the ledger by the retention flags (off the spawn path)")
 	fs.BoolVar(&f.allowSeccompOff, "allow-seccomp-off", false, `serve sandboxed spawns whose spec says "seccomp": "off" (refused by default)`)
+	fs.BoolVar(&f.allowAs, "allow-as", false, `serve spawns whose spec "user" names other ids than the profile home's owner and group (refused by default: each worker runs as its home's owner)`)
 	addLimitFlags(fs, &f.limits)
 	fs.IntVar(&f.warm, "warm", 0, "worker slots kept ready for spawns of the default placement (cgroup or scope made, shim started; ADR 0007), 0..64")
 	return cmd
@@ -211,6 +213,7 @@ func (f *sidecarFlags) run(cmd *cobra.Command) error {
 	cfg.WorkerLogs = true // every worker without a log of its own gets one (docs/sidecar.md)
 	cfg.KeepBus = true    // one connection pair to the manager for every spawn, not two dials per spawn
 	cfg.Defaults = defaults
+	cfg.OwnerOnly = !f.allowAs // a caller chooses the worker's ids only when the operator allowed it
 	l, err := launcher.New(cfg)
 	if err != nil {
 		return err

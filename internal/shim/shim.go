@@ -28,8 +28,17 @@ type Config[Init, Receipt any] struct {
 	Cgroup       string        `json:"cgroup,omitempty"` // the worker's cgroup, v2-relative; "" when unplaced
 	Unit         string        `json:"unit,omitempty"`
 	InvocationID string        `json:"invocation_id,omitempty"`
-	Init         Init          `json:"init"`
-	Receipt      *Receipt      `json:"receipt"` // without identity; the shim completes and records it
+	// Cred, when not nil, is the uid and gid an unsandboxed worker runs as, with no supplementary groups;
+	// the shim itself keeps its own (it supervises and records the worker).
+	Cred    *Cred    `json:"cred,omitempty"`
+	Init    Init     `json:"init"`
+	Receipt *Receipt `json:"receipt"` // without identity; the shim completes and records it
+}
+
+// Cred is a worker's uid and gid (Config.Cred).
+type Cred struct {
+	UID uint32 `json:"uid"`
+	GID uint32 `json:"gid"`
 }
 
 // Result is the shim's answer: the worker's receipt, or why it did not start.

@@ -3,7 +3,6 @@ package profile
 import (
 	"fmt"
 	"maps"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -39,6 +38,10 @@ type Request struct {
 	OSHome string
 	// Policy decides the name classes; nil means DefaultPolicy().
 	Policy *Policy
+	// WorkerUID is the host uid the child runs as (the zero value is root). A .env owned by neither this
+	// uid nor root is foreign: it may set only the names ForeignAllowed allows (docs/security.md,
+	// "Privilege follows the profile").
+	WorkerUID uint32
 }
 
 // isPinned reports whether up (upper-cased) names which profile a child belongs to. Such names always
@@ -122,10 +125,13 @@ func Compose(req Request) (Environ, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A .env another uid owns than the launcher's may not choose what code runs: a root launcher reading
-	// a user's .env (which that user's workers, sandboxed or not, can rewrite) would run what it names as
-	// root. The caller can still pass such a name with --pass (from the .env) or --env.
-	foreign := owner != noOwner && owner != uint32(os.Geteuid())
+	// A .env that neither the worker's uid nor root owns may not choose what code the worker runs: a worker
+	// of a root launcher run as root (--as 0:0) would otherwise run what a user's .env names (HOME, a
+	// GIT_CONFIG_* pager, PYTHONPATH ...), and that user's workers, sandboxed ones too, can rewrite it. A
+	// deny list of such names is never complete, so a foreign .env may set only the credentials, the
+	// profile's gates and the policy's foreign_allow names; the caller can still pass any other name with
+	// --pass (from the .env) or --env.
+	foreign := owner != noOwner && owner != 0 && owner != req.WorkerUID
 
 	// Layers append in order; the final sort keeps the last entry of each name. One slice and one index
 	// sort instead of a map of entries: this runs on every launch.
@@ -180,10 +186,10 @@ func Compose(req Request) (Environ, error) {
 		if isPinned(up) || m.isTier1(up) {
 			continue
 		}
-		if _, passed := last[d.Key]; foreign && !passed && m.loader.match(up) {
+		if _, passed := last[d.Key]; foreign && !passed && !m.foreignAllowed(up) {
 			if _, given := req.Env[d.Key]; !given {
-				return nil, fmt.Errorf("%s:%d: %w: %s is a loader or search-path name, and the file is owned by uid %d, not the launcher's uid %d (name it with --pass %s or --env)",
-					file, d.Line, ErrRefusedName, d.Key, owner, os.Geteuid(), d.Key)
+				return nil, fmt.Errorf("%s:%d: %w: %s: the file is owned by uid %d and the worker runs as uid %d, and such a .env sets only credentials, profile gates and the policy's foreign_allow names (pass it with --pass %s or --env, or run the worker as the home's owner by dropping --as)",
+					file, d.Line, ErrRefusedName, d.Key, owner, req.WorkerUID, d.Key)
 			}
 		}
 		cred := m.isCredential(up)

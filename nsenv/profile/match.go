@@ -91,7 +91,7 @@ type matcher struct {
 	base        nameSet
 	baseExact   nameSet
 	launch      []string
-	loader      nameSet
+	foreign     nameSet
 }
 
 // compile builds the matcher for p. A nil Policy compiles the defaults.
@@ -107,7 +107,7 @@ func (p *Policy) compile() *matcher {
 		base:        newNameSet(true, p.Base),
 		baseExact:   newNameSet(false, p.Base),
 		launch:      upperAll(p.LaunchSettingPrefixes),
-		loader:      newNameSet(true, p.Loader),
+		foreign:     newNameSet(true, p.ForeignAllow),
 	}
 }
 
@@ -166,4 +166,10 @@ func (m *matcher) isProfileGate(up string) bool {
 		}
 	}
 	return false
+}
+
+// foreignAllowed reports whether a foreign .env may set up: a credential, a profile gate, or a name of the
+// policy's foreign_allow list.
+func (m *matcher) foreignAllowed(up string) bool {
+	return m.isCredential(up) || m.isProfileGate(up) || m.foreign.match(up)
 }

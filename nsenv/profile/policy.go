@@ -38,11 +38,12 @@ type Policy struct {
 	// LaunchSettingPrefixes mark names that configure the launch profile (TERMINAL_, HERMES_); they look
 	// global but belong to the launcher's profile, so --inherit refuses them.
 	LaunchSettingPrefixes []string `json:"launch_setting_prefixes"`
-	// Loader names decide what code a program runs before its own (the command search path, the dynamic
-	// loader's and the interpreters' preload and search lists, a shell's start-up file). A .env that
-	// another uid than the launcher's owns may not set them (Compose): a worker that rewrote its own
-	// .env would pick what a root launcher's next launch runs as root. Matched as Tier1Patterns are.
-	Loader []string `json:"loader"`
+	// ForeignAllow names and patterns may be set by a foreign .env (one that neither the worker's uid nor
+	// root owns), besides the credentials and the profile gates, which always may. Any other name there
+	// fails the launch (Compose): a worker that rewrote its own .env must not choose what code a worker
+	// of another uid (root's) runs, and a list of the names that do (PATH, LD_*, HOME, GIT_CONFIG_*, ...)
+	// is never complete. Matched as Tier1Patterns are.
+	ForeignAllow []string `json:"foreign_allow"`
 }
 
 // DefaultPolicy returns a fresh copy of the built-in lists, which mirror hermes-agent.
@@ -94,17 +95,6 @@ func DefaultPolicy() *Policy {
 		ProfileGateMarkers:    []string{"_ALLOWED_", "_ALLOW_ALL_", "_ALLOW_FROM"},
 		Base:                  []string{"PATH", "LANG", "LC_*", "TZ", "TERM", "USER", "LOGNAME", "SHELL", "HOME"},
 		LaunchSettingPrefixes: []string{"TERMINAL_", "HERMES_"},
-		// glibc's list for set-user-ID programs (unsecvars.h), the shells', the interpreters' and git's.
-		Loader: []string{
-			"PATH", "LD_*", "GCONV_PATH", "GETCONF_DIR", "GLIBC_TUNABLES", "HOSTALIASES", "LOCALDOMAIN",
-			"LOCPATH", "MALLOC_TRACE", "NIS_PATH", "NLSPATH", "RESOLV_HOST_CONF", "RES_OPTIONS", "TZDIR",
-			"BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND", "IFS", "BASH_FUNC_*",
-			"PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE", "PYTHONBREAKPOINT", "PYTHONINSPECT",
-			"PERL5LIB", "PERLLIB", "PERL5OPT", "PERL5DB", "RUBYOPT", "RUBYLIB", "NODE_OPTIONS", "NODE_PATH",
-			"LUA_PATH", "LUA_CPATH", "LUA_INIT", "CLASSPATH", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS",
-			"JDK_JAVA_OPTIONS", "GIT_EXEC_PATH", "GIT_SSH", "GIT_SSH_COMMAND", "GIT_CONFIG_GLOBAL",
-			"GIT_CONFIG_SYSTEM", "GIT_CONFIG_PARAMETERS", "GIT_PAGER", "PAGER", "EDITOR", "VISUAL",
-		},
 	}
 }
 
@@ -135,7 +125,7 @@ func LoadPolicy(r io.Reader) (*Policy, error) {
 		{"profile_gate_markers", &p.ProfileGateMarkers, ext.ProfileGateMarkers},
 		{"base", &p.Base, ext.Base},
 		{"launch_setting_prefixes", &p.LaunchSettingPrefixes, ext.LaunchSettingPrefixes},
-		{"loader", &p.Loader, ext.Loader},
+		{"foreign_allow", &p.ForeignAllow, ext.ForeignAllow},
 	} {
 		for _, s := range l.add {
 			if strings.TrimSpace(s) == "" || strings.ContainsAny(s, "=\x00") {
@@ -190,8 +180,11 @@ func LoadPolicyFile(path string) (*Policy, error) {
 	return p, nil
 }
 
-// IsLoader reports whether name is a loader or search-path name (Policy.Loader).
-func (p *Policy) IsLoader(name string) bool { return p.compile().loader.match(upperASCII(name)) }
+// IsForeignAllowed reports whether a foreign .env may set name: a credential, a profile gate or a
+// ForeignAllow name (see Policy.ForeignAllow).
+func (p *Policy) IsForeignAllowed(name string) bool {
+	return p.compile().foreignAllowed(upperASCII(name))
+}
 
 // IsTier1 reports whether name is a Tier-1 name (exact list or pattern), or a name holding a character
 // outside ASCII: hermes upper-cases with Python's Unicode str.upper() ('ſ' is 'S', 'ß' is "SS", so

@@ -26,6 +26,8 @@ type Profile struct {
 	dir *os.File
 	// id is the home's device and inode, read from dir when it was opened.
 	id FileID
+	// uid and gid are the home's owner and group, read from dir when it was opened.
+	uid, gid uint32
 }
 
 // FileID names one directory by device and inode: what a later open of the same path must find again.
@@ -40,6 +42,11 @@ type FileID struct {
 // home's environ and another's files.
 func (p *Profile) HomeID() FileID { return p.id }
 
+// Owner is the owner uid and group gid of the home directory Open opened (fstat of its descriptor): who
+// a root launcher's worker of the profile runs as (docs/security.md, "Privilege follows the profile").
+// Both are 0 for a Profile made by hand.
+func (p *Profile) Owner() (uid, gid uint32) { return p.uid, p.gid }
+
 // newProfile wraps the home's descriptor fd.
 func newProfile(name, root, home string, fd int) (*Profile, error) {
 	var st unix.Stat_t
@@ -48,7 +55,7 @@ func newProfile(name, root, home string, fd int) (*Profile, error) {
 		return nil, fmt.Errorf("profile '%s': %w: %w", name, ErrNoProfile, os.NewSyscallError("fstat", err))
 	}
 	return &Profile{Name: name, Root: root, Home: home, dir: os.NewFile(uintptr(fd), home),
-		id: FileID{Dev: uint64(st.Dev), Ino: st.Ino}}, nil
+		id: FileID{Dev: uint64(st.Dev), Ino: st.Ino}, uid: st.Uid, gid: st.Gid}, nil
 }
 
 // Open attaches to an existing profile under root; it creates nothing. The name is normalized
