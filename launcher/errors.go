@@ -47,6 +47,7 @@ const (
 	ExitUnverified = 4   // unverified identity: zero signals sent
 	ExitKeyHeld    = 73  // --key held by a running worker
 	ExitDegraded   = 75  // --require-scope and no restart-safe placement (EX_TEMPFAIL: a host-level condition)
+	ExitNoSpace    = 75  // no room for a new worker's records (EX_TEMPFAIL: a host-level condition)
 	ExitTimeout    = 124 // a foreground --timeout was reached (as timeout(1)); wait --timeout ran out
 	ExitInternal   = 125 // hlaunch's own error or bad input; nothing started
 	ExitCannotRun  = 126
@@ -66,6 +67,8 @@ func ExitCode(err error) int {
 		return ExitKeyHeld
 	case errors.Is(err, ErrDegraded):
 		return ExitDegraded
+	case errors.Is(err, ErrNoSpace):
+		return ExitNoSpace
 	case errors.Is(err, ErrTimedOut):
 		return ExitTimeout
 	case errors.Is(err, ErrCannotRun):
@@ -96,6 +99,8 @@ func Code(err error) string {
 		return "not_running"
 	case errors.Is(err, ErrDegraded):
 		return "degraded"
+	case errors.Is(err, ErrNoSpace):
+		return "no_space"
 	case errors.Is(err, ErrKeyHeld):
 		return "key_held"
 	case errors.Is(err, ErrTimedOut):

@@ -80,7 +80,7 @@ func statusOf(code string) int {
 		return http.StatusUnprocessableEntity
 	case "not_implemented":
 		return http.StatusNotImplemented
-	case "degraded":
+	case "degraded", "no_space":
 		return http.StatusServiceUnavailable
 	default: // internal, not_empty
 		return http.StatusInternalServerError
