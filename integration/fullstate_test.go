@@ -307,3 +307,64 @@ func TestFullLedgerEndRecorded(t *testing.T) {
 		t.Errorf("record of a worker whose ledger end could not be written: ended_at %q exit %v ledger_error %q; want the end and why the ledger lacks it", rec.EndedAt, rec.ExitCode, rec.LedgerError)
 	}
 }
+
+// The same through a real sidecar with a warm slot: the writer takes the slot (a shim started before its
+// spec was known), its per-worker log under <state-dir>/logs is bounded and its record accounts for the
+// output; another profile's spawn succeeds while it runs; once the filesystem is full, a spawn is
+// answered 503 no_space naming the state directory and leaves nothing.
+func TestFullStateSidecarWarm(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	e.State = filepath.Join(smallFS(t, e, "size=5m"), "state")
+	p := startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s.sock"), "--warm", "1")
+	waitWarm(t, p, 1)
+	warm := waitShims(t, p.cmd.Process.Pid, 1)
+	gate := t.TempDir()
+	const total = 16 << 20
+	spec, _ := json.Marshal(map[string]any{"profile": "b", "log_max": 3 << 20,
+		"argv": gatedArgv(gate, "big", fmt.Sprintf("head -c %d /dev/zero", total))})
+	var big logRecord
+	p.mustDo("POST", "/v1/workers", string(spec), 201, &big)
+	if len(warm) != 1 || big.ShimPID != warm[0] {
+		t.Errorf("the writer's shim %d is not the warm slot's %v", big.ShimPID, warm)
+	}
+	if big.Log != filepath.Join(e.State, "logs", big.ID+".log") {
+		t.Errorf("the writer's log %q, want the sidecar's per-worker log", big.Log)
+	}
+	waitFile(t, filepath.Join(gate, "big.wrote"), "the 16 MiB writer")
+
+	var short logRecord
+	p.mustDo("POST", "/v1/workers", scSpec("a", "true"), 201, &short)
+	p.mustDo("GET", "/v1/workers/"+short.ID+"/wait?timeout=60s", "", 200, &short)
+	if short.ExitCode == nil || *short.ExitCode != 0 {
+		t.Errorf("the spawn beside the writer: %+v", short)
+	}
+
+	must(t, os.WriteFile(filepath.Join(gate, "big.go"), nil, 0o600))
+	var rec logRecord
+	p.mustDo("GET", "/v1/workers/"+big.ID+"/wait?timeout=60s", "", 200, &rec)
+	t.Logf("record: log_bytes %d log_dropped_bytes %d log_rotations %d log_error %q", rec.LogBytes, rec.LogDropped, rec.LogRotated, rec.LogError)
+	if rec.LogBytes+rec.LogDropped != total || rec.LogDropped == 0 || rec.LogRotated < 1 {
+		t.Errorf("record: log_bytes %d + log_dropped_bytes %d (want %d), log_rotations %d", rec.LogBytes, rec.LogDropped, total, rec.LogRotated)
+	}
+	for _, f := range []string{big.Log, big.Log + ".1"} {
+		if st, err := os.Stat(f); err == nil && st.Size() > 3<<20+64<<10 {
+			t.Errorf("%s: %d bytes, more than log_max and one pipe buffer", f, st.Size())
+		}
+	}
+
+	fill(t, filepath.Dir(e.State), "filler")
+	st, b := p.do("POST", "/v1/workers", scSpec("a", "sh", "-c", `touch "$1/ran"`, "sh", gate))
+	if st != 503 || scErrCode(b) != "no_space" || !strings.Contains(string(b), e.State) {
+		t.Errorf("spawn on the full state filesystem: %d %s, want 503 no_space naming %s", st, b, e.State)
+	}
+	if _, err := os.Stat(filepath.Join(gate, "ran")); err == nil {
+		t.Error("the refused spawn's worker ran")
+	}
+	for _, r := range p.list() {
+		if r.ID != big.ID && r.ID != short.ID {
+			t.Errorf("left behind: the record of %s (%s)", r.ID, r.State)
+		}
+	}
+}
