@@ -161,6 +161,20 @@ func TestFullStateBoundedLog(t *testing.T) {
 	log := filepath.Join(logs, "big.log")
 	big := e.detachAs("b", []string{"--log", log, "--log-max", "3M"}, gatedArgv(gate, "big", fmt.Sprintf("head -c %d /dev/zero", total))...)
 	waitFile(t, filepath.Join(gate, "big.wrote"), "the 16 MiB writer")
+	// The running worker's record says what its output did (rewritten at most once a second).
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var rec logRecord
+		r := e.run("status", "--json", big.ID)
+		if err := json.Unmarshal([]byte(r.Stdout), &rec); err != nil {
+			t.Fatalf("status: %v: %q %q", err, r.Stdout, r.Stderr)
+		}
+		if rec.State == "running" && rec.LogDropped > 0 && rec.LogRotated >= 1 && rec.LogError != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the running writer's record never said its output was rotated and dropped: %+v", rec)
+		}
+	}
 
 	// While it runs: a worker of another profile starts and runs, and a short one starts and ends.
 	second := e.detachAs("a", nil, gatedArgv(gate, "second", "true")...)

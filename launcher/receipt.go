@@ -79,8 +79,8 @@ type Record struct {
 	// LedgerError says why the execution's ledger record lacks the end this record has (the ledger's
 	// filesystem was full when the worker ended).
 	LedgerError string `json:"ledger_error,omitempty"`
-	// LogBytes, LogDroppedBytes and LogRotations are, for an ended worker with a log, what its shim did
-	// with the worker's output: bytes written to the log (across rotations), bytes it dropped (a write
+	// LogBytes, LogDroppedBytes and LogRotations are, for a detached worker with a log, what its shim did
+	// with the worker's output (while it runs: as of the last rotation or start of dropped output): bytes written to the log (across rotations), bytes it dropped (a write
 	// failed, or the log's filesystem was down to its RecordReserve), and how often it rotated the log at
 	// its limit. LogError is why output was first dropped.
 	LogBytes        int64  `json:"log_bytes,omitempty"`

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"sync"
 	"syscall"
 
 	"github.com/hlaunch/hlaunch/cgroup"
@@ -73,6 +74,11 @@ type exitRecord struct {
 // setLog records what the copy of the worker's output did.
 func (rec *exitRecord) setLog(st logStats) {
 	rec.LogBytes, rec.LogDropped, rec.LogRotations, rec.LogError = st.Bytes, st.Dropped, st.Rotations, st.Error
+}
+
+// logStats is what setLog recorded.
+func (rec *exitRecord) logStats() logStats {
+	return logStats{Bytes: rec.LogBytes, Dropped: rec.LogDropped, Rotations: rec.LogRotations, Error: rec.LogError}
 }
 
 // shimMain is the shim's life: start the worker as its child, report the worker's identity, enforce the
@@ -180,11 +186,28 @@ func shimMain() {
 	}
 
 	life := newShimLife(src, ident, proc, rc.Sandbox)
-	life.log = logs
-	life.leaderEnded = func(rec exitRecord) {
+	// The exit record, while the worker runs: the leader's status once it has ended, and the log's figures
+	// as they change. The two are written from two goroutines: each write merges into the one record.
+	var mu sync.Mutex
+	var running exitRecord
+	writeRunning := func(update func(*exitRecord)) {
+		mu.Lock()
+		defer mu.Unlock()
+		update(&running)
 		if d, err := state.Open(sc.Workers); err == nil {
-			_ = d.Write(sc.ID+".exit", rec, true)
+			_ = d.Write(sc.ID+".exit", running, true)
 		}
+	}
+	life.leaderEnded = func(rec exitRecord) {
+		writeRunning(func(r *exitRecord) {
+			st := r.logStats()
+			*r = rec
+			r.setLog(st)
+		})
+	}
+	if logs != nil {
+		life.log = logs
+		life.stopPublish = logs.publish(func(st logStats) { writeRunning(func(r *exitRecord) { r.setLog(st) }) })
 	}
 	conn.Close()
 	group := shimGroup(host, &sc, ident)

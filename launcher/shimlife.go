@@ -42,6 +42,7 @@ type shimLife struct {
 	// whole-cgroup SIGKILL) leaves the leader's status behind.
 	leaderEnded func(exitRecord)
 	log         *logCopy // the copy of the worker's output into its log; nil without a log
+	stopPublish func()   // ends the publication of the log's figures in the running record (log)
 }
 
 // supervise waits for the worker's leader and then its whole tree, enforcing timeout and grace on the
@@ -186,6 +187,7 @@ func (s *shimLife) finish(sc *shimConfig, group *cgroup.Group, rec exitRecord) {
 		}
 	}
 	if s.log != nil {
+		s.stopPublish() // no running record is written after this: the end record is the last
 		rec.setLog(s.log.stop())
 	}
 	if err := finishLedger(sc.Ledger, sc.ID, rec); err != nil {

@@ -18,6 +18,9 @@ import (
 // logChunk is the most output the shim holds at a time: one pipe's default capacity.
 const logChunk = 64 << 10
 
+// logPublishEvery is the most often a running worker's record is rewritten with its log's figures.
+const logPublishEvery = time.Second
+
 // logDrainMax bounds how long a shim keeps reading its worker's output after the worker's tree has ended:
 // a process outside the tree (one the worker handed its stdout) may hold the pipe open for ever.
 const logDrainMax = 2 * time.Second
@@ -39,6 +42,10 @@ type logCopy struct {
 	size int64
 	st   logStats
 	done chan struct{}
+	// updates holds the latest figures worth publishing (after a rotation, or when output starts being
+	// dropped): one slot, replaced, written only by the copy.
+	updates  chan logStats
+	dropping bool
 }
 
 // startLogCopy opens the log at path (rotated at max bytes, 0: LogRotateSize) and a pipe, and starts
@@ -62,7 +69,7 @@ func startLogCopy(path string, max int64) (*logCopy, *os.File, error) {
 		f.Close()
 		return nil, nil, fmt.Errorf("--log: %w", err)
 	}
-	c := &logCopy{path: path, max: max, r: r, f: f, size: st.Size(), done: make(chan struct{})}
+	c := &logCopy{path: path, max: max, r: r, f: f, size: st.Size(), done: make(chan struct{}), updates: make(chan logStats, 1)}
 	go c.run()
 	return c, w, nil
 }
@@ -118,7 +125,9 @@ func (c *logCopy) write(b []byte) {
 	c.st.Bytes += int64(n)
 	if err != nil {
 		c.drop(len(b)-n, err)
+		return
 	}
+	c.dropping = false
 }
 
 // rotate closes the log and opens it again through openLog, which renames a full log to <log>.1 (through
@@ -140,15 +149,65 @@ func (c *logCopy) rotate() {
 		c.setError(err)
 		return
 	}
+	c.f, c.size = f, st.Size()
 	if full {
 		c.st.Rotations++
+		c.changed()
 	}
-	c.f, c.size = f, st.Size()
 }
 
 func (c *logCopy) drop(n int, why error) {
 	c.st.Dropped += int64(n)
 	c.setError(why)
+	if !c.dropping {
+		c.dropping = true
+		c.changed()
+	}
+}
+
+// changed offers the figures to publish, replacing figures not yet taken; it never blocks (the copy is
+// the only sender, and it empties the slot first).
+func (c *logCopy) changed() {
+	select {
+	case <-c.updates:
+	default:
+	}
+	c.updates <- c.st
+}
+
+// publish calls write with the copy's figures when they change, at most once every logPublishEvery (the
+// latest figures are written when the interval has passed), until the returned stop is called: stop
+// returns once no write is in progress and none will follow.
+func (c *logCopy) publish(write func(logStats)) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		var last time.Time
+		for {
+			var st logStats
+			select {
+			case <-quit:
+				return
+			case st = <-c.updates:
+			}
+			if wait := time.Until(last.Add(logPublishEvery)); wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-quit:
+					t.Stop()
+					return
+				case <-t.C:
+				}
+				select {
+				case st = <-c.updates: // newer figures came meanwhile
+				default:
+				}
+			}
+			write(st)
+			last = time.Now()
+		}
+	}()
+	return func() { close(quit); <-done }
 }
 
 func (c *logCopy) setError(err error) {

@@ -98,3 +98,40 @@ func TestLogCopyRotationRefusesLink(t *testing.T) {
 		t.Errorf("figures %+v, want the write after the swap dropped and why", st)
 	}
 }
+
+// TestLogCopyPublishes: a rotation is published to the running record (the latest figures), and nothing
+// is published once stop has returned.
+func TestLogCopyPublishes(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "w.log")
+	const max = 64 << 10
+	c, w, err := startLogCopy(path, max)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan logStats, 16)
+	stop := c.publish(func(st logStats) { got <- st })
+	if _, err := w.Write(bytes.Repeat([]byte("p"), 3*max)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case st := <-got:
+		if st.Rotations < 1 || st.Bytes < max {
+			t.Errorf("published %+v, want a rotation after %d bytes", st, max)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no figures published after a rotation")
+	}
+	stop()
+	n := len(got)
+	if _, err := w.Write(bytes.Repeat([]byte("q"), 3*max)); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	st := c.stop()
+	if len(got) != n {
+		t.Errorf("figures published after stop: %d more", len(got)-n)
+	}
+	if st.Bytes != 6*max {
+		t.Errorf("final figures %+v, want %d bytes", st, 6*max)
+	}
+}
