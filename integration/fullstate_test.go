@@ -376,6 +376,13 @@ func TestFullStateSidecarWarm(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(gate, "ran")); err == nil {
 		t.Error("the refused spawn's worker ran")
 	}
+	var h struct {
+		Status     string `json:"status"`
+		SpawnError string `json:"spawn_error"`
+	}
+	if p.mustDo("GET", "/v1/health", "", 200, &h); h.Status != "degraded" || !strings.Contains(h.SpawnError, "no space for records") {
+		t.Errorf("health after a spawn refused for want of space: %+v, want degraded with the spawn's error", h)
+	}
 	for _, r := range p.list() {
 		if r.ID != big.ID && r.ID != short.ID {
 			t.Errorf("left behind: the record of %s (%s)", r.ID, r.State)
