@@ -54,7 +54,10 @@ func smallFS(t *testing.T, e *env, opts string) string {
 }
 
 // fill writes zeros into dir/name until the filesystem says it is full (ENOSPC): no block is left.
-func fill(t *testing.T, dir, name string) {
+func fill(t *testing.T, dir, name string) { fillLeaving(t, dir, name, 0) }
+
+// fillLeaving is fill, then gives back the last leave bytes.
+func fillLeaving(t *testing.T, dir, name string, leave int64) {
 	t.Helper()
 	f, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	must(t, err)
@@ -75,6 +78,11 @@ func fill(t *testing.T, dir, name string) {
 				break
 			}
 		}
+	}
+	if leave > 0 {
+		st, err := f.Stat()
+		must(t, err)
+		must(t, f.Truncate(st.Size()-leave))
 	}
 }
 
@@ -219,13 +227,22 @@ func TestFullStateBoundedLog(t *testing.T) {
 	}
 }
 
-// noWorkers fails when dir holds a worker record (or a record's temp file) or e's cgroup parent a worker.
-func noWorkers(t *testing.T, e *env, dirs ...string) {
+// noWorkers fails when a dir of the two (workers, ledger) holds a worker record (or a record's temp
+// file) or e's cgroup parent a worker's cgroup, other than those of the worker ids in keep.
+func noWorkers(t *testing.T, e *env, workers, ledger string, keep ...string) {
 	t.Helper()
-	for _, d := range dirs {
+	kept := func(name string) bool {
+		for _, id := range keep {
+			if strings.Contains(name, id) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, d := range []string{workers, ledger} {
 		ents, _ := os.ReadDir(d)
 		for _, x := range ents {
-			if strings.Contains(x.Name(), "w-") {
+			if strings.Contains(x.Name(), "w-") && !kept(x.Name()) {
 				t.Errorf("left behind: %s", filepath.Join(d, x.Name()))
 			}
 		}
@@ -233,23 +250,24 @@ func noWorkers(t *testing.T, e *env, dirs ...string) {
 	v2 := requireCgroup2(t)
 	ents, _ := os.ReadDir(filepath.Join(v2, e.Parent))
 	for _, x := range ents {
-		if x.IsDir() {
+		if x.IsDir() && !kept(x.Name()) {
 			t.Errorf("left behind: the cgroup %s", filepath.Join(e.Parent, x.Name()))
 		}
 	}
 }
 
-// A spawn on a full state filesystem is refused before anything starts: one line naming the state
-// directory, exit 75, no record, no cgroup, no process.
+// A spawn on a full state filesystem (40 KiB left, less than half the 128 KiB a 2 MiB filesystem keeps
+// for records) is refused before anything starts: one line naming the state directory, exit 75, no
+// record, no cgroup, no process. A worker that was running meanwhile ends, and its end is recorded in
+// the space the spawn left.
 func TestFullStateSpawnRefused(t *testing.T) {
 	requireRoot(t)
 	requireCgroup2(t)
 	e := newEnv(t)
 	e.State = filepath.Join(smallFS(t, e, "size=2m"), "state")
-	must(t, os.MkdirAll(filepath.Join(e.State, "workers"), 0o700))
-	must(t, os.MkdirAll(filepath.Join(e.State, "ledger"), 0o700))
-	fill(t, filepath.Dir(e.State), "filler")
 	gate := t.TempDir()
+	running := e.detachAs("a", nil, gatedArgv(gate, "running", "true")...)
+	fillLeaving(t, filepath.Dir(e.State), "filler", 40<<10)
 	r := e.run("exec", "-p", "b", "--detach", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--", "sh", "-c", `touch "$1/ran"`, "sh", gate)
 	if r.Code != 75 || strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 || !strings.Contains(r.Stderr, e.State) || r.Stdout != "" {
 		t.Fatalf("spawn on a full state filesystem: exit %d, stdout %q, stderr %q; want exit 75 and one line naming %s", r.Code, r.Stdout, r.Stderr, e.State)
@@ -258,13 +276,18 @@ func TestFullStateSpawnRefused(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(gate, "ran")); err == nil {
 		t.Error("the worker ran")
 	}
-	noWorkers(t, e, filepath.Join(e.State, "workers"), filepath.Join(e.State, "ledger"))
+	noWorkers(t, e, filepath.Join(e.State, "workers"), filepath.Join(e.State, "ledger"), running.ID)
 	// JSON: the stable code.
 	r = e.run("exec", "--json", "-p", "b", "--detach", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--", "true")
 	if r.Code != 75 || !strings.Contains(r.Stdout, `"code":"no_space"`) {
 		t.Errorf("--json spawn on a full state filesystem: exit %d, %q", r.Code, r.Stdout)
 	}
-	noWorkers(t, e, filepath.Join(e.State, "workers"), filepath.Join(e.State, "ledger"))
+	noWorkers(t, e, filepath.Join(e.State, "workers"), filepath.Join(e.State, "ledger"), running.ID)
+
+	must(t, os.WriteFile(filepath.Join(gate, "running.go"), nil, 0o600))
+	if rec := e.waitEnd(running.ID); rec.ExitCode == nil || *rec.ExitCode != 0 {
+		t.Errorf("the worker that ran beside the refused spawns: %+v", rec)
+	}
 }
 
 // A ledger directory on a filesystem with no inode left (its free space passes the check before the
