@@ -412,3 +412,74 @@ func TestFullStateSidecarWarm(t *testing.T) {
 		}
 	}
 }
+
+// ioWritten is /proc/<pid>/io's wchar: the bytes the process has written (-1 when it is gone).
+func ioWritten(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		var n int64
+		if _, err := fmt.Sscanf(line, "wchar: %d", &n); err == nil {
+			return n
+		}
+	}
+	return -1
+}
+
+// A shim that does not read (the test stops it) holds its worker back: the worker blocks in its write
+// to the pipe (the kernel's wchan says so) having written no more than what the log has, one pipe's
+// capacity and the one chunk the shim holds. Let go, the shim copies the rest: every byte reaches the
+// log. Before bounded output the worker wrote into the file itself and finished while its shim was
+// stopped.
+func TestShimLogBackPressure(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	gate := t.TempDir()
+	log := filepath.Join(t.TempDir(), "w.log")
+	const total = 64 << 20
+	w := e.detachAs("b", []string{"--log", log, "--log-max", "128M"}, "sh", "-c",
+		fmt.Sprintf(`while [ ! -e "$1/go" ]; do sleep 0.02; done; exec head -c %d /dev/zero`, total), "sh", gate)
+	shim, err := os.FindProcess(w.ShimPID)
+	must(t, err)
+	must(t, shim.Signal(unix.SIGSTOP))
+	stopped := true
+	defer func() {
+		if stopped {
+			_ = shim.Signal(unix.SIGCONT)
+		}
+	}()
+	must(t, os.WriteFile(filepath.Join(gate, "go"), nil, 0o600))
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		wchan, _ := os.ReadFile(fmt.Sprintf("/proc/%d/wchan", w.PID))
+		if strings.Contains(string(wchan), "pipe_write") {
+			break
+		}
+		if !alive(w.PID) {
+			t.Fatalf("the worker wrote all its output (and ended) while its shim was stopped: nothing held it back")
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the worker never blocked in a pipe write while its shim was stopped (wchan %q, %d bytes written)", wchan, ioWritten(w.PID))
+		}
+	}
+	written := ioWritten(w.PID)
+	var inLog int64
+	if st, err := os.Stat(log); err == nil {
+		inLog = st.Size()
+	}
+	t.Logf("blocked: the worker has written %d bytes, the log holds %d", written, inLog)
+	if written < 0 || written > inLog+2*64<<10 {
+		t.Errorf("the blocked worker has written %d bytes, the log holds %d: more than one pipe and one chunk (%d) between them", written, inLog, 2*64<<10)
+	}
+	must(t, shim.Signal(unix.SIGCONT))
+	stopped = false
+	rec := e.waitEnd(w.ID)
+	if rec.ExitCode == nil || *rec.ExitCode != 0 || rec.LogBytes != total || rec.LogDropped != 0 {
+		t.Errorf("record: exit %v, log_bytes %d, log_dropped_bytes %d; want 0, %d, 0", rec.ExitCode, rec.LogBytes, rec.LogDropped, total)
+	}
+	if st, err := os.Stat(log); err != nil || st.Size() != total {
+		t.Errorf("the log: %v, %v; want %d bytes", st, err, total)
+	}
+}
