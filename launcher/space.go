@@ -28,10 +28,6 @@ import (
 // filesystem when that is smaller (a tiny filesystem still gets most of its space for logs).
 const RecordReserve = 4 << 20
 
-// ErrNoSpace: the state or ledger directory's filesystem has no room for a new worker's records; nothing
-// was started (exit 75, EX_TEMPFAIL: a host-level condition that ends when space is freed).
-var ErrNoSpace = errors.New("no space for records")
-
 // fsSpace is a filesystem's free space for this process and its reserve for records, in bytes.
 type fsSpace struct {
 	free, reserve uint64
