@@ -24,6 +24,9 @@ var (
 	ErrLeaderExited = fmt.Errorf("%w: its leader has exited and the rest of its tree still runs (signal it with --all)", ErrNotRunning)
 	// ErrDegraded: no restart-safe placement exists and the launch required one; nothing was started.
 	ErrDegraded = errors.New("no restart-safe placement")
+	// ErrNoSpace: the state or ledger directory's filesystem has no room for a new detached worker's
+	// records (space.go); nothing is left running (exit 75, EX_TEMPFAIL: it ends when space is freed).
+	ErrNoSpace = errors.New("no space for records")
 	// ErrKeyHeld: another worker holding the same key verifies as running; nothing was started.
 	ErrKeyHeld = errors.New("key is held by a running worker")
 	// ErrNotEmpty: the worker's cgroup could not be verified empty.
@@ -47,6 +50,7 @@ const (
 	ExitUnverified = 4   // unverified identity: zero signals sent
 	ExitKeyHeld    = 73  // --key held by a running worker
 	ExitDegraded   = 75  // --require-scope and no restart-safe placement (EX_TEMPFAIL: a host-level condition)
+	ExitNoSpace    = 75  // no room for a new worker's records (EX_TEMPFAIL: a host-level condition)
 	ExitTimeout    = 124 // a foreground --timeout was reached (as timeout(1)); wait --timeout ran out
 	ExitInternal   = 125 // hlaunch's own error or bad input; nothing started
 	ExitCannotRun  = 126
@@ -66,6 +70,8 @@ func ExitCode(err error) int {
 		return ExitKeyHeld
 	case errors.Is(err, ErrDegraded):
 		return ExitDegraded
+	case errors.Is(err, ErrNoSpace):
+		return ExitNoSpace
 	case errors.Is(err, ErrTimedOut):
 		return ExitTimeout
 	case errors.Is(err, ErrCannotRun):
@@ -96,6 +102,8 @@ func Code(err error) string {
 		return "not_running"
 	case errors.Is(err, ErrDegraded):
 		return "degraded"
+	case errors.Is(err, ErrNoSpace):
+		return "no_space"
 	case errors.Is(err, ErrKeyHeld):
 		return "key_held"
 	case errors.Is(err, ErrTimedOut):

@@ -110,6 +110,7 @@ func TestExitCodeAndCode(t *testing.T) {
 		{fmt.Errorf("x: %w", ErrUnverified), 4, "unverified"},
 		{fmt.Errorf("x: %w", ErrKeyHeld), 73, "key_held"},
 		{fmt.Errorf("x: %w", ErrDegraded), 75, "degraded"},
+		{fmt.Errorf("x: %w", ErrNoSpace), 75, "no_space"},
 		{fmt.Errorf("x: %w", ErrCannotRun), 126, "cannot_run"},
 		{fmt.Errorf("x: %w", ErrCommandNotFound), 127, "command_not_found"},
 		{fmt.Errorf("x: %w", ErrNotRunning), 1, "not_running"},

@@ -26,17 +26,22 @@ func writeLedger(dir string, rec Record) error {
 	return d.Write(rec.ID, rec, true)
 }
 
-// finishLedger completes an execution's ledger record with how it ended. Best effort: the worker record's
-// exit file holds the same facts.
-func finishLedger(dir, id string, ex exitRecord) {
+// finishLedger completes an execution's ledger record with how it ended. The worker record's exit file
+// holds the same facts: a caller that cannot write the ledger says so there (ledger_error).
+func finishLedger(dir, id string, ex exitRecord) error {
 	d := &state.Dir{Path: dir}
 	var rec Record
-	if d.Read(id, &rec) != nil {
-		return
+	if err := d.Read(id, &rec); errors.Is(err, state.ErrNotFound) {
+		return nil // pruned, or never written: there is no record to complete
+	} else if err != nil {
+		return fmt.Errorf("ledger directory %s: %w", dir, err)
 	}
 	rec.applyExit(ex)
 	rec.State = fingerprint.Exited
-	_ = d.Write(id, rec, true)
+	if err := d.Write(id, rec, true); err != nil {
+		return fmt.Errorf("ledger directory %s: %w", dir, err)
+	}
+	return nil
 }
 
 // Ledger returns the execution records that match q, oldest first. A record whose worker has not ended is

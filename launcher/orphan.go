@@ -148,8 +148,10 @@ func (l *Launcher) recordLostEnd(rc Receipt, ident fingerprint.Identity, enforce
 			ex.Signal = SignalName(syscall.SIGKILL)
 		}
 	}
+	if err := finishLedger(l.ledger, rc.ID, ex); err != nil {
+		ex.LedgerError = err.Error() // the ledger lacks the end: the worker's record says why
+	}
 	_ = d.Write(rc.ID+".exit", ex, true)
-	finishLedger(l.ledger, rc.ID, ex)
 	l.removeEnded(rc, ident)
 }
 

@@ -76,4 +76,15 @@ type Record struct {
 	PidsCurrent   uint64 `json:"pids_current,omitempty"`
 	CPUUsageNS    uint64 `json:"cpu_usage_ns,omitempty"` // CPU time used by the worker's cgroup, when known
 	OOMKills      uint64 `json:"oom_kills,omitempty"`    // OOM kills in the worker's cgroup, when known
+	// LedgerError says why the execution's ledger record lacks the end this record has (the ledger's
+	// filesystem was full when the worker ended).
+	LedgerError string `json:"ledger_error,omitempty"`
+	// LogBytes, LogDroppedBytes and LogRotations are, for a detached worker with a log, what its shim did
+	// with the worker's output (while it runs: as of the last rotation or start of dropped output): bytes written to the log (across rotations), bytes it dropped (a write
+	// failed, or the log's filesystem was down to its RecordReserve), and how often it rotated the log at
+	// its limit. LogError is why output was first dropped.
+	LogBytes        int64  `json:"log_bytes,omitempty"`
+	LogDroppedBytes int64  `json:"log_dropped_bytes,omitempty"`
+	LogRotations    int    `json:"log_rotations,omitempty"`
+	LogError        string `json:"log_error,omitempty"`
 }

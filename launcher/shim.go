@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"sync"
 	"syscall"
 
 	"github.com/hlaunch/hlaunch/cgroup"
@@ -60,6 +61,24 @@ type exitRecord struct {
 	Stopped       bool   `json:"stopped,omitempty"` // ended by `hlaunch stop` (recorded by stop when the shim died with it)
 	// ShimLost: the shim was gone without recording the end; hlaunch's reader recorded it (orphan.go).
 	ShimLost bool `json:"shim_lost,omitempty"`
+	// LedgerError: the ledger's end record could not be written (why); this record keeps the end.
+	LedgerError string `json:"ledger_error,omitempty"`
+	// The copy of the worker's output into its log (shimlog.go): bytes written, bytes dropped, rotations,
+	// and why output was first dropped.
+	LogBytes     int64  `json:"log_bytes,omitempty"`
+	LogDropped   int64  `json:"log_dropped_bytes,omitempty"`
+	LogRotations int    `json:"log_rotations,omitempty"`
+	LogError     string `json:"log_error,omitempty"`
+}
+
+// setLog records what the copy of the worker's output did.
+func (rec *exitRecord) setLog(st logStats) {
+	rec.LogBytes, rec.LogDropped, rec.LogRotations, rec.LogError = st.Bytes, st.Dropped, st.Rotations, st.Error
+}
+
+// logStats is what setLog recorded.
+func (rec *exitRecord) logStats() logStats {
+	return logStats{Bytes: rec.LogBytes, Dropped: rec.LogDropped, Rotations: rec.LogRotations, Error: rec.LogError}
 }
 
 // shimMain is the shim's life: start the worker as its child, report the worker's identity, enforce the
@@ -99,7 +118,7 @@ func shimMain() {
 		os.Exit(125) // the launcher went away before placing us: start nothing
 	}
 	<-caught
-	proc, release, err := shimStart(&sc)
+	proc, release, logs, err := shimStart(&sc)
 	if err != nil {
 		f := shim.Failure{Stage: "exec", Message: err.Error()}
 		var hs *handshake.Error
@@ -132,15 +151,25 @@ func shimMain() {
 	if err == nil {
 		err = workers.Write(sc.ID, rc, true)
 	}
+	stage := "record"
+	if err == nil {
+		// A worker that ran must have its ledger record: without it the launch fails, like one unrecorded.
+		stage, err = "ledger", writeLedger(sc.Ledger, Record{Receipt: *rc, State: fingerprint.Running})
+	}
 	if err != nil {
-		// Unrecorded, the worker could be neither found nor stopped: end it and say why.
+		// Unrecorded, the worker could be neither found nor stopped: end it and say why. The launcher
+		// discards what was recorded and ends what is left in the worker's cgroup.
 		_ = proc.Signal(syscall.SIGKILL)
 		_, _ = proc.Wait()
-		_ = conn.Answer(shimResult{Failure: &shim.Failure{Stage: "record", Message: err.Error()}})
+		if logs != nil {
+			logs.abort()
+		}
+		f := shim.Failure{Stage: stage, Message: err.Error()}
+		if noSpace(err) {
+			f.Errno = int(syscall.ENOSPC)
+		}
+		_ = conn.Answer(shimResult{Failure: &f})
 		os.Exit(125)
-	}
-	if err := writeLedger(sc.Ledger, Record{Receipt: *rc, State: fingerprint.Running}); err != nil {
-		fmt.Fprintf(os.Stderr, "hlaunch shim: ledger: %v\n", err)
 	}
 	_ = conn.Answer(shimResult{Receipt: rc})
 	if release != nil {
@@ -157,10 +186,28 @@ func shimMain() {
 	}
 
 	life := newShimLife(src, ident, proc, rc.Sandbox)
-	life.leaderEnded = func(rec exitRecord) {
+	// The exit record, while the worker runs: the leader's status once it has ended, and the log's figures
+	// as they change. The two are written from two goroutines: each write merges into the one record.
+	var mu sync.Mutex
+	var running exitRecord
+	writeRunning := func(update func(*exitRecord)) {
+		mu.Lock()
+		defer mu.Unlock()
+		update(&running)
 		if d, err := state.Open(sc.Workers); err == nil {
-			_ = d.Write(sc.ID+".exit", rec, true)
+			_ = d.Write(sc.ID+".exit", running, true)
 		}
+	}
+	life.leaderEnded = func(rec exitRecord) {
+		writeRunning(func(r *exitRecord) {
+			st := r.logStats()
+			*r = rec
+			r.setLog(st)
+		})
+	}
+	if logs != nil {
+		life.log = logs
+		life.stopPublish = logs.publish(func(st logStats) { writeRunning(func(r *exitRecord) { r.setLog(st) }) })
 	}
 	conn.Close()
 	group := shimGroup(host, &sc, ident)
@@ -188,20 +235,32 @@ func shimGroup(host *cgroup.Host, sc *shimConfig, ident fingerprint.Identity) *c
 // when it enters a sandbox. A worker with the caller's stdio (InheritStdio) is started as the init stub too
 // and held on its handshake: release lets it exec once the launcher has written the receipt, so that the
 // receipt is on the shared stdout before any output of the worker. release is nil when nothing is held.
-func shimStart(sc *shimConfig) (proc *hproc.Proc, release func() error, err error) {
+// A worker with a log writes into a pipe the shim copies into the log (logs, nil without a log).
+func shimStart(sc *shimConfig) (proc *hproc.Proc, release func() error, logs *logCopy, err error) {
 	var in, out, errf *os.File // nil: /dev/null
 	if sc.InheritStdio {
 		in, out, errf = os.Stdin, os.Stdout, os.Stderr
 	}
 	if sc.Log != "" {
-		f, err := openLog(sc.Log, sc.LogMax)
-		if err != nil {
-			return nil, nil, err
+		var c *logCopy
+		var w *os.File
+		if c, w, err = startLogCopy(sc.Log, sc.LogMax); err != nil {
+			return nil, nil, nil, err
 		}
-		defer f.Close()
-		out, errf = f, f
+		defer w.Close() // the worker's: the copy ends when its last writer is gone
+		defer func() {
+			if err != nil {
+				c.abort()
+			}
+		}()
+		out, errf, logs = w, w, c
 	}
-	files := []*os.File{in, out, errf}
+	proc, release, err = startWorker(sc, []*os.File{in, out, errf})
+	return proc, release, logs, err
+}
+
+// startWorker is shimStart's start of the worker with files as its stdio.
+func startWorker(sc *shimConfig, files []*os.File) (proc *hproc.Proc, release func() error, err error) {
 	attr := &syscall.SysProcAttr{Setsid: true}
 	cfg := sc.Init
 	if cfg.Sandbox == nil {

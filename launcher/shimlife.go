@@ -41,6 +41,8 @@ type shimLife struct {
 	// ended (the exit record without ended_at): a shim killed with its tree (stop's, or signal --all's,
 	// whole-cgroup SIGKILL) leaves the leader's status behind.
 	leaderEnded func(exitRecord)
+	log         *logCopy // the copy of the worker's output into its log; nil without a log
+	stopPublish func()   // ends the publication of the log's figures in the running record (log)
 }
 
 // supervise waits for the worker's leader and then its whole tree, enforcing timeout and grace on the
@@ -173,7 +175,10 @@ func alone(members []int, self int) bool {
 }
 
 // finish records the worker's end and removes its cgroup. It is the shim's last step: the record is
-// written before the cgroup goes, so that nobody sees an ended worker without its record.
+// written before the cgroup goes, so that nobody sees an ended worker without its record. The ledger's
+// end is written first: the worker's exit record then says when the ledger could not take it
+// (ledger_error). An exit record that cannot be written either leaves the worker to hlaunch's next reader,
+// which records its end as that of a lost shim (orphan.go).
 func (s *shimLife) finish(sc *shimConfig, group *cgroup.Group, rec exitRecord) {
 	if group != nil {
 		if st, err := group.Stats(); err == nil {
@@ -181,10 +186,16 @@ func (s *shimLife) finish(sc *shimConfig, group *cgroup.Group, rec exitRecord) {
 			rec.MemoryPeak = st.MemoryPeak
 		}
 	}
+	if s.log != nil {
+		s.stopPublish() // no running record is written after this: the end record is the last
+		rec.setLog(s.log.stop())
+	}
+	if err := finishLedger(sc.Ledger, sc.ID, rec); err != nil {
+		rec.LedgerError = err.Error()
+	}
 	if d, err := state.Open(sc.Workers); err == nil {
 		_ = d.Write(sc.ID+".exit", rec, true)
 	}
-	finishLedger(sc.Ledger, sc.ID, rec)
 	if s.h != nil {
 		s.h.Close()
 	}

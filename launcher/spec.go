@@ -65,8 +65,8 @@ type Spec struct {
 	// stdio in the foreground, and for a detached worker the launcher's per-worker log (Config.LogDir) or
 	// /dev/null.
 	Log string `json:"log,omitempty"`
-	// LogMax is the size in bytes at which Log is rotated when a launch opens it (one old file kept as
-	// <log>.1); zero means LogRotateSize (2 MiB).
+	// LogMax is the size in bytes at which Log is rotated when a launch opens it, and by a detached
+	// worker's shim while the worker runs (one old file kept as <log>.1); zero means LogRotateSize (2 MiB).
 	LogMax int64 `json:"log_max,omitempty"`
 	// Stdio is "" (the zero value: stdin /dev/null, stdout and stderr to Log or /dev/null when detached) or
 	// "inherit": a detached worker gets the caller's own descriptors - the CLI's stdin, stdout and stderr, or

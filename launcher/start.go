@@ -98,6 +98,13 @@ func (l *Launcher) detached(ctx context.Context, spec Spec, stdio Stdio, id stri
 	if err := noTerminal(spec, stdio); err != nil {
 		return nil, err
 	}
+	// Before anything is made for it: a spawn never takes the space running workers end with.
+	if err := checkRecordSpace("state directory", l.state); err != nil {
+		return nil, err
+	}
+	if err := checkRecordSpace("ledger directory", l.ledger); err != nil {
+		return nil, err
+	}
 	if spec.Log == "" && spec.Stdio != StdioInherit && l.cfg.WorkerLogs {
 		// The launcher's own logs directory is made (and checked: owner, mode) like its records'.
 		if _, err := state.Open(filepath.Join(l.state, "logs")); err != nil {
@@ -177,6 +184,9 @@ func (l *Launcher) runShim(ctx context.Context, d *detachedLaunch, h *heldShim) 
 			_ = d.workers.Discard(d.id)
 			_ = d.workers.Discard(d.id + ".exit")
 			_ = (&state.Dir{Path: l.ledger}).Discard(d.id)
+			if own := filepath.Join(l.state, "logs", d.id+".log"); d.spec.Log == own {
+				_ = os.Remove(own) // the launcher's own log of the worker (Config.WorkerLogs), made for it
+			}
 		}
 	}()
 	timeout, _ := d.spec.timeout()
@@ -212,7 +222,7 @@ func (l *Launcher) runShim(ctx context.Context, d *detachedLaunch, h *heldShim) 
 		return nil, err
 	}
 	if res.Failure != nil {
-		return nil, execError(&handshake.Error{Failure: handshake.Failure(*res.Failure)})
+		return nil, shimFailure(res.Failure, d.workers.Path, l.ledger)
 	}
 	l.ledgerIdx.added() // the shim has written the execution's ledger record
 	if d.onReceipt != nil {
@@ -222,6 +232,20 @@ func (l *Launcher) runShim(ctx context.Context, d *detachedLaunch, h *heldShim) 
 	go reapWhenEnded(h.child.Proc) // reap the shim if it ends while we live (no thread held meanwhile)
 	h.p.close()
 	return res.Receipt, nil
+}
+
+// shimFailure words a shim's report that the worker did not start. A worker its shim could not record
+// (its record, or its ledger record) names the directory; want of space there is ErrNoSpace.
+func shimFailure(f *shim.Failure, workers, ledger string) error {
+	dir := map[string]string{"record": "state directory " + workers, "ledger": "ledger directory " + ledger}[f.Stage]
+	switch {
+	case dir == "":
+		return execError(&handshake.Error{Failure: handshake.Failure(*f)})
+	case f.Errno == int(syscall.ENOSPC):
+		return fmt.Errorf("%w: %s: %s (the worker was ended; free space there, or name another with --state-dir / --ledger-dir)", ErrNoSpace, dir, f.Message)
+	default:
+		return fmt.Errorf("record the worker in the %s: %s (the worker was ended)", dir, f.Message)
+	}
 }
 
 // receipt describes a worker about to start; setIdentity completes it once the worker runs.

@@ -13,8 +13,9 @@ import (
 	"github.com/hlaunch/hlaunch/internal/beneath"
 )
 
-// LogRotateSize is the default size at which a worker log is rotated when a launch opens it: the old file
-// becomes <log>.1 (one old file kept), as hermes does for kanban logs. Spec.LogMax changes it.
+// LogRotateSize is the default size at which a worker log is rotated when a launch opens it, and by a
+// detached worker's shim while the worker runs (shimlog.go): the old file becomes <log>.1 (one old file
+// kept), as hermes does for kanban logs. Spec.LogMax changes it.
 const LogRotateSize = 2 << 20
 
 // logStdio returns the stdio for the child: stdout and stderr go to spec.Log when it is set, else to

@@ -100,6 +100,8 @@ func (l *Launcher) recordStopped(rc Receipt, killed bool) {
 			ex.Signal = "SIGKILL"
 		}
 	}
+	if err := finishLedger(l.ledger, rc.ID, ex); err != nil {
+		ex.LedgerError = err.Error() // the ledger lacks the end: the worker's record says why
+	}
 	_ = d.Write(rc.ID+".exit", ex, true)
-	finishLedger(l.ledger, rc.ID, ex)
 }

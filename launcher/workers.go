@@ -94,6 +94,8 @@ func (l *Launcher) record(src fingerprint.Sources, rc Receipt, ident fingerprint
 func (r *Record) applyExit(ex exitRecord) {
 	r.ExitCode, r.Signal, r.EndedAt, r.LeaderEndedAt = ex.ExitCode, ex.Signal, ex.EndedAt, ex.LeaderEndedAt
 	r.TimedOut, r.OOMKilled, r.ShimLost = ex.TimedOut, ex.OOMKilled, ex.ShimLost
+	r.LedgerError = ex.LedgerError
+	r.LogBytes, r.LogDroppedBytes, r.LogRotations, r.LogError = ex.LogBytes, ex.LogDropped, ex.LogRotations, ex.LogError
 	if ex.MemoryPeak > r.MemoryPeak {
 		r.MemoryPeak = ex.MemoryPeak
 	}

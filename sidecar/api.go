@@ -453,14 +453,15 @@ func passedStdio(r *http.Request, spec launcher.Spec) (launcher.Stdio, func(), e
 }
 
 // noteSpawn keeps what health reports of spawns: a failure for a host-level reason (launcher.ErrDegraded:
-// no systemd manager, no writable cgroup parent) until a spawn starts a worker again.
+// no systemd manager, no writable cgroup parent; launcher.ErrNoSpace: no room for records) until a spawn
+// starts a worker again.
 func (s *Server) noteSpawn(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
 	case err == nil:
 		s.spawnErr = ""
-	case errors.Is(err, launcher.ErrDegraded):
+	case errors.Is(err, launcher.ErrDegraded), errors.Is(err, launcher.ErrNoSpace):
 		s.spawnErr = err.Error()
 	}
 }

@@ -94,7 +94,7 @@ func statusOf(code string) int {
 		return http.StatusNotImplemented
 	case "too_many":
 		return http.StatusTooManyRequests
-	case "degraded", "busy":
+	case "degraded", "busy", "no_space":
 		return http.StatusServiceUnavailable
 	default: // internal, not_empty
 		return http.StatusInternalServerError

@@ -207,6 +207,7 @@ func TestCodeAndStatus(t *testing.T) {
 		{launcher.ErrNotRunning, "not_running", http.StatusConflict},
 		{launcher.ErrKeyHeld, "key_held", http.StatusConflict},
 		{launcher.ErrDegraded, "degraded", http.StatusServiceUnavailable},
+		{launcher.ErrNoSpace, "no_space", http.StatusServiceUnavailable},
 		{launcher.ErrNotEmpty, "not_empty", http.StatusInternalServerError},
 		{launcher.ErrCannotRun, "cannot_run", http.StatusUnprocessableEntity},
 		{launcher.ErrCommandNotFound, "command_not_found", http.StatusUnprocessableEntity},

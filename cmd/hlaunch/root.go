@@ -18,7 +18,8 @@ its first instruction; and the caller gets an identity token that every later si
 
 Every command has a manual page (man hlaunch-exec, man hlaunch-status, ...) and --help. Exit codes:
 0 success or running, 1 exited (not running), 3 refused (identity does not verify: zero signals sent),
-4 unverified, 73 key held, 75 no restart-safe placement (--require-scope), 124 wait timed out,
+4 unverified, 73 key held, 75 no restart-safe placement (--require-scope) or no room for a detached
+worker's records, 124 wait timed out,
 125 bad input or hlaunch's own error (nothing started), 126 cannot run the command, 127 command not
 found in the child's PATH; a foreground exec passes the child's own code through (128+N for signal N).
 An error is one line on stderr, "hlaunch: <message>"; with --json one object on stdout,

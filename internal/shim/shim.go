@@ -50,7 +50,7 @@ type Result[Receipt any] struct {
 // Failure is why the worker did not start; its fields (and JSON) are the init stub's handshake.Failure, to
 // which it converts.
 type Failure struct {
-	Stage   string `json:"stage"` // the stub's stages, or "record" when the worker's record failed
+	Stage   string `json:"stage"` // the stub's stages, "record" when the worker's record failed, "ledger" its ledger record
 	Errno   int    `json:"errno,omitempty"`
 	Message string `json:"message"`
 }

@@ -96,6 +96,16 @@ class Degraded(HlaunchError):
     code = "degraded"
 
 
+class NoSpace(HlaunchError):
+    """The state or ledger directory's filesystem has no room for a new worker's records. Nothing was left
+    running (a worker its shim could not record was ended).
+
+    This is a host-level condition, not a failure of the job: do not charge retry budgets for it.
+    """
+
+    code = "no_space"
+
+
 class NotEmpty(HlaunchError):
     """A stop could not verify the worker's cgroup empty."""
 

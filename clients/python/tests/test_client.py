@@ -100,6 +100,7 @@ class ClientTest(unittest.TestCase):
             ("not_running", 409, hc.NotRunning),
             ("key_held", 409, hc.KeyHeld),
             ("degraded", 503, hc.Degraded),
+            ("no_space", 503, hc.NoSpace),
             ("not_empty", 500, hc.NotEmpty),
             ("cannot_run", 422, hc.CannotRun),
             ("command_not_found", 422, hc.CommandNotFound),
