@@ -66,8 +66,8 @@ func TestLimiter(t *testing.T) {
 
 // The reserve: uids the limiter is not kept for (the socket group's) together hold at most the total less
 // one uid's share, however many of them there are; root and the owner (uid 7 here) still get theirs, up to
-// the total. A small total keeps half for the others. On the old code four uids at their share took all 8
-// slots and root was busy.
+// the total. A small total keeps half for the others. Without the reserve four uids at their share took
+// all 8 slots and root was busy.
 func TestLimiterReserve(t *testing.T) {
 	l := newLimiter("connections", 8, 2, 0, 7)
 	take := func(uid uint32, want error) {
