@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -123,6 +124,80 @@ func TestSidecarFlood(t *testing.T) {
 		if !strings.Contains(p.log.String(), want) {
 			t.Errorf("the sidecar's log does not say %q:\n%s", want, p.log.String())
 		}
+	}
+}
+
+// Issue 24, class 5: the socket group's uids together cannot take what the gateway needs. Two throw-away
+// users of the socket group, each within its share, fill what the sidecar's totals leave them (small
+// limits by flag: 8 connections and 4 streams, 4 and 2 per uid, so the last 4 connections and 2 streams
+// are kept for root and the sidecar's uid); the second is told 503 busy. Root (the gateway) still gets an
+// event stream, its health and a spawn. On the old code the two users took all 8 connections and all 4
+// streams, and root was answered 503 busy.
+func TestSidecarFloodKeepsGatewayServed(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	userA, agid := throwawayUser(t)
+	userB, _ := throwawayUser(t)
+	dir, err := os.MkdirTemp(tmpBase, "hlfl-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	must(t, os.Chmod(dir, 0o755))
+	sock := filepath.Join(dir, "s.sock")
+	p := startSidecarProc(t, e, sock, "--socket-group", strconv.Itoa(agid),
+		"--max-conns", "8", "--max-conns-per-uid", "4", "--max-streams", "4", "--max-streams-per-uid", "2")
+	a := startFlooder(t, sock, userA, agid)
+	b := startFlooder(t, sock, userB, agid) // in the socket group by its gid
+
+	if r := a.do("streams 2"); r.Statuses["200"] != 2 {
+		t.Errorf("the first user's 2 streams: %v, want both served", r.Statuses)
+	}
+	if r := b.do("streams 2"); r.Statuses["503 busy"] != 2 || r.Retry != "1" {
+		t.Errorf("the second user's 2 streams, with 2 of 4 held by the first: %v, Retry-After %q; want both 503 busy (the other 2 are kept), Retry-After 1", r.Statuses, r.Retry)
+	}
+	// Root's stream, while the socket group holds all the streams it may.
+	c, err := net.Dial("unix", sock)
+	must(t, err)
+	defer c.Close()
+	if st, _ := floodAnswer(c, "GET /v1/events?since=0 HTTP/1.1\r\nHost: sidecar\r\n\r\n"); st != "200" {
+		t.Errorf("root's event stream while the socket group holds its streams: %s, want 200", st)
+	}
+	if r := a.do("share 2"); r.Statuses["200"] != 2 {
+		t.Errorf("the first user's 2 requests, its share with its 2 streams: %v, want both served", r.Statuses)
+	}
+	if r := b.do("share 4"); r.Statuses["503 busy"] != 4 {
+		t.Errorf("the second user's 4 requests, with 4 of 8 connections held by the first: %v; want each 503 busy (the other 4 are kept)", r.Statuses)
+	}
+	// The gateway, with the socket group at all it may hold: health, a spawn, its wait.
+	gw := &http.Client{Transport: &http.Transport{DialContext: scUnixClient(sock).Transport.(*http.Transport).DialContext,
+		DisableKeepAlives: true}, Timeout: 10 * time.Second}
+	resp, err := gw.Get("http://sidecar/v1/health")
+	if err != nil {
+		t.Fatalf("root's health while the socket group holds its connections: %v", err)
+	}
+	hb, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("root's health while the socket group holds its connections: %d %s", resp.StatusCode, hb)
+	}
+	resp, err = gw.Post("http://sidecar/v1/workers", "application/json", strings.NewReader(scSpec("a", selfBin, "child", "exit", "0")))
+	if err != nil {
+		t.Fatalf("root's spawn: %v", err)
+	}
+	sb, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 201 {
+		t.Fatalf("root's spawn while the socket group holds its connections: %d %s", resp.StatusCode, sb)
+	}
+	var rc receipt
+	must(t, json.Unmarshal(sb, &rc))
+	resp, err = gw.Get("http://sidecar/v1/workers/" + rc.ID + "/wait?timeout=30s")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("root's wait: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	if !strings.Contains(p.log.String(), `msg="limit reached" limit=conns uid=`+strconv.Itoa(userB)) {
+		t.Errorf("the sidecar's log does not name the busy refusal of uid %d:\n%s", userB, p.log.String())
 	}
 }
 

@@ -44,10 +44,6 @@ func (s *Server) Handler() http.Handler {
 			writeError(w, fmt.Errorf("%w: %s", ErrForbidden, reason))
 			return
 		}
-		if _, pattern := mux.Handler(r); pattern == "" {
-			writeError(w, routeError(mux, r))
-			return
-		}
 		// A write deadline an event stream left on the connection does not carry over to this request.
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 		hasBody := r.Body != http.NoBody
@@ -55,8 +51,26 @@ func (s *Server) Handler() http.Handler {
 		if hasBody {
 			r.Body = s.bodyDeadline(w, r.Body)
 		}
+		if a := connAuthFrom(r.Context()); a.fds != nil {
+			defer endRequest(a.fds, r.Body, hasBody)
+		}
+		if _, pattern := mux.Handler(r); pattern == "" {
+			writeError(w, routeError(mux, r))
+			return
+		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// endRequest closes what descriptors the request passed that its handler did not take: they belong to
+// this request, not to the connection (a later "stdio": "inherit" spawn on it that passed none is refused,
+// as on a fresh connection). What the handler left of the body is read first (within --max-body and
+// --body-timeout, else net/http closes the connection), since descriptors may come with any of its bytes.
+func endRequest(c *fdConn, body io.Reader, hasBody bool) {
+	if hasBody {
+		_, _ = io.Copy(io.Discard, body)
+	}
+	c.dropFDs()
 }
 
 // writeLimited answers a request over a limit (ErrTooMany: 429, ErrBusy: 503) with Retry-After, and closes
@@ -427,7 +441,7 @@ func (s *Server) handleDoctor(w http.ResponseWriter, r *http.Request) {
 
 // passedStdio returns the stdin, stdout and stderr the client passed with its request (SCM_RIGHTS) for a
 // spec whose stdio is "inherit"; the worker's shim gets its own copies, and ours are closed after the
-// launch. Any other spec ignores passed descriptors (the connection closes them).
+// launch. Any other spec ignores passed descriptors (closed at the end of the request: endRequest).
 func passedStdio(r *http.Request, spec launcher.Spec) (launcher.Stdio, func(), error) {
 	if spec.Stdio != launcher.StdioInherit {
 		return launcher.Stdio{}, func() {}, nil

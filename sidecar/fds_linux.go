@@ -13,7 +13,7 @@ import (
 const maxFDs = 3
 
 // fdListener hands out connections that keep the descriptors a client passes with its request
-// (SCM_RIGHTS), for a spawn whose spec says "stdio": "inherit". With conns set it also counts each
+// (SCM_RIGHTS), for a spawn whose spec says "stdio": "inherit", until that request ends (dropFDs). With conns set it also counts each
 // connection against its peer uid's share (limiter): a connection over a limit is handed out marked, to be
 // answered 429 or 503 and closed, and bounded by rejects and rejectRead while it is.
 type fdListener struct {
@@ -100,8 +100,10 @@ func (l *fdListener) signalFreed() {
 }
 
 // fdConn reads with recvmsg so that descriptors sent along with the request's bytes are kept (Go sets
-// MSG_CMSG_CLOEXEC, so none leaks into a child by accident) until a handler takes them or the connection
-// closes.
+// MSG_CMSG_CLOEXEC, so none leaks into a child by accident) until a handler takes them, the request they
+// came with ends (dropFDs), or the connection closes. A client sends the next request on a connection
+// only after the answer to the last one, so what arrives while one request is read or served is that
+// request's.
 type fdConn struct {
 	*net.UnixConn
 
@@ -184,11 +186,17 @@ func (c *fdConn) SetDeadline(t time.Time) error {
 	return c.SetReadDeadline(t)
 }
 
-// Close closes descriptors nobody took, then the connection, and gives back its slot.
-func (c *fdConn) Close() error {
+// dropFDs closes the passed descriptors nobody took: at the end of the request they came with, so that a
+// later request on the same connection, which passed none, cannot be given them.
+func (c *fdConn) dropFDs() {
 	for _, fd := range c.takeFDs() {
 		unix.Close(fd)
 	}
+}
+
+// Close closes descriptors nobody took, then the connection, and gives back its slot.
+func (c *fdConn) Close() error {
+	c.dropFDs()
 	err := c.UnixConn.Close()
 	c.mu.Lock()
 	first := !c.closed

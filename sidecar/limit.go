@@ -3,6 +3,7 @@ package sidecar
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -28,23 +29,40 @@ const RetryAfter = 1
 const unknownUID = ^uint32(0)
 
 // limiter counts what each peer uid holds (connections, or event streams) against a total and a per-uid
-// bound. The zero value is not usable; make one with newLimiter.
+// bound, and keeps a reserve of the total for the uids it is made for (root and the sidecar's own uid: the
+// gateway), so that the other uids together cannot take all of it. The zero value is not usable; make one
+// with newLimiter.
 type limiter struct {
 	what          string // "connections", "event streams": the refusal names it
 	total, perUID int
+	keptFor       []uint32 // the uids that may use the reserve; none: no reserve
 
-	mu    sync.Mutex
-	held  int
-	byUID map[uint32]int
+	mu     sync.Mutex
+	held   int
+	others int // held by uids not in keptFor
+	byUID  map[uint32]int
 }
 
-func newLimiter(what string, total, perUID int) *limiter {
-	return &limiter{what: what, total: total, perUID: perUID, byUID: map[uint32]int{}}
+// newLimiter makes a limiter of total slots, perUID for each uid, with a reserve (reserve) that only the
+// uids keptFor may use.
+func newLimiter(what string, total, perUID int, keptFor ...uint32) *limiter {
+	return &limiter{what: what, total: total, perUID: perUID, keptFor: keptFor, byUID: map[uint32]int{}}
+}
+
+// reserve is how many of the total only the keptFor uids may hold: one uid's share (so the gateway's whole
+// share is kept for it), but never more than half the total, so that a small total (set by flag, or
+// lowered by fdBudget) still serves the others. Called with mu held.
+func (l *limiter) reserve() int {
+	if len(l.keptFor) == 0 {
+		return 0
+	}
+	return min(l.perUID, l.total/2)
 }
 
 // acquire takes one slot for uid. It fails with ErrTooMany when uid already holds perUID, and with ErrBusy
-// when every peer together holds total: the per-uid bound is checked first, so a flood from one uid is told
-// it is the one over its share. release gives the slot back; it may be called more than once.
+// when every peer together holds total, or when uid is not one the reserve is kept for and such uids
+// together hold all but the reserve: the per-uid bound is checked first, so a flood from one uid is told it
+// is the one over its share. release gives the slot back; it may be called more than once.
 func (l *limiter) acquire(uid uint32) (release func(), err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -54,16 +72,27 @@ func (l *limiter) acquire(uid uint32) (release func(), err error) {
 	if l.held >= l.total {
 		return nil, fmt.Errorf("%w: the sidecar holds %d %s, the most it serves at once (--max-%s)", ErrBusy, l.held, l.what, l.flag())
 	}
+	kept := slices.Contains(l.keptFor, uid)
+	if r := l.reserve(); !kept && l.others >= l.total-r {
+		return nil, fmt.Errorf("%w: uids other than root and the sidecar's own hold %d %s, the most they may together (--max-%s less the %d kept for root and the sidecar's uid)",
+			ErrBusy, l.others, l.what, l.flag(), r)
+	}
 	l.held++
+	if !kept {
+		l.others++
+	}
 	l.byUID[uid]++
 	var once sync.Once
-	return func() { once.Do(func() { l.put(uid) }) }, nil
+	return func() { once.Do(func() { l.put(uid, kept) }) }, nil
 }
 
-func (l *limiter) put(uid uint32) {
+func (l *limiter) put(uid uint32, kept bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.held--
+	if !kept {
+		l.others--
+	}
 	if l.byUID[uid]--; l.byUID[uid] <= 0 {
 		delete(l.byUID, uid) // a map of every uid ever seen would grow with each one
 	}

@@ -64,6 +64,47 @@ func TestLimiter(t *testing.T) {
 	}
 }
 
+// The reserve: uids the limiter is not kept for (the socket group's) together hold at most the total less
+// one uid's share, however many of them there are; root and the owner (uid 7 here) still get theirs, up to
+// the total. A small total keeps half for the others. Without the reserve four uids at their share took
+// all 8 slots and root was busy.
+func TestLimiterReserve(t *testing.T) {
+	l := newLimiter("connections", 8, 2, 0, 7)
+	take := func(uid uint32, want error) {
+		t.Helper()
+		if _, err := l.acquire(uid); !errors.Is(err, want) {
+			t.Fatalf("acquire(%d): %v, want %v", uid, err, want)
+		}
+	}
+	for _, uid := range []uint32{100, 101, 102} {
+		take(uid, nil)
+		take(uid, nil)
+	}
+	take(103, ErrBusy) // 6 of 8 held by the others: the last 2 are kept
+	if _, err := l.acquire(104); err == nil || !strings.Contains(err.Error(), "kept for root") {
+		t.Fatalf("the refusal at the reserve does not say so: %v", err)
+	}
+	take(0, nil)
+	take(7, nil)
+	take(0, ErrBusy) // the total
+	if all, _ := l.counts(0); all != 8 {
+		t.Fatalf("%d held, want 8", all)
+	}
+
+	small := newLimiter("event streams", 3, 10, 0)
+	take2 := func(uid uint32, want error) {
+		t.Helper()
+		if _, err := small.acquire(uid); !errors.Is(err, want) {
+			t.Fatalf("small: acquire(%d): %v, want %v", uid, err, want)
+		}
+	}
+	take2(100, nil)
+	take2(101, nil) // 3 - min(10, 3/2) = 2 for the others
+	take2(102, ErrBusy)
+	take2(0, nil)
+	take2(0, ErrBusy)
+}
+
 // rawGet sends GET path on c and returns the answer's status, its Retry-After and its error code, or err
 // when the connection was closed without an answer.
 func rawGet(c net.Conn, path string) (status int, retry, code string, err error) {

@@ -98,12 +98,15 @@ type Config struct {
 	GCInterval time.Duration
 	// MaxConns bounds the connections served at once, from every peer together (503 busy past it); zero
 	// means DefaultMaxConns. It is lowered, with a log line, when RLIMIT_NOFILE cannot hold it (fdBudget).
+	// Its last MaxConnsPerUID (at most half of it) are kept for root and the sidecar's own uid: the other
+	// uids together are answered 503 busy past the rest.
 	MaxConns int
 	// MaxConnsPerUID bounds the connections one peer uid holds at once (429 too_many past it); zero means
 	// DefaultMaxConnsPerUID. Root's and the owner's count like anyone's.
 	MaxConnsPerUID int
 	// MaxStreams and MaxStreamsPerUID bound the GET /v1/events streams open at once, in all and per uid;
-	// zero means DefaultMaxStreams and DefaultMaxStreamsPerUID.
+	// zero means DefaultMaxStreams and DefaultMaxStreamsPerUID. A reserve of MaxStreams is kept for root
+	// and the sidecar's uid as one of MaxConns is.
 	MaxStreams, MaxStreamsPerUID int
 	// HeaderTimeout, BodyTimeout and IdleTimeout bound the reading of a request's headers, of its body, and
 	// a kept-alive connection's wait for its next request; zero means their defaults.
@@ -239,8 +242,13 @@ func newServer(cfg Config, b backend) (*Server, error) {
 		logger = NewLogger(cfg.Log)
 	}
 	s.obs = newObserver(logger, s.counts, s.warmReady)
-	s.streams = newLimiter("event streams", cfg.MaxStreams, cfg.MaxStreamsPerUID)
-	s.conns = newLimiter("connections", cfg.MaxConns, cfg.MaxConnsPerUID)
+	// The gateway runs as root or as the sidecar's own uid: a reserve of each total is kept for them.
+	gateway := []uint32{0}
+	if s.auth.ownerUID != 0 {
+		gateway = append(gateway, s.auth.ownerUID)
+	}
+	s.streams = newLimiter("event streams", cfg.MaxStreams, cfg.MaxStreamsPerUID, gateway...)
+	s.conns = newLimiter("connections", cfg.MaxConns, cfg.MaxConnsPerUID, gateway...)
 	s.obs.limits(s.conns, s.streams)
 	s.events = newBroker(cfg.EventRing, s.now)
 	s.events.observe = s.obs.event

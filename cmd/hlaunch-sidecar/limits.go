@@ -11,9 +11,9 @@ import (
 
 // addLimitFlags adds the flags of the bounds on connections, event streams and request reading.
 func addLimitFlags(fs *pflag.FlagSet, l *sidecarLimits) {
-	fs.IntVar(&l.maxConns, "max-conns", sidecar.DefaultMaxConns, "connections served at once from every peer together (past it: 503 busy)")
+	fs.IntVar(&l.maxConns, "max-conns", sidecar.DefaultMaxConns, "connections served at once from every peer together, the last --max-conns-per-uid (at most half) kept for root and the sidecar's uid (past it: 503 busy)")
 	fs.IntVar(&l.maxConnsPerUID, "max-conns-per-uid", sidecar.DefaultMaxConnsPerUID, "connections one peer uid may hold at once, root's too (past it: 429 too_many)")
-	fs.IntVar(&l.maxStreams, "max-streams", sidecar.DefaultMaxStreams, "GET /v1/events streams open at once from every peer together (past it: 503 busy)")
+	fs.IntVar(&l.maxStreams, "max-streams", sidecar.DefaultMaxStreams, "GET /v1/events streams open at once from every peer together, the last --max-streams-per-uid (at most half) kept for root and the sidecar's uid (past it: 503 busy)")
 	fs.IntVar(&l.maxStreamsPerUID, "max-streams-per-uid", sidecar.DefaultMaxStreamsPerUID, "GET /v1/events streams one peer uid may hold at once (past it: 429 too_many)")
 	fs.IntVar(&l.streamQueue, "stream-queue", sidecar.DefaultStreamQueue, "events one stream may have unwritten; a reader further behind gets a lost event and the stream ends")
 	fs.Var(launcher.NewDurationFlag(&l.headerTimeout, sidecar.DefaultHeaderTimeout), "header-timeout", "time a client has to send a request's line and headers")
