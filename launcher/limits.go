@@ -19,9 +19,9 @@ const (
 	// DefaultPids is the default pids.max: room for a build's worth of processes and threads, and for a
 	// detached worker's shim (ShimTasks), far below any host's kernel.pid_max.
 	DefaultPids = 2048
-	// DefaultCPUWeight is the default cpu.weight (v1 cpu.shares 1024): the kernel's own default, set
-	// explicitly so that every worker is a CPU group of its own and one busy worker gets no more CPU than
-	// another.
+	// DefaultCPUWeight is the default cpu.weight (v2's own default; v1 cpu.shares by cgroup.Limits'
+	// mapping), set explicitly so that every worker is a CPU group of its own and one busy worker gets no
+	// more CPU than another.
 	DefaultCPUWeight = 100
 	// DefaultMemoryPercent is the default memory.max as a share of the host's MemTotal, rounded down to a
 	// MiB.
