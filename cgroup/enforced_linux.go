@@ -135,8 +135,8 @@ func limitChecks(want Limits, c string, onV2 bool) []limitCheck {
 				out = append(out, limitCheck{"--cpus", "cpu.cfs_quota_us", func(v string) bool { return v != "-1" && v != "" }, cpus})
 			}
 		}
-		// A weight equal to the default (100; v1 1024 shares) cannot be told from no weight: it is in effect
-		// where the cpu controller governs the process at all (its weight file is there to read).
+		// A weight equal to v2's default (100) cannot be told from no weight: it is in effect where the cpu
+		// controller governs the process at all (its weight file is there to read).
 		switch {
 		case want.CPUWeight == 0:
 		case want.CPUWeight == 100:

@@ -196,7 +196,8 @@ func TestDefaultLimitsHoldForkBomb(t *testing.T) {
 	stopVerified(t, e, rc.ID, rc.Cgroup)
 }
 
-// The same through the sidecar: a spawn that sets no limits gets the defaults.
+// The same through the sidecar: a spawn that sets no limits gets the defaults, and the sidecar answers its
+// health check and spawns for another profile meanwhile.
 func TestSidecarDefaultLimitsHoldForkBomb(t *testing.T) {
 	requireRoot(t)
 	e := newEnv(t)
@@ -206,6 +207,9 @@ func TestSidecarDefaultLimitsHoldForkBomb(t *testing.T) {
 	p.mustDo("POST", "/v1/workers", scSpec("b", "bash", "-c", forkBomb, "bomb", bombFIFO(t)), 201, &rc)
 	t.Cleanup(func() { e.run("stop", "--grace", "0s", rc.ID) })
 	other := func() error {
+		if st, b := p.do("GET", "/v1/health", ""); st != 200 {
+			return fmt.Errorf("sidecar health beside the fork bomb: %d %s", st, b)
+		}
 		if st, b := p.do("POST", "/v1/workers", scSpec("c", "true")); st != 201 {
 			return fmt.Errorf("sidecar spawn for profile c: %d %s", st, b)
 		}

@@ -161,6 +161,9 @@ func (f *sidecarFlags) run(cmd *cobra.Command) error {
 	if errors.As(err, &placementErr) {
 		return invalidf("sidecar: %s", placementErr.Msg)
 	}
+	if err != nil {
+		return invalidf("sidecar: %v", err)
+	}
 	if f.warm < 0 || f.warm > maxWarm {
 		return invalidf("sidecar: --warm %d: want 0..%d", f.warm, maxWarm)
 	}
