@@ -28,7 +28,7 @@ func (g *Group) applyLimits(p plan) error {
 			files = append(files, [2]string{"pids.max", strconv.FormatInt(l.Pids, 10)})
 		case "cpu":
 			if l.CPUWeight != 0 {
-				files = append(files, [2]string{"cpu.weight", strconv.FormatUint(l.CPUWeight, 10)})
+				files = append(files, [2]string{"cpu.weight", strconv.FormatInt(l.CPUWeight, 10)})
 			}
 			if l.CPUs != 0 {
 				files = append(files, [2]string{"cpu.max", strconv.FormatInt(l.cpuQuota(), 10) + " " + strconv.Itoa(cfsPeriod)})
@@ -82,7 +82,7 @@ func limitErr(l Limits, ctrls []string, err error) error {
 			}
 			names += limitNames(l, c)
 		}
-		return fmt.Errorf("%w: %s (%v)", ErrUnsupportedLimit, names, err)
+		return &ControllerError{ctrls[0], fmt.Errorf("%w: %s (%v)", ErrUnsupportedLimit, names, err)}
 	}
 	return fmt.Errorf("cgroup: applying limits: %w", err)
 }

@@ -78,7 +78,7 @@ func (h *Host) plan(l Limits) (plan, error) {
 			continue
 		}
 		if h.Unified == "" {
-			return p, fmt.Errorf("%w: %s (no %s controller mounted)", ErrUnsupportedLimit, limitNames(l, c), c)
+			return p, &ControllerError{c, fmt.Errorf("%w: %s (no %s controller mounted)", ErrUnsupportedLimit, limitNames(l, c), c)}
 		}
 		p.v2Ctrls = append(p.v2Ctrls, c)
 	}
@@ -258,8 +258,8 @@ func (h *Host) enableV2(pdir string, ctrls []string, lim Limits) error {
 			}
 		}
 		if !ours {
-			return fmt.Errorf("%w: %s (controller %q not available in %s)", ErrUnsupportedLimit,
-				limitNames(lim, missing[0]), missing[0], pdir)
+			return &ControllerError{missing[0], fmt.Errorf("%w: %s (controller %q not available in %s)", ErrUnsupportedLimit,
+				limitNames(lim, missing[0]), missing[0], pdir)}
 		}
 		if err := h.enableV2(up, missing, lim); err != nil {
 			return err

@@ -22,31 +22,49 @@ const unlimitedV1 = 1 << 62
 // scope and applies neither, because the memory and pids controllers are on v1 hierarchies it cannot
 // manage. It returns ErrUnsupportedLimit naming each limit not in effect.
 func (h *Host) Enforced(pid int, want Limits) error {
+	_, missing, err := h.inEffect(pid, want)
+	if err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: %s not in effect", ErrUnsupportedLimit, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// InEffect is the part of want that governs process pid, read back as Enforced reads it: each limit not
+// in effect is zero in the result. A launcher uses it for the defaults it asked a manager to apply, which
+// a worker runs without where the manager cannot apply them (its receipt says which were applied).
+func (h *Host) InEffect(pid int, want Limits) (Limits, error) {
+	got, _, err := h.inEffect(pid, want)
+	return got, err
+}
+
+func (h *Host) inEffect(pid int, want Limits) (Limits, []string, error) {
 	if want.IsZero() {
-		return nil
+		return want, nil, nil
 	}
 	b, err := sysfile.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
 	if err != nil {
-		return fmt.Errorf("cgroup: checking limits: %w", err)
+		return Limits{}, nil, fmt.Errorf("cgroup: checking limits: %w", err)
 	}
 	pc, err := linux.ParseProcCgroup(b)
 	if err != nil {
-		return fmt.Errorf("cgroup: checking limits: /proc/%d/cgroup: %w", pid, err)
+		return Limits{}, nil, fmt.Errorf("cgroup: checking limits: /proc/%d/cgroup: %w", pid, err)
 	}
 	v2, v1 := pc.V2, pc.V1
+	got := want
 	var missing []string
 	for _, c := range controllersFor(want) {
 		dir, onV2 := h.controllerDir(c, v2, v1)
 		for _, chk := range limitChecks(want, c, onV2) {
 			if dir == "" || !chk.inEffect(dir) {
 				missing = append(missing, chk.flag)
+				chk.clear(&got)
 			}
 		}
 	}
-	if len(missing) > 0 {
-		return fmt.Errorf("%w: %s not in effect", ErrUnsupportedLimit, strings.Join(missing, ", "))
-	}
-	return nil
+	return got, missing, nil
 }
 
 // controllerDir returns the directory holding controller c's files for a process with the given paths,
@@ -69,9 +87,10 @@ func (h *Host) controllerDir(c, v2 string, v1 map[string]string) (string, bool) 
 
 // limitCheck reads one limit back.
 type limitCheck struct {
-	flag string // the flag that asked for it
-	file string
-	ok   func(v string) bool // whether the file's content shows a limit
+	flag  string // the flag that asked for it
+	file  string
+	ok    func(v string) bool // whether the file's content shows a limit
+	clear func(l *Limits)     // zeroes the limit in l
 }
 
 func (c limitCheck) inEffect(dir string) bool {
@@ -85,40 +104,52 @@ func limitChecks(want Limits, c string, onV2 bool) []limitCheck {
 	firstNotMax := func(v string) bool { f := strings.Fields(v); return len(f) > 0 && f[0] != "max" }
 	belowV1Max := func(v string) bool { n, err := strconv.ParseInt(v, 10, 64); return err == nil && n < unlimitedV1 }
 	var out []limitCheck
+	mem := func(l *Limits) { l.Memory = 0 }
+	high := func(l *Limits) { l.MemoryHigh = 0 }
+	pids := func(l *Limits) { l.Pids = 0 }
+	cpus := func(l *Limits) { l.CPUs = 0 }
+	weight := func(l *Limits) { l.CPUWeight = 0 }
 	switch c {
 	case "memory":
 		if want.Memory != 0 {
 			if onV2 {
-				out = append(out, limitCheck{"--memory", "memory.max", notMax})
+				out = append(out, limitCheck{"--memory", "memory.max", notMax, mem})
 			} else {
-				out = append(out, limitCheck{"--memory", "memory.limit_in_bytes", belowV1Max})
+				out = append(out, limitCheck{"--memory", "memory.limit_in_bytes", belowV1Max, mem})
 			}
 		}
 		if want.MemoryHigh != 0 {
 			if onV2 {
-				out = append(out, limitCheck{"--memory-high", "memory.high", notMax})
+				out = append(out, limitCheck{"--memory-high", "memory.high", notMax, high})
 			} else {
-				out = append(out, limitCheck{"--memory-high", "memory.soft_limit_in_bytes", belowV1Max})
+				out = append(out, limitCheck{"--memory-high", "memory.soft_limit_in_bytes", belowV1Max, high})
 			}
 		}
 	case "pids":
-		out = append(out, limitCheck{"--pids", "pids.max", notMax})
+		out = append(out, limitCheck{"--pids", "pids.max", notMax, pids})
 	case "cpu":
 		if want.CPUs != 0 {
 			if onV2 {
-				out = append(out, limitCheck{"--cpus", "cpu.max", firstNotMax})
+				out = append(out, limitCheck{"--cpus", "cpu.max", firstNotMax, cpus})
 			} else {
-				out = append(out, limitCheck{"--cpus", "cpu.cfs_quota_us", func(v string) bool { return v != "-1" && v != "" }})
+				out = append(out, limitCheck{"--cpus", "cpu.cfs_quota_us", func(v string) bool { return v != "-1" && v != "" }, cpus})
 			}
 		}
-		// A weight equal to the default (100; v1 1024 shares) cannot be told from no weight, and is no limit.
-		if want.CPUWeight != 0 && want.CPUWeight != 100 {
+		// A weight equal to v2's default (100) cannot be told from no weight: it is in effect where the cpu
+		// controller governs the process at all (its weight file is there to read).
+		switch {
+		case want.CPUWeight == 0:
+		case want.CPUWeight == 100:
+			f := "cpu.shares"
 			if onV2 {
-				w := strconv.FormatUint(want.CPUWeight, 10)
-				out = append(out, limitCheck{"--cpu-weight", "cpu.weight", func(v string) bool { return v == w }})
-			} else {
-				out = append(out, limitCheck{"--cpu-weight", "cpu.shares", func(v string) bool { return v != "1024" && v != "" }})
+				f = "cpu.weight"
 			}
+			out = append(out, limitCheck{"--cpu-weight", f, func(v string) bool { return v != "" }, weight})
+		case onV2:
+			w := strconv.FormatInt(want.CPUWeight, 10)
+			out = append(out, limitCheck{"--cpu-weight", "cpu.weight", func(v string) bool { return v == w }, weight})
+		default:
+			out = append(out, limitCheck{"--cpu-weight", "cpu.shares", func(v string) bool { return v != "1024" && v != "" }, weight})
 		}
 	}
 	return out

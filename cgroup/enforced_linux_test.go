@@ -52,4 +52,15 @@ func TestEnforced(t *testing.T) {
 			t.Errorf("error %q does not name %s", err, flag)
 		}
 	}
+
+	// InEffect keeps what governs the process and zeroes the rest: all of lim for the worker with it, and
+	// for the one without, nothing but a weight of 100 where the cpu controller governs it at all.
+	if got, err := h.InEffect(a.Process.Pid, lim); err != nil || got != lim {
+		t.Errorf("InEffect with the limits applied = %+v, %v; want %+v", got, err, lim)
+	}
+	defaults := Limits{Memory: 64 << 20, Pids: 2048, CPUWeight: 100}
+	got, err := h.InEffect(b.Process.Pid, defaults)
+	if err != nil || got.Memory != 0 || got.Pids != 0 {
+		t.Errorf("InEffect without the limits = %+v, %v; want no memory or pids limit", got, err)
+	}
 }

@@ -55,3 +55,18 @@ func (e *OutsideNamespaceError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrOutsideNamespace) hold.
 func (e *OutsideNamespaceError) Unwrap() error { return ErrOutsideNamespace }
+
+// ControllerError is an ErrUnsupportedLimit for a limit whose controller this host (or this parent) does
+// not offer: errors.Is(err, ErrUnsupportedLimit) holds for it, and Controller names the controller, so
+// that a caller can tell which of its limits to leave out (a launcher's default limits: docs/security.md,
+// "Default resource bounds").
+type ControllerError struct {
+	Controller string // "memory", "pids" or "cpu"
+	Err        error  // the ErrUnsupportedLimit, worded for the limit
+}
+
+// Error is the wrapped error's sentence.
+func (e *ControllerError) Error() string { return e.Err.Error() }
+
+// Unwrap makes errors.Is(err, ErrUnsupportedLimit) hold.
+func (e *ControllerError) Unwrap() error { return e.Err }

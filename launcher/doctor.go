@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hlaunch/hlaunch/cgroup"
 	"github.com/hlaunch/hlaunch/internal/linux"
 	"github.com/hlaunch/hlaunch/internal/systemd"
 	"github.com/hlaunch/hlaunch/nsenv/sandbox"
@@ -134,7 +135,11 @@ func (d *dryPlacer) cgroup(spec Spec, _ string) (placement, error) {
 	}
 	dir := ""
 	if parent, err = d.l.host.CleanParent(parent); err == nil {
-		dir, err = d.l.host.CheckParent(parent, spec.Limits)
+		applied, defaults := d.l.limitsFor(spec)
+		err = fitDefaults(applied, defaults, func(lim cgroup.Limits) (err error) {
+			dir, err = d.l.host.CheckParent(parent, lim)
+			return err
+		})
 	}
 	if err != nil {
 		d.cgroupCheck = Check{false, err.Error()}

@@ -34,7 +34,10 @@ type Config struct {
 	WorkerLogs bool
 	// Hide lists extra paths a sandboxed worker must not see (a sidecar's socket directory).
 	Hide []string
-	// Defaults fill the placement fields a Spec leaves empty (Scope, CgroupParent, Slice, RequireScope, Net).
+	// Defaults fill the placement fields a Spec leaves empty (Scope, CgroupParent, Slice, RequireScope, Net),
+	// and its Limits the limit fields: a zero field there takes the built-in default (BuiltinLimits: tasks
+	// DefaultPids, memory DefaultMemoryPercent of MemTotal, CPU weight DefaultCPUWeight; none for the
+	// others), cgroup.Unlimited gives no default, any other value is the default.
 	Defaults Spec
 	// ChildCPUs, when not zero, is the CPU set every target starts with. cmd/hlaunch pins its own threads
 	// to one CPU for a launch (internal/affinity) and passes the set it was started with here, so that no
@@ -72,7 +75,8 @@ type Launcher struct {
 	state   string          // state directory
 	ledger  string          // ledger directory
 	src     fingerprint.Sources
-	buses   *buses // kept manager connections (Config.KeepBus); nil dials per launch
+	buses   *buses        // kept manager connections (Config.KeepBus); nil dials per launch
+	limits  cgroup.Limits // the default limits of every worker with a cgroup (Config.Defaults.Limits)
 
 	ledgerIdx ledgerIndex // the ledger as the last collection left it (pruneLedger)
 	tempSweep tempSweep   // when the collection last swept dead writers' temp files (sweepTemps)

@@ -29,7 +29,7 @@ func TestSpecValidate(t *testing.T) {
 		{"limits with none", func(s *Spec) { s.Scope, s.Limits = ScopeNone, cgroup.Limits{Pids: 3} }, "limits"},
 		{"require with none", func(s *Spec) { s.Scope, s.RequireScope = ScopeNone, true }, "--require-scope"},
 		{"unit with cgroup", func(s *Spec) { s.Scope, s.Unit = ScopeCgroup, "x" }, "--unit"},
-		{"negative memory", func(s *Spec) { s.Limits.Memory = -1 }, "--memory: must not be negative"},
+		{"negative memory", func(s *Spec) { s.Limits.Memory = -2 }, "--memory: must not be negative"},
 		{"weight too big", func(s *Spec) { s.Limits.CPUWeight = 10001 }, "--cpu-weight 10001: want 1..10000"},
 		{"cpus below the kernel minimum", func(s *Spec) { s.Limits.CPUs = 0.001 }, "--cpus 0.001: below the minimum 0.01"},
 		{"a systemd unit as cgroup parent", func(s *Spec) { s.Scope = ScopeCgroup; s.CgroupParent = "system.slice" }, "--cgroup-parent \"system.slice\""},

@@ -69,6 +69,13 @@ func New(cfg Config) (*Launcher, error) {
 	if cfg.KeepBus {
 		l.buses = &buses{}
 	}
+	if msg := checkLimits(cfg.Defaults.Limits); msg != "" {
+		return nil, fmt.Errorf("%w: default limits: %s", ErrInvalid, msg)
+	}
+	// MemTotal is read once: the memory default is a share of it. A host whose meminfo cannot be read has
+	// no memory default (the receipt shows none); the other defaults hold.
+	memTotal, _ := readMemTotal()
+	l.limits = launcherDefaults(cfg.Defaults.Limits, BuiltinLimits(memTotal))
 	l.host, l.hostErr = cgroup.Detect()
 	l.src = fingerprint.Sources{}
 	if l.host != nil {

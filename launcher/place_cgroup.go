@@ -20,11 +20,16 @@ func (l *Launcher) prepareCgroup(spec Spec, id string) (*cgroupPlacement, error)
 	if err != nil {
 		return nil, err
 	}
-	g, err := l.host.Create(parent, id, spec.Limits)
-	if errors.Is(err, fs.ErrNotExist) {
-		// The parent was removed between its check and our mkdir (a gc beside us found it empty): again.
-		g, err = l.host.Create(parent, id, spec.Limits)
-	}
+	var g *cgroup.Group
+	applied, defaults := l.limitsFor(spec)
+	err = fitDefaults(applied, defaults, func(lim cgroup.Limits) (err error) {
+		g, err = l.host.Create(parent, id, lim)
+		if errors.Is(err, fs.ErrNotExist) {
+			// The parent was removed between its check and our mkdir (a gc beside us found it empty): again.
+			g, err = l.host.Create(parent, id, lim)
+		}
+		return err
+	})
 	if err != nil {
 		return nil, cgroupRefusal(err)
 	}

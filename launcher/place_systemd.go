@@ -32,6 +32,11 @@ type scopePlacement struct {
 	events  string
 	unified string       // the cgroup2 mount, "" when unknown
 	host    *cgroup.Host // this host's layout, to read the scope's limits back; nil when unknown
+
+	// defaults is the part of limits that came from the launcher's defaults: place keeps only those the
+	// manager applied (a user manager on a hybrid host applies no memory or pids limit), and limits is then
+	// what is in effect.
+	defaults cgroup.Limits
 }
 
 // dialResult is the outcome of an overlapped connect.
@@ -55,7 +60,8 @@ func checkUnit(spec Spec) error {
 }
 
 func (l *Launcher) newScope(spec Spec) *scopePlacement {
-	p := &scopePlacement{limits: spec.Limits, host: l.host}
+	p := &scopePlacement{host: l.host}
+	p.limits, p.defaults = l.limitsFor(spec)
 	if l.host != nil {
 		p.unified = l.host.Unified
 	}
@@ -172,11 +178,11 @@ func (p *scopePlacement) place(ctx context.Context, spec Spec, id string, pid in
 		Slice:              spec.Slice,
 		Description:        desc,
 		PIDs:               []uint32{uint32(pid)},
-		MemoryMax:          spec.Limits.Memory,
-		MemoryHigh:         spec.Limits.MemoryHigh,
-		TasksMax:           uint64(spec.Limits.Pids),
-		CPUWeight:          spec.Limits.CPUWeight,
-		CPUQuotaPerSecUSec: uint64(spec.Limits.CPUs * 1e6),
+		MemoryMax:          p.limits.Memory,
+		MemoryHigh:         p.limits.MemoryHigh,
+		TasksMax:           uint64(p.limits.Pids),
+		CPUWeight:          uint64(p.limits.CPUWeight),
+		CPUQuotaPerSecUSec: uint64(p.limits.CPUs * 1e6),
 		RuntimeMax:         backstop.RuntimeMax, StopTimeout: backstop.StopTimeout,
 		// A foreground launch records nothing: no InvocationID, and its cgroup comes from the member.
 		NoInfo: !spec.Detach,
@@ -204,17 +210,28 @@ func (p *scopePlacement) place(ctx context.Context, spec Spec, id string, pid in
 // enforced checks that the manager applied the scope's limits: a systemd user manager on a hybrid host
 // accepts MemoryMax= and TasksMax= and applies neither (those controllers are on v1 hierarchies it cannot
 // manage), and a worker must never run under weaker limits than it asked for. The held child is aborted
-// by the caller, so nothing runs; the scope, emptied, is collected by the manager.
+// by the caller, so nothing runs; the scope, emptied, is collected by the manager. A default the manager
+// did not apply is left out of p.limits, which the receipt shows.
 func (p *scopePlacement) enforced(pid int) error {
-	if p.limits.IsZero() {
-		return nil
-	}
+	asked := onlyAsked(p.limits, p.defaults)
 	if p.host == nil {
+		p.limits = asked
+		if asked.IsZero() {
+			return nil
+		}
 		return fmt.Errorf("%w: cannot check the limits of scope %s: no cgroup filesystem here", ErrInvalid, p.unit)
 	}
-	if err := p.host.Enforced(pid, p.limits); err != nil {
+	if err := p.host.Enforced(pid, asked); err != nil {
 		return fmt.Errorf("%w: %w: the systemd manager did not apply them to scope %s; --scope cgroup applies them itself", ErrInvalid, err, p.unit)
 	}
+	if p.defaults.IsZero() {
+		return nil
+	}
+	got, err := p.host.InEffect(pid, p.limits)
+	if err != nil {
+		return err
+	}
+	p.limits = got
 	return nil
 }
 

@@ -101,7 +101,7 @@ func decide(ctx context.Context, spec Spec, id string, mk placer) (placement, st
 	if spec.RequireScope {
 		return nil, "", fmt.Errorf("%w: %s", ErrDegraded, why)
 	}
-	if !spec.Limits.IsZero() {
+	if hasLimit(spec.Limits) {
 		return nil, "", fmt.Errorf("%w: limits cannot be applied: %s", ErrDegraded, why)
 	}
 	return degraded{warning: "hlaunch: warning: running degraded (a plain process in its own session, not restart-safe): " + why}, why, nil

@@ -98,7 +98,7 @@ func TestRunRefusedCreatesNothing(t *testing.T) {
 	w := newWorld(t, launcher.ScopeCgroup, nil)
 	for _, s := range []launcher.Spec{
 		{Profile: "zz", Argv: []string{"true"}},
-		{Profile: "b", Argv: []string{"true"}, Limits: cgroup.Limits{Pids: -1}},
+		{Profile: "b", Argv: []string{"true"}, Limits: cgroup.Limits{Pids: -2}}, // -1 is "no limit"
 		{Profile: "b", Argv: []string{"true"}, Timeout: "soon"},
 	} {
 		if code, err, _ := w.run(s, launcher.Signals{}); code != 125 || !errors.Is(err, launcher.ErrInvalid) {

@@ -40,7 +40,9 @@ type Spec struct {
 	Slice string `json:"slice,omitempty"`
 	// CgroupParent is the raw-cgroup parent relative to each hierarchy's root; empty means "hlaunch".
 	CgroupParent string `json:"cgroup_parent,omitempty"`
-	// Limits are the worker's resource limits; zero fields are unlimited.
+	// Limits are the worker's resource limits. A zero field takes the launcher's default (Config.Defaults;
+	// built in: tasks, memory and CPU weight, BuiltinLimits), cgroup.Unlimited (-1) is no limit; the
+	// receipt shows the limits applied. A worker without a cgroup (--scope none, degraded) has none.
 	Limits cgroup.Limits `json:"limits,omitempty"`
 	// Sandbox runs the child in new mount, pid, ipc and uts namespaces with the profile view.
 	Sandbox bool `json:"sandbox,omitempty"`

@@ -34,7 +34,7 @@ func (s *Spec) Validate() error {
 	if err := CheckScope(string(s.Scope)); err != nil {
 		return err
 	}
-	if s.Scope == ScopeNone && !s.Limits.IsZero() {
+	if s.Scope == ScopeNone && hasLimit(s.Limits) {
 		return bad("limits (--memory, --pids, ...) need --scope cgroup, systemd or auto")
 	}
 	if s.Scope == ScopeNone && s.RequireScope {
@@ -128,18 +128,18 @@ const minCPUs = 0.01
 // checkLimits names the first limit out of range and what it takes, or "".
 func checkLimits(l cgroup.Limits) string {
 	switch {
-	case l.Memory < 0:
-		return "--memory: must not be negative"
+	case l.Memory < 0 && l.Memory != cgroup.Unlimited:
+		return "--memory: must not be negative (max, or -1 in a spec, is no limit)"
 	case l.MemoryHigh < 0:
 		return "--memory-high: must not be negative"
-	case l.Pids < 0:
-		return fmt.Sprintf("--pids %d: must not be negative", l.Pids)
+	case l.Pids < 0 && l.Pids != cgroup.Unlimited:
+		return fmt.Sprintf("--pids %d: must not be negative (max, or -1 in a spec, is no limit)", l.Pids)
 	case l.CPUs < 0:
 		return fmt.Sprintf("--cpus %g: must not be negative", l.CPUs)
 	case l.CPUs > 0 && l.CPUs < minCPUs:
 		return fmt.Sprintf("--cpus %g: below the minimum %g (1 ms of CPU time per 100 ms period)", l.CPUs, minCPUs)
-	case l.CPUWeight > 10000:
-		return fmt.Sprintf("--cpu-weight %d: want 1..10000", l.CPUWeight)
+	case l.CPUWeight > 10000, l.CPUWeight < 0 && l.CPUWeight != cgroup.Unlimited:
+		return fmt.Sprintf("--cpu-weight %d: want 1..10000 (max, or -1 in a spec, is no weight of its own)", l.CPUWeight)
 	}
 	return ""
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/hlaunch/hlaunch/cgroup"
 )
 
 // ErrNotWarmable is returned by StartWarm for a spec that needs what the slot cannot give (see Warm); the
@@ -12,12 +14,12 @@ import (
 var ErrNotWarmable = errors.New("spec cannot start in a warm slot")
 
 // Warm is a worker slot made ready before its spec is known, so that a spawn does not wait for what does
-// not depend on it (ADR 0007): the worker's own cgroup or transient scope, made with no limits, and its
-// shim, already started in it (its Go start-up done) and waiting on its handshake for the worker's config.
-// The shim starts the target only once that config arrives, so the target is still placed before its
-// first instruction.
+// not depend on it (ADR 0007): the worker's own cgroup or transient scope, made with the launcher's default
+// limits, and its shim, already started in it (its Go start-up done) and waiting on its handshake for the
+// worker's config. The shim starts the target only once that config arrives, so the target is still placed
+// before its first instruction.
 //
-// A slot serves a spec with the launcher's default placement and no limits, unit or slice of its own
+// A slot serves a spec with the launcher's default placement and default limits, no unit or slice of its own
 // (those are fixed when the cgroup or scope is made; moving the shim into another cgroup at the spawn
 // would take the kernel's cgroup migration lock, which costs more than the slot saves), and without
 // inherited stdio (the shim's stdio is fixed when it starts). A slot is used once; Close one that was
@@ -29,6 +31,10 @@ type Warm struct {
 	mode  Mode      // ModeCgroup or ModeScoped
 	spec  Spec      // the placement fields the slot was made with
 	held  *heldShim // the shim, started and placed, waiting for its config
+
+	// limits are the limits the slot's cgroup or scope was made with (the launcher's defaults, before a
+	// placement left out any it could not hold): a spec fits when its limits resolve to these.
+	limits cgroup.Limits
 
 	mu   sync.Mutex
 	used bool
@@ -53,6 +59,7 @@ func (l *Launcher) NewWarm(ctx context.Context) (_ *Warm, retErr error) {
 		}
 	}()
 	w := &Warm{id: id, scope: spec.Scope, mode: p.mode(), spec: spec}
+	w.limits, _ = l.limitsFor(spec)
 	if w.mode != ModeCgroup && w.mode != ModeScoped {
 		return nil, fmt.Errorf("%w: the default placement resolves to %s", ErrNotWarmable, w.mode)
 	}
@@ -77,12 +84,13 @@ func (w *Warm) Used() bool {
 // ID is the worker id the slot's worker will have.
 func (w *Warm) ID() string { return w.id }
 
-// fits reports whether spec (with the launcher's defaults applied) can start in w.
-func (w *Warm) fits(spec Spec) bool {
+// fits reports whether spec (with the launcher's defaults applied) can start in w: limits are the
+// launcher's default limits, and spec's must resolve to those the slot was made with.
+func (w *Warm) fits(spec Spec, limits cgroup.Limits) bool {
 	if spec.Stdio == StdioInherit || spec.Scope != w.scope {
 		return false
 	}
-	if !spec.Limits.IsZero() {
+	if applied, _ := EffectiveLimits(spec.Limits, limits); applied != w.limits {
 		return false
 	}
 	if w.mode == ModeScoped {
@@ -100,7 +108,7 @@ func (l *Launcher) StartWarm(ctx context.Context, w *Warm, spec Spec) (_ *Receip
 	if w.used {
 		return nil, errors.New("warm slot already used")
 	}
-	if !w.fits(spec.withDefaults(l.cfg.Defaults)) {
+	if !w.fits(spec.withDefaults(l.cfg.Defaults), l.limits) {
 		return nil, ErrNotWarmable
 	}
 	d, err := l.detached(ctx, spec, Stdio{}, w.id)

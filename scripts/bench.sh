@@ -156,8 +156,9 @@ try hl-none "$hlx --scope none -p b -- /bin/true"
 try hl-none-sb "$hlx --sandbox --scope none -p b -- /bin/true"
 try hl-none-sb-off "$hlx --sandbox --seccomp off --scope none -p b -- /bin/true"
 if [ $is_root -eq 1 ]; then
-	try hl-cgroup "$hlx --scope cgroup --cgroup-parent $parent -p r -- /bin/true"
-	try hl-cgroup-drop "$hlx --scope cgroup --cgroup-parent $parent -p b -- /bin/true"
+	try hl-cgroup "$hlx --scope cgroup --cgroup-parent $parent -p b -- /bin/true"
+	try hl-cgroup-root "$hlx --scope cgroup --cgroup-parent $parent -p r -- /bin/true"
+	try hl-cgroup-nolim "$hlx --scope cgroup --cgroup-parent $parent --pids max --memory max --cpu-weight max -p b -- /bin/true"
 	try hl-cgroup-sb "$hlx --sandbox --scope cgroup --cgroup-parent $parent -p b -- /bin/true"
 	try hl-cgroup-sb-off "$hlx --sandbox --seccomp off --scope cgroup --cgroup-parent $parent -p b -- /bin/true"
 else

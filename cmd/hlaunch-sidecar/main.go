@@ -70,6 +70,7 @@ type sidecarFlags struct {
 	dirs                launchflag.Dirs
 	socket, socketGroup string
 	placement           launchflag.Placement
+	workerLimits        launchflag.DefaultLimits
 	maxBody             int64
 	pollInterval        time.Duration
 	slowPoll            time.Duration
@@ -128,6 +129,7 @@ share/doc/hlaunch/sidecar.md.`,
 	fs.StringVar(&f.socket, "socket", "", "Unix socket path (default: /run/hlaunch/sidecar.sock for root, else $XDG_RUNTIME_DIR/hlaunch/sidecar.sock)")
 	fs.StringVar(&f.socketGroup, "socket-group", "", "make the socket 0660 for this group (name or gid) and serve its members")
 	launchflag.AddPlacement(fs, &f.placement, launchflag.ForSpawns)
+	launchflag.AddDefaultLimits(fs, &f.workerLimits)
 	fs.Int64Var(&f.maxBody, "max-body", sidecar.DefaultMaxBody, "largest request body in bytes (larger: 413)")
 	fs.Var(launcher.NewDurationFlag(&f.pollInterval, sidecar.DefaultPollInterval), "poll-interval", "shortest time between two checks of the worker records (exits are noticed through inotify)")
 	fs.Var(launcher.NewDurationFlag(&f.slowPoll, sidecar.DefaultSlowPoll), "slow-poll", "longest time between two checks of the worker records")
@@ -164,6 +166,13 @@ func (f *sidecarFlags) run(cmd *cobra.Command) error {
 	var placementErr *launcher.FieldError
 	if errors.As(f.placement.Check(), &placementErr) {
 		return invalidf("sidecar: %s", placementErr.Msg)
+	}
+	defaultLimits, err := f.workerLimits.Limits()
+	if errors.As(err, &placementErr) {
+		return invalidf("sidecar: %s", placementErr.Msg)
+	}
+	if err != nil {
+		return invalidf("sidecar: %v", err)
 	}
 	if f.warm < 0 || f.warm > maxWarm {
 		return invalidf("sidecar: --warm %d: want 0..%d", f.warm, maxWarm)
@@ -206,6 +215,7 @@ func (f *sidecarFlags) run(cmd *cobra.Command) error {
 	// Only the flags given: a default left out stays the launcher's own (Spec.withDefaults).
 	var defaults launcher.Spec
 	f.placement.Apply(cmd.Flags(), &defaults)
+	defaults.Limits = defaultLimits
 	cfg := f.dirs.Config()
 	cfg.Stderr = cmd.ErrOrStderr()
 	cfg.Hide = hide

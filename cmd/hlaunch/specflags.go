@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -31,8 +32,7 @@ type specFlags struct {
 	unit      string
 
 	memory, memoryHigh string
-	pids               int64
-	cpuWeight          uint64
+	pids, cpuWeight    string
 	cpus               float64
 
 	sandbox bool
@@ -61,10 +61,10 @@ func (f *specFlags) addExecFlags(fs *pflag.FlagSet) {
 	f.addEnvFlags(fs)
 	f.addPlacementFlags(fs)
 
-	fs.StringVar(&f.memory, "memory", "", "hard memory limit, e.g. 512M, 2G")
+	fs.StringVar(&f.memory, "memory", "", fmt.Sprintf("hard memory limit, e.g. 512M, 2G; max: none (default %d%% of the host's memory)", launcher.DefaultMemoryPercent))
 	fs.StringVar(&f.memoryHigh, "memory-high", "", "memory throttling threshold, e.g. 384M")
-	fs.Int64Var(&f.pids, "pids", 0, "maximum number of tasks in the worker")
-	fs.Uint64Var(&f.cpuWeight, "cpu-weight", 0, "relative CPU weight, 1..10000")
+	fs.StringVar(&f.pids, "pids", "", fmt.Sprintf("maximum number of tasks in the worker; max: none (default %d)", launcher.DefaultPids))
+	fs.StringVar(&f.cpuWeight, "cpu-weight", "", fmt.Sprintf("relative CPU weight, 1..10000; max: none of its own (default %d)", launcher.DefaultCPUWeight))
 	fs.Float64Var(&f.cpus, "cpus", 0, "CPU bandwidth in cores, e.g. 0.5")
 
 	fs.BoolVar(&f.sandbox, "sandbox", false, "new mount, pid, ipc and uts namespaces; only the target profile is visible")
@@ -195,9 +195,9 @@ const sizeAccepted = "want a size in bytes with an optional K, M, G or T suffix 
 // applyLimits parses the limit flags; a size the cgroup package cannot parse names its flag.
 func (f *specFlags) applyLimits(set func(string) bool, l *cgroup.Limits) error {
 	if set("memory") {
-		n, err := cgroup.ParseSize(f.memory)
+		n, err := launchflag.ParseSize("--memory", f.memory)
 		if err != nil {
-			return invalidf("--memory %q: %s", f.memory, sizeAccepted)
+			return invalidf("%v", err)
 		}
 		l.Memory = n
 	}
@@ -209,13 +209,18 @@ func (f *specFlags) applyLimits(set func(string) bool, l *cgroup.Limits) error {
 		l.MemoryHigh = n
 	}
 	if set("pids") {
-		if f.pids < 0 {
-			return invalidf("--pids %d: must not be negative", f.pids)
+		n, err := launchflag.ParseCount("--pids", f.pids)
+		if err != nil {
+			return invalidf("%v", err)
 		}
-		l.Pids = f.pids
+		l.Pids = n
 	}
 	if set("cpu-weight") {
-		l.CPUWeight = f.cpuWeight
+		n, err := launchflag.ParseCount("--cpu-weight", f.cpuWeight)
+		if err != nil {
+			return invalidf("%v", err)
+		}
+		l.CPUWeight = n
 	}
 	if set("cpus") {
 		if f.cpus < 0 {
