@@ -43,6 +43,7 @@ type childReport struct {
 //	connect-until F S    try connecting to socket S until file F exists, then once more (hostileMain)
 //	exit N               exit with N
 //	hexargs ARG...       print $HL_BYTES and each ARG in hex, each after an "x", space-separated
+//	unhex HEX            write the bytes HEX encodes to stdout, then exit 0
 //	sleep DUR            sleep, then exit 0
 //	echo                 copy stdin to stdout
 //	trap                 print "ready", then exit 42 on SIGTERM
@@ -87,6 +88,14 @@ func childMain(args []string) int {
 			out += " x" + hex.EncodeToString([]byte(a))
 		}
 		fmt.Println(out)
+		return 0
+	case "unhex":
+		// Raw bytes on stdout (escape sequences to a terminal), given in hex so that argv carries any.
+		b, err := hex.DecodeString(args[1])
+		if err != nil {
+			return 2
+		}
+		_, _ = os.Stdout.Write(b)
 		return 0
 	case "sleep":
 		d, _ := time.ParseDuration(args[1])

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hlaunch/hlaunch/internal/linux"
+	"github.com/hlaunch/hlaunch/internal/termfilter"
 )
 
 // drainBound bounds how long output still buffered in the pty is copied once the worker has exited. Every
@@ -23,16 +24,18 @@ const drainBound = 2 * time.Second
 // ptyRelay is the pty of its own a sandboxed worker whose stdio is a terminal runs behind
 // (docs/security.md, "The terminal and the session"). The worker gets the slave as its controlling
 // terminal and as each of its stdin, stdout and stderr that was a terminal; hlaunch copies bytes between
-// the caller's terminal and the master. hlaunch stays a process of the caller's job: in the background its
+// the caller's terminal and the master, the worker's output through a filter that passes only what draws
+// on the screen (internal/termfilter). hlaunch stays a process of the caller's job: in the background its
 // own tcsetattr, read or write of the caller's terminal stops it (SIGTTOU, SIGTTIN) as for any job, and the
 // worker, whose terminal the caller's is not, never touches the caller's.
 type ptyRelay struct {
 	master, slave *os.File
-	mfd           int      // the master's descriptor, for ioctls (master.Fd would make it blocking)
-	ctty          int      // the slave's descriptor number in the child: 0, 1 or 2
-	in            *os.File // the caller's stdin when it is a terminal, else nil
-	out           *os.File // the caller's terminal the worker's output is copied to
-	size          *os.File // the caller's terminal the window size is read from
+	mfd           int                // the master's descriptor, for ioctls (master.Fd would make it blocking)
+	ctty          int                // the slave's descriptor number in the child: 0, 1 or 2
+	in            *os.File           // the caller's stdin when it is a terminal, else nil
+	out           *os.File           // the caller's terminal the worker's output is copied to
+	size          *os.File           // the caller's terminal the window size is read from
+	filter        termfilter.Options // what of the worker's output passes besides the screen
 	saved         *unix.Termios
 	stop          [2]int // a pipe that ends the input copy
 	outDone       chan struct{}
@@ -155,15 +158,16 @@ func (r *ptyRelay) raw() error {
 	return nil
 }
 
-// relay starts copying, once the child holds the slave: the worker's output to the caller, the caller's
-// input to the worker, and the caller's window size on every SIGWINCH.
+// relay starts copying, once the child holds the slave: the worker's output to the caller (filtered: no
+// sequence that acts outside the screen reaches the caller's terminal), the caller's input to the worker,
+// and the caller's window size on every SIGWINCH.
 func (r *ptyRelay) relay() error {
 	_ = r.slave.Close() // the child has its own: the master reads EIO once every copy is closed
 	r.slave = nil
 	r.outDone = make(chan struct{})
 	go func() {
 		defer close(r.outDone)
-		_, _ = io.Copy(r.out, r.master)
+		_, _ = io.Copy(termfilter.NewWriter(r.out, r.filter), r.master)
 	}()
 	r.winch = make(chan os.Signal, 1)
 	signal.Notify(r.winch, syscall.SIGWINCH)

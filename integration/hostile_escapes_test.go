@@ -1,0 +1,103 @@
+package integration
+
+import (
+	"context"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Escape sequences from the worker (issue 24, class 6): the relay between a sandboxed worker's pty and
+// the caller's terminal passes what draws on the screen and drops what writes outside it (the clipboard,
+// the title) or makes the terminal type into its own input (reports, answers), docs/security.md, "The
+// terminal and the session".
+
+// escapeDrawn is what an interactive program draws with: each arrives byte for byte.
+var escapeDrawn = []string{
+	"plain text ",
+	"h\xc3\xa9llo \xe2\x82\xac \xf0\x9f\x90\x8d ", // UTF-8: two, three and four bytes
+	"\x1b[1;31mred\x1b[0m",                        // SGR
+	"\x1b[38;2;10;20;30mtrue\x1b[38:5:200mcolour\x1b[m",
+	"\x1b[2J\x1b[H\x1b[10;5H\x1b[3A\x1b[2C\x1b[K\x1b[1J", // erase, cursor movement
+	"\x1b[5;20r\x1b[r",                                   // scroll region
+	"\x1b[?1049h\x1b[?25l\x1b[?2004h\x1b[?1000;1006h",    // alternate screen, cursor, bracketed paste, mouse
+	"\x1b[?1006;1000l\x1b[?2004l\x1b[?25h\x1b[?1049l",
+	"\x1b[4h\x1b[4l",            // insert mode
+	"\x1b[2 q",                  // cursor style
+	"\x1b(0qqq\x1b(B",           // line drawing charset
+	"\x1b7\x1b8\x1b=\x1b>\x1bM", // save/restore cursor, keypad modes, reverse index
+	"\x1b[>4;2m\x1b[>4m",        // modifyOtherKeys (vim)
+	"tab\there\x08\x07\r",       // HT, BS, BEL, CR
+}
+
+// escapeDropped is what reaches outside the screen; none of it may arrive.
+var escapeDropped = []string{
+	"\x1b]52;c;cm0gLXJmIH4K\x07",                 // OSC 52: the caller's clipboard
+	"\x1b]52;p;?\x1b\\",                          // OSC 52 query: the clipboard read back as input
+	"\x1b]2;rm -rf ~\x07",                        // window title
+	"\x1b]0;icon and title\x1b\\",                // icon name and title
+	"\x1b[21t",                                   // report the title: typed into the terminal's input
+	"\x1b[20t\x1b[18t\x1b[14t\x1b[11t",           // window reports
+	"\x1b[22;0t\x1b[23;0t\x1b[8;1;1t\x1b[3;0;0t", // title stack, window resize and move
+	"\x1bP$qm\x1b\\",                             // DECRQSS
+	"\x1bP+q544e\x1b\\",                          // XTGETTCAP
+	"\x1bPtmux;\x1b\x1b]52;c;eA==\x07\x1b\\",     // tmux passthrough
+	"\x1b_apc\x1b\\\x1b^pm\x1b\\\x1bXsos\x1b\\",
+	"\x1b[c\x1b[0c\x1b[>c\x1b[=c\x1bZ",                     // DA, DA2, DA3, DECID
+	"\x1b[5n\x1b[6n\x1b[?6n",                               // DSR, CPR, DECXCPR
+	"\x05",                                                 // ENQ: the answer-back
+	"\x1b]10;?\x1b\\\x1b]11;?\x07\x1b]4;1;?\x07",           // colour queries
+	"\x1b]4;1;#000000\x07",                                 // the caller's palette
+	"\x1b[?2004$p\x1b[2$p",                                 // DECRQM
+	"\x1b[>q\x1b[?u",                                       // XTVERSION, the keyboard protocol's query
+	"\x1b]8;;https://example.com/\x1b\\link\x1b]8;;\x1b\\", // OSC 8 hyperlink (its text "link" stays)
+	"\x1b[2h\x1b[12l",                                      // keyboard lock, local echo
+	"\x1b[5i",                                              // media copy (the printer)
+	"\xc2\x9b6n\xc2\x9d52;c;eA==\x07",                      // CPR and OSC 52 as C1 controls in UTF-8
+}
+
+// A sandboxed worker on the caller's terminal prints, between drawing sequences, every kind of sequence
+// that acts outside the screen: on the caller's terminal (the test's pty master) the drawing arrives
+// byte for byte and nothing else does. On the old code every byte was relayed as it was.
+func TestSandboxTerminalEscapes(t *testing.T) {
+	requireRoot(t)
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var sent, want strings.Builder
+	sent.WriteString("BEGIN>")
+	want.WriteString("BEGIN>")
+	for i, d := range escapeDrawn {
+		sent.WriteString(escapeDropped[i%len(escapeDropped)])
+		sent.WriteString(d)
+		want.WriteString(d)
+	}
+	for _, x := range escapeDropped[len(escapeDrawn):] {
+		sent.WriteString(x)
+	}
+	sent.WriteString("<END\n")
+	want.WriteString("link<END") // the hyperlink's text is printed, its target is not
+	cmd := exec.CommandContext(ctx, hlaunchBin, "--root", e.Root, "--state-dir", e.State, "exec", "-p", "b", "--sandbox",
+		"--scope", "none", "--", selfBin, "child", "unhex", hex.EncodeToString([]byte(sent.String())))
+	cmd.Env = e.Launcher
+	r := onPTY(t, cmd, 0, 0, func(string, *os.File) string { return "" })
+	if r.err != nil {
+		t.Fatalf("%v: %q", r.err, r.shown)
+	}
+	i, j := strings.Index(r.shown, "BEGIN>"), strings.Index(r.shown, "<END")
+	if i < 0 || j < i {
+		t.Fatalf("the worker's output did not arrive: %q", r.shown)
+	}
+	got := r.shown[i : j+len("<END")]
+	if got != want.String() {
+		t.Errorf("the caller's terminal got\n%q\nwant\n%q", got, want.String())
+		for _, x := range escapeDropped {
+			if strings.Contains(got, x) {
+				t.Errorf("passed: %q", x)
+			}
+		}
+	}
+}
