@@ -65,8 +65,6 @@ var escapeDropped = []string{
 func TestSandboxTerminalEscapes(t *testing.T) {
 	requireRoot(t)
 	e := newEnv(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	var sent, want strings.Builder
 	sent.WriteString("BEGIN>")
 	want.WriteString("BEGIN>")
@@ -80,8 +78,37 @@ func TestSandboxTerminalEscapes(t *testing.T) {
 	}
 	sent.WriteString("<END\n")
 	want.WriteString("link<END") // the hyperlink's text is printed, its target is not
-	cmd := exec.CommandContext(ctx, hlaunchBin, "--root", e.Root, "--state-dir", e.State, "exec", "-p", "b", "--sandbox",
-		"--scope", "none", "--", selfBin, "child", "unhex", hex.EncodeToString([]byte(sent.String())))
+	got := escapesShown(t, e, nil, sent.String())
+	if got != want.String() {
+		t.Errorf("the caller's terminal got\n%q\nwant\n%q", got, want.String())
+		for _, x := range escapeDropped {
+			if strings.Contains(got, x) {
+				t.Errorf("passed: %q", x)
+			}
+		}
+	}
+}
+
+// With --tty-titles the worker sets the caller's window and icon titles (both endings of an OSC arrive
+// as sent); its clipboard write, the title report and the other queries are still dropped.
+func TestSandboxTerminalTitles(t *testing.T) {
+	requireRoot(t)
+	e := newEnv(t)
+	titles := "\x1b]2;worker: vim\x07\x1b]0;icon \xc3\xa9\x1b\\"
+	got := escapesShown(t, e, []string{"--tty-titles"}, "BEGIN>"+titles+"\x1b]52;c;eA==\x07\x1b[21t\x1b[6n\x1b[c<END\n")
+	if want := "BEGIN>" + titles + "<END"; got != want {
+		t.Errorf("the caller's terminal got %q, want %q", got, want)
+	}
+}
+
+// escapesShown runs a sandboxed worker with flags that writes sent to its terminal, and returns what the
+// caller's terminal showed from "BEGIN>" to "<END".
+func escapesShown(t *testing.T, e *env, flags []string, sent string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	args := append([]string{"--root", e.Root, "--state-dir", e.State, "exec", "-p", "b", "--sandbox", "--scope", "none"}, flags...)
+	cmd := exec.CommandContext(ctx, hlaunchBin, append(args, "--", selfBin, "child", "unhex", hex.EncodeToString([]byte(sent)))...)
 	cmd.Env = e.Launcher
 	r := onPTY(t, cmd, 0, 0, func(string, *os.File) string { return "" })
 	if r.err != nil {
@@ -91,13 +118,5 @@ func TestSandboxTerminalEscapes(t *testing.T) {
 	if i < 0 || j < i {
 		t.Fatalf("the worker's output did not arrive: %q", r.shown)
 	}
-	got := r.shown[i : j+len("<END")]
-	if got != want.String() {
-		t.Errorf("the caller's terminal got\n%q\nwant\n%q", got, want.String())
-		for _, x := range escapeDropped {
-			if strings.Contains(got, x) {
-				t.Errorf("passed: %q", x)
-			}
-		}
-	}
+	return r.shown[i : j+len("<END")]
 }
