@@ -44,6 +44,8 @@ type childReport struct {
 //	exit N               exit with N
 //	hexargs ARG...       print $HL_BYTES and each ARG in hex, each after an "x", space-separated
 //	unhex HEX            write the bytes HEX encodes to stdout, then exit 0
+//	query-da             ask its terminal for the primary device attributes (stdin raw, CSI c on stdout) and
+//	                     print "da:x" and the answer in hex (empty if none came within 10 s)
 //	sleep DUR            sleep, then exit 0
 //	echo                 copy stdin to stdout
 //	trap                 print "ready", then exit 42 on SIGTERM
@@ -96,6 +98,9 @@ func childMain(args []string) int {
 			return 2
 		}
 		_, _ = os.Stdout.Write(b)
+		return 0
+	case "query-da":
+		fmt.Printf("da:x%s\n", hex.EncodeToString(queryDA()))
 		return 0
 	case "sleep":
 		d, _ := time.ParseDuration(args[1])

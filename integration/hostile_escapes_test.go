@@ -1,13 +1,17 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
+	"errors"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Escape sequences from the worker (issue 24, class 6): the relay between a sandboxed worker's pty and
@@ -119,4 +123,71 @@ func escapesShown(t *testing.T, e *env, flags []string, sent string) string {
 		t.Fatalf("the worker's output did not arrive: %q", r.shown)
 	}
 	return r.shown[i : j+len("<END")]
+}
+
+// A program that waits for the answer to its primary device attributes query (fish, neovim: the end of
+// their queries' answers) gets the relay's own, at once and in its own input; the query does not reach
+// the caller's terminal, and nothing is left in the caller's terminal's input. On the old code the
+// query reached the caller's terminal (here, one that answers nothing) and the worker waited 10 s for
+// nothing.
+func TestSandboxTerminalAnswersDA(t *testing.T) {
+	requireRoot(t)
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, hlaunchBin, "--root", e.Root, "--state-dir", e.State, "exec", "-p", "b", "--sandbox",
+		"--scope", "none", "--", selfBin, "child", "query-da")
+	cmd.Env = e.Launcher
+	r := onPTY(t, cmd, 0, 0, func(string, *os.File) string { return "" })
+	if r.err != nil {
+		t.Fatalf("%v: %q", r.err, r.shown)
+	}
+	if want := "da:x" + hex.EncodeToString([]byte("\x1b[?62;22c")) + "\n"; !strings.Contains(r.shown, want) {
+		t.Errorf("the worker's query was answered %q, want %q", r.shown, want)
+	}
+	if strings.Contains(r.shown, "\x1b[c") {
+		t.Errorf("the query reached the caller's terminal: %q", r.shown)
+	}
+	if r.pending != 0 {
+		t.Errorf("%d bytes were left in the caller's terminal's input", r.pending)
+	}
+}
+
+// queryDA is the child's side of TestSandboxTerminalAnswersDA: as a program does, it puts its terminal
+// out of canonical mode and echo, asks, and reads the answer up to its final "c".
+func queryDA() []byte {
+	saved, err := unix.IoctlGetTermios(0, unix.TCGETS)
+	if err != nil {
+		return []byte("not a terminal")
+	}
+	raw := *saved
+	raw.Lflag &^= unix.ICANON | unix.ECHO
+	raw.Cc[unix.VMIN], raw.Cc[unix.VTIME] = 1, 0
+	if err := unix.IoctlSetTermios(0, unix.TCSETS, &raw); err != nil {
+		return []byte(err.Error())
+	}
+	defer unix.IoctlSetTermios(0, unix.TCSETS, saved)
+	_, _ = os.Stdout.WriteString("\x1b[c")
+	var got []byte
+	deadline := time.Now().Add(10 * time.Second)
+	for !bytes.HasSuffix(got, []byte("c")) {
+		left := time.Until(deadline)
+		if left <= 0 {
+			break
+		}
+		fds := []unix.PollFd{{Fd: 0, Events: unix.POLLIN}}
+		if n, err := unix.Poll(fds, int(left.Milliseconds())+1); err != nil || n == 0 {
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			break
+		}
+		buf := make([]byte, 64)
+		n, err := unix.Read(0, buf)
+		if n <= 0 || err != nil {
+			break
+		}
+		got = append(got, buf[:n]...)
+	}
+	return got
 }

@@ -159,15 +159,16 @@ func (r *ptyRelay) raw() error {
 }
 
 // relay starts copying, once the child holds the slave: the worker's output to the caller (filtered: no
-// sequence that acts outside the screen reaches the caller's terminal), the caller's input to the worker,
-// and the caller's window size on every SIGWINCH.
+// sequence that acts outside the screen reaches the caller's terminal; a primary device attributes query
+// is answered by the relay itself, into the worker's input), the caller's input to the worker, and the
+// caller's window size on every SIGWINCH.
 func (r *ptyRelay) relay() error {
 	_ = r.slave.Close() // the child has its own: the master reads EIO once every copy is closed
 	r.slave = nil
 	r.outDone = make(chan struct{})
 	go func() {
 		defer close(r.outDone)
-		_, _ = io.Copy(termfilter.NewWriter(r.out, r.filter), r.master)
+		_, _ = io.Copy(termfilter.NewWriter(r.out, answerWriter(r.mfd), r.filter), r.master)
 	}()
 	r.winch = make(chan os.Signal, 1)
 	signal.Notify(r.winch, syscall.SIGWINCH)
@@ -217,6 +218,20 @@ func (r *ptyRelay) copyIn(in, stop int) {
 			return
 		}
 	}
+}
+
+// answerWriter writes the relay's own answers to the worker's queries (termfilter.DAAnswer) into the
+// worker's input, once and without waiting: a worker that does not read its input fills it, and the
+// output copy must not wait on it. An answer that does not fit is dropped.
+type answerWriter int
+
+// Write writes p to the master's descriptor once.
+func (fd answerWriter) Write(p []byte) (int, error) {
+	n, err := linux.Retry(func() (int, error) { return unix.Write(int(fd), p) })
+	if err != nil {
+		return 0, os.NewSyscallError("write", err)
+	}
+	return n, nil
 }
 
 // copySize gives the worker's terminal the caller's window size (the kernel sends the worker SIGWINCH).

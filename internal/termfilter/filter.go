@@ -63,6 +63,7 @@ type Filter struct {
 	nu   uint8   // bytes of the character held in u
 	u    [4]byte // a UTF-8 character of the text, passed once whole
 	n    int     // bytes held in buf
+	da   int     // primary device attributes queries dropped and not yet taken (TakeDA)
 	buf  [maxTitle]byte
 }
 
@@ -146,6 +147,19 @@ func (f *Filter) step(dst []byte, b byte) []byte {
 	}
 	return dst
 }
+
+// TakeDA returns how many primary device attributes queries (DA: CSI c, CSI 0 c) were dropped since it
+// was last called. Programs send one after their other queries and wait for its answer, which every
+// terminal gives, as the end of the answers (fish, neovim): the relay answers it itself (DAAnswer).
+func (f *Filter) TakeDA() int {
+	n := f.da
+	f.da = 0
+	return n
+}
+
+// DAAnswer is the relay's own answer to a primary device attributes query: a VT220 with ANSI colour,
+// claiming no capability beyond what the filter passes (no sixel, no clipboard).
+const DAAnswer = "\x1b[?62;22c"
 
 // interrupt handles, inside a sequence that is being dropped, the bytes that end it early: ESC begins a
 // new one, CAN and SUB end it. Everything else inside it is dropped with it.
@@ -304,6 +318,8 @@ func (f *Filter) csi(dst []byte, b byte) []byte {
 		f.buf[f.n] = b
 		if csiPasses(f.buf[2:f.n], b) {
 			dst = append(dst, f.buf[:f.n+1]...)
+		} else if b == 'c' && (f.n == 2 || f.n == 3 && f.buf[2] == '0') {
+			f.da++
 		}
 		return dst
 	case b >= 0x80:

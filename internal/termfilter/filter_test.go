@@ -135,19 +135,30 @@ func TestFilterAllocs(t *testing.T) {
 }
 
 // A Writer writes what passes and reports the whole input as written; a write error is the writer's.
+// Each primary device attributes query, split or not, is answered to the answer writer, once, and
+// nothing else is: not DA2, DA3 or a DA with another parameter.
 func TestWriter(t *testing.T) {
-	var b bytes.Buffer
-	w := NewWriter(&b, Options{})
-	for _, s := range []string{"a\x1b]52;c;", "eA==\x07b\x1b[", "1mc\x1b[6", "n"} {
+	var b, answers bytes.Buffer
+	w := NewWriter(&b, &answers, Options{})
+	for _, s := range []string{"a\x1b]52;c;", "eA==\x07b\x1b[", "1mc\x1b[6", "n\x1b[", "cd\x1b[0c\x1b[>c\x1b[=c\x1b[1c\x1b[?c"} {
 		if n, err := w.Write([]byte(s)); n != len(s) || err != nil {
 			t.Fatalf("Write(%q): %d, %v", s, n, err)
 		}
 	}
-	if b.String() != "ab\x1b[1mc" {
+	if b.String() != "ab\x1b[1mcd" {
 		t.Fatalf("wrote %q", b.String())
 	}
+	if answers.String() != DAAnswer+DAAnswer {
+		t.Fatalf("answered %q, want DAAnswer twice", answers.String())
+	}
+	if n := New(Options{}).TakeDA(); n != 0 {
+		t.Fatalf("a new Filter has %d queries", n)
+	}
 	boom := errors.New("boom")
-	w = NewWriter(errWriter{boom}, Options{})
+	if n, err := NewWriter(&b, errWriter{boom}, Options{}).Write([]byte("\x1b[c")); n != 3 || err != nil {
+		t.Fatalf("an answer that cannot be written: %d, %v", n, err)
+	}
+	w = NewWriter(errWriter{boom}, nil, Options{})
 	if n, err := w.Write([]byte("\x1b[6n")); n != 4 || err != nil {
 		t.Fatalf("all dropped: %d, %v", n, err)
 	}

@@ -8,7 +8,8 @@ import (
 // FuzzFilter checks, for any input and either Options: the output is a subsequence of the input
 // (nothing is added or reordered); splitting the input at any offset gives the same output (no sequence
 // is lost or let through across a buffer boundary); the output filtered again is the same (it is made
-// only of what passes whole); and no introducer of what is always dropped is in it.
+// only of what passes whole); as many DA queries are counted byte by byte as whole; and no introducer
+// of what is always dropped is in it.
 func FuzzFilter(f *testing.F) {
 	for _, c := range append(append([]filterCase{}, passCases...), dropCases...) {
 		f.Add([]byte(c.in), false)
@@ -17,7 +18,9 @@ func FuzzFilter(f *testing.F) {
 	f.Add([]byte("\x1b]2;title\x07\x1b]0;x\x1b\\"), true)
 	f.Fuzz(func(t *testing.T, in []byte, titles bool) {
 		opt := Options{Titles: titles}
-		out := New(opt).Append(nil, in)
+		whole := New(opt)
+		out := whole.Append(nil, in)
+		da := whole.TakeDA()
 		if !subsequence(out, in) {
 			t.Fatalf("%q: output %q is not a subsequence of the input", in, out)
 		}
@@ -36,6 +39,9 @@ func FuzzFilter(f *testing.F) {
 		}
 		if !bytes.Equal(bytewise, out) {
 			t.Fatalf("%q byte by byte: %q, unsplit %q", in, bytewise, out)
+		}
+		if n := g.TakeDA(); n != da {
+			t.Fatalf("%q byte by byte: %d DA queries, unsplit %d", in, n, da)
 		}
 		if again := New(opt).Append(nil, out); !bytes.Equal(again, out) {
 			t.Fatalf("%q: output %q filtered again is %q", in, out, again)
