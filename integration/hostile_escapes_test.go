@@ -109,6 +109,18 @@ func TestSandboxTerminalTitles(t *testing.T) {
 // caller's terminal showed from "BEGIN>" to "<END".
 func escapesShown(t *testing.T, e *env, flags []string, sent string) string {
 	t.Helper()
+	r := escapesRun(t, e, flags, sent)
+	i, j := strings.Index(r.shown, "BEGIN>"), strings.Index(r.shown, "<END")
+	if i < 0 || j < i {
+		t.Fatalf("the worker's output did not arrive: %q", r.shown)
+	}
+	return r.shown[i : j+len("<END")]
+}
+
+// escapesRun runs a sandboxed worker with flags that writes sent to its terminal, on a pty of the test's
+// that answers nothing, and fails the test unless it exits 0 and shows "BEGIN>" and then "<END".
+func escapesRun(t *testing.T, e *env, flags []string, sent string) ptyRun {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	args := append([]string{"--root", e.Root, "--state-dir", e.State, "exec", "-p", "b", "--sandbox", "--scope", "none"}, flags...)
@@ -118,11 +130,10 @@ func escapesShown(t *testing.T, e *env, flags []string, sent string) string {
 	if r.err != nil {
 		t.Fatalf("%v: %q", r.err, r.shown)
 	}
-	i, j := strings.Index(r.shown, "BEGIN>"), strings.Index(r.shown, "<END")
-	if i < 0 || j < i {
+	if i, j := strings.Index(r.shown, "BEGIN>"), strings.Index(r.shown, "<END"); i < 0 || j < i {
 		t.Fatalf("the worker's output did not arrive: %q", r.shown)
 	}
-	return r.shown[i : j+len("<END")]
+	return r
 }
 
 // A program that waits for the answer to its primary device attributes query (fish, neovim: the end of
@@ -190,4 +201,28 @@ func queryDA() []byte {
 		got = append(got, buf[:n]...)
 	}
 	return got
+}
+
+// A worker that turns on mouse, focus and paste reporting and the key encodings and exits leaves none of
+// them on: at the relay's end the caller's terminal is told to turn them off, after the worker's output,
+// so that it types no report or encoded key into the caller's shell. A worker that turned on none gets
+// nothing after its output. On the old code the modes were left on.
+func TestSandboxTerminalRestoresInputModes(t *testing.T) {
+	requireRoot(t)
+	e := newEnv(t)
+	on := "BEGIN>\x1b[?1000;1006h\x1b[?1004h\x1b[?2004h\x1b[>1u\x1b[>4;2m<END"
+	r := escapesRun(t, e, nil, on+"\n")
+	if !strings.Contains(r.shown, on) {
+		t.Fatalf("the caller's terminal got %q, want %q in it", r.shown, on)
+	}
+	after := r.shown[strings.Index(r.shown, "<END")+len("<END"):]
+	for _, off := range []string{"\x1b[?1000l", "\x1b[?1006l", "\x1b[?1004l", "\x1b[?2004l", "\x1b[<99u", "\x1b[>4m"} {
+		if !strings.Contains(after, off) {
+			t.Errorf("after the worker's output: %q, want %q in it", after, off)
+		}
+	}
+	r = escapesRun(t, e, nil, "BEGIN>\x1b[1m\x1b[?1049h\x1b[?1049l<END\n")
+	if after := r.shown[strings.Index(r.shown, "<END")+len("<END"):]; after != "\n" {
+		t.Errorf("after the output of a worker that turned on no input mode: %q, want only its newline", after)
+	}
 }

@@ -36,6 +36,7 @@ type ptyRelay struct {
 	out           *os.File           // the caller's terminal the worker's output is copied to
 	size          *os.File           // the caller's terminal the window size is read from
 	filter        termfilter.Options // what of the worker's output passes besides the screen
+	filtered      *termfilter.Writer // the caller's terminal, through the filter
 	saved         *unix.Termios
 	stop          [2]int // a pipe that ends the input copy
 	outDone       chan struct{}
@@ -166,9 +167,10 @@ func (r *ptyRelay) relay() error {
 	_ = r.slave.Close() // the child has its own: the master reads EIO once every copy is closed
 	r.slave = nil
 	r.outDone = make(chan struct{})
+	r.filtered = termfilter.NewWriter(r.out, answerWriter(r.mfd), r.filter)
 	go func() {
 		defer close(r.outDone)
-		_, _ = io.Copy(termfilter.NewWriter(r.out, answerWriter(r.mfd), r.filter), r.master)
+		_, _ = io.Copy(r.filtered, r.master)
 	}()
 	r.winch = make(chan os.Signal, 1)
 	signal.Notify(r.winch, syscall.SIGWINCH)
@@ -241,8 +243,10 @@ func (r *ptyRelay) copySize() {
 	}
 }
 
-// close ends the relay once the worker has exited: it copies the output still buffered, stops the input
-// copy, restores the caller's terminal and closes the pty. It is the one cleanup of every exit path.
+// close ends the relay once the worker has exited: it copies the output still buffered, turns off the
+// input modes the worker left on (mouse and focus reporting, bracketed paste, key encodings: the caller's
+// terminal would type their reports into the caller's shell), stops the input copy, restores the caller's
+// terminal and closes the pty. It is the one cleanup of every exit path.
 func (r *ptyRelay) close() {
 	if r.stop[1] >= 0 {
 		_, _ = unix.Write(r.stop[1], []byte{0})
@@ -254,7 +258,9 @@ func (r *ptyRelay) close() {
 	}
 	if r.outDone != nil {
 		_ = r.master.SetReadDeadline(time.Now().Add(drainBound))
-		awaitBounded(r.outDone)
+		if awaitBounded(r.outDone) { // else the copy still writes through the filter: it is left alone
+			_ = r.filtered.Close() // the input modes the worker left on are turned off
+		}
 	}
 	stopped := r.inDone == nil || awaitBounded(r.inDone)
 	if r.saved != nil {

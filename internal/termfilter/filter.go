@@ -55,15 +55,16 @@ type Options struct {
 type Filter struct {
 	opt  Options
 	st   state
-	osc  bool    // the dropped string is an OSC: BEL ends it too
-	bad  bool    // the held title has a byte no title passes with
-	need uint8   // continuation bytes still expected of the UTF-8 character in u
-	lo   byte    // the lowest the next continuation byte may be (overlong and surrogate forms refused)
-	hi   byte    // the highest
-	nu   uint8   // bytes of the character held in u
-	u    [4]byte // a UTF-8 character of the text, passed once whole
-	n    int     // bytes held in buf
-	da   int     // primary device attributes queries dropped and not yet taken (TakeDA)
+	osc  bool       // the dropped string is an OSC: BEL ends it too
+	bad  bool       // the held title has a byte no title passes with
+	need uint8      // continuation bytes still expected of the UTF-8 character in u
+	lo   byte       // the lowest the next continuation byte may be (overlong and surrogate forms refused)
+	hi   byte       // the highest
+	nu   uint8      // bytes of the character held in u
+	u    [4]byte    // a UTF-8 character of the text, passed once whole
+	n    int        // bytes held in buf
+	da   int        // primary device attributes queries dropped and not yet taken (TakeDA)
+	left inputModes // the input modes a passed sequence may have turned on (AppendRestore)
 	buf  [maxTitle]byte
 }
 
@@ -160,6 +161,24 @@ func (f *Filter) TakeDA() int {
 // DAAnswer is the relay's own answer to a primary device attributes query: a VT220 with ANSI colour,
 // claiming no capability beyond what the filter passes (no sixel, no clipboard).
 const DAAnswer = "\x1b[?62;22c"
+
+// AppendRestore appends to dst the sequences that turn off the input modes the stream may have turned on
+// and returns the extended slice (dst when it turned on none): mouse, focus and resize reporting,
+// bracketed paste, the keyboard protocol's flags and modifyOtherKeys. With one of them left on, the
+// terminal goes on typing reports, or keys encoded for the program, into the input of whoever reads it
+// next (the caller's shell). Called once the stream has ended.
+func (f *Filter) AppendRestore(dst []byte) []byte {
+	if f.left&reporting != 0 {
+		dst = append(dst, "\x1b[?9l\x1b[?1000l\x1b[?1001l\x1b[?1002l\x1b[?1003l\x1b[?1004l\x1b[?1005l\x1b[?1006l\x1b[?1015l\x1b[?1016l\x1b[?2004l\x1b[?2048l"...)
+	}
+	if f.left&keyFlags != 0 {
+		dst = append(dst, "\x1b[<99u"...) // pops every entry the program pushed (the stack empties)
+	}
+	if f.left&modKeys != 0 {
+		dst = append(dst, "\x1b[>4m"...) // modifyOtherKeys back to the terminal's own setting
+	}
+	return dst
+}
 
 // interrupt handles, inside a sequence that is being dropped, the bytes that end it early: ESC begins a
 // new one, CAN and SUB end it. Everything else inside it is dropped with it.
@@ -317,6 +336,7 @@ func (f *Filter) csi(dst []byte, b byte) []byte {
 		f.st = ground
 		f.buf[f.n] = b
 		if csiPasses(f.buf[2:f.n], b) {
+			f.left |= turnsOn(f.buf[2:f.n], b)
 			dst = append(dst, f.buf[:f.n+1]...)
 		} else if b == 'c' && (f.n == 2 || f.n == 3 && f.buf[2] == '0') {
 			f.da++

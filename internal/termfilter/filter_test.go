@@ -170,3 +170,39 @@ func TestWriter(t *testing.T) {
 type errWriter struct{ err error }
 
 func (e errWriter) Write([]byte) (int, error) { return 0, e.err }
+
+// restoreReporting is what AppendRestore writes for the reporting modes.
+const restoreReporting = "\x1b[?9l\x1b[?1000l\x1b[?1001l\x1b[?1002l\x1b[?1003l\x1b[?1004l\x1b[?1005l\x1b[?1006l\x1b[?1015l\x1b[?1016l\x1b[?2004l\x1b[?2048l"
+
+// The input modes a stream turned on are turned off at its end, and only they: a stream that set none
+// (or only modes that leave input alone, or whose setting was dropped) gets nothing.
+func TestFilterRestore(t *testing.T) {
+	for _, c := range []filterCase{
+		{"none", "text\x1b[1m\x1b[?1049h\x1b[?25l\x1b[?1h\x1b[?1000l", ""},
+		{"mouse", "\x1b[?1000;1006h", restoreReporting},
+		{"focus among others", "\x1b[?25;1004h", restoreReporting},
+		{"bracketed paste", "\x1b[?2004h", restoreReporting},
+		{"restored from a save", "\x1b[?1002r", restoreReporting},
+		{"restore all", "\x1b[?r", restoreReporting},
+		{"keyboard protocol", "\x1b[>1u", "\x1b[<99u"},
+		{"keyboard protocol set", "\x1b[=5;1u", "\x1b[<99u"},
+		{"modifyOtherKeys", "\x1b[>4;2m", "\x1b[>4m"},
+		{"all", "\x1b[>4;2m\x1b[>1u\x1b[?9h", restoreReporting + "\x1b[<99u\x1b[>4m"},
+		{"a dropped setting", "\x1b[?1000\x18h\x1b[?1000$h\x1b[?1000 h", ""},
+		{"held, not passed", "\x1b[?1000", ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := New(Options{})
+			f.Append(nil, []byte(c.in))
+			if got := f.AppendRestore(nil); string(got) != c.want {
+				t.Errorf("%q: restore %q, want %q", c.in, got, c.want)
+			}
+		})
+	}
+	var b bytes.Buffer
+	w := NewWriter(&b, nil, Options{})
+	_, _ = w.Write([]byte("x\x1b[?1000h"))
+	if err := w.Close(); err != nil || b.String() != "x\x1b[?1000h"+restoreReporting {
+		t.Fatalf("Close: %v, wrote %q", err, b.String())
+	}
+}

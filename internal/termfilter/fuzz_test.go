@@ -8,8 +8,8 @@ import (
 // FuzzFilter checks, for any input and either Options: the output is a subsequence of the input
 // (nothing is added or reordered); splitting the input at any offset gives the same output (no sequence
 // is lost or let through across a buffer boundary); the output filtered again is the same (it is made
-// only of what passes whole); as many DA queries are counted byte by byte as whole; and no introducer
-// of what is always dropped is in it.
+// only of what passes whole); as many DA queries are counted, and the same input modes restored, byte
+// by byte as whole; and no introducer of what is always dropped is in it.
 func FuzzFilter(f *testing.F) {
 	for _, c := range append(append([]filterCase{}, passCases...), dropCases...) {
 		f.Add([]byte(c.in), false)
@@ -20,7 +20,7 @@ func FuzzFilter(f *testing.F) {
 		opt := Options{Titles: titles}
 		whole := New(opt)
 		out := whole.Append(nil, in)
-		da := whole.TakeDA()
+		da, restore := whole.TakeDA(), whole.AppendRestore(nil)
 		if !subsequence(out, in) {
 			t.Fatalf("%q: output %q is not a subsequence of the input", in, out)
 		}
@@ -42,6 +42,9 @@ func FuzzFilter(f *testing.F) {
 		}
 		if n := g.TakeDA(); n != da {
 			t.Fatalf("%q byte by byte: %d DA queries, unsplit %d", in, n, da)
+		}
+		if r := g.AppendRestore(nil); !bytes.Equal(r, restore) {
+			t.Fatalf("%q byte by byte: restore %q, unsplit %q", in, r, restore)
 		}
 		if again := New(opt).Append(nil, out); !bytes.Equal(again, out) {
 			t.Fatalf("%q: output %q filtered again is %q", in, out, again)

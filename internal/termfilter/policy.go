@@ -94,6 +94,49 @@ func csiPasses(body []byte, final byte) bool {
 	return false
 }
 
+// inputModes is a set of the kinds of input mode a sequence turns on: what the terminal sends for a key,
+// the mouse, the focus, a paste or a resize.
+type inputModes uint8
+
+const (
+	reporting inputModes = 1 << iota // DEC private modes: mouse, focus, resize reports, bracketed paste
+	keyFlags                         // the keyboard protocol's flags (CSI > u, CSI = u)
+	modKeys                          // XTMODKEYS (CSI > m)
+)
+
+// turnsOn returns the input modes a passed sequence ESC [ body final may turn on.
+func turnsOn(body []byte, final byte) inputModes {
+	if len(body) == 0 {
+		return 0
+	}
+	switch {
+	case body[0] == '?' && (final == 'h' || final == 'r'): // set, or restore to what was saved
+		if len(body) == 1 || anyMode(body[1:], 9, 1000, 1001, 1002, 1003, 1004, 1005, 1006, 1015, 1016, 2004, 2048) {
+			return reporting
+		}
+	case (body[0] == '>' || body[0] == '=') && final == 'u':
+		return keyFlags
+	case body[0] == '>' && final == 'm':
+		return modKeys
+	}
+	return 0
+}
+
+// anyMode reports whether the parameter list params names one of modes.
+func anyMode(params []byte, modes ...int) bool {
+	for len(params) > 0 {
+		i := 0
+		for i < len(params) && params[i] != ';' {
+			i++
+		}
+		if i > 0 && modesAre(params[:i], modes...) {
+			return true
+		}
+		params = params[min(i+1, len(params)):]
+	}
+	return false
+}
+
 // modesAre reports whether params is a list of one or more of the modes allowed.
 func modesAre(params []byte, allowed ...int) bool {
 	n, digits := 0, 0

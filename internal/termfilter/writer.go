@@ -18,6 +18,18 @@ func NewWriter(w, answer io.Writer, opt Options) *Writer {
 	return &Writer{f: Filter{opt: opt}, w: w, answer: answer}
 }
 
+// Close ends the stream: it writes to the underlying writer what turns off the input modes the program
+// may have left on (Filter.AppendRestore), so that the terminal types no report or key the program asked
+// for into its next reader's input. It does not close the underlying writer.
+func (w *Writer) Close() error {
+	w.out = w.f.AppendRestore(w.out[:0])
+	if len(w.out) == 0 {
+		return nil
+	}
+	_, err := w.w.Write(w.out)
+	return err
+}
+
 // Write filters p and writes what passes to the underlying writer. It returns len(p) when that write
 // succeeds (what was dropped or is held counts as written), else 0 and the writer's error. An answer
 // that cannot be written is not retried: the program goes on without it, as with a terminal that gives
