@@ -30,19 +30,20 @@ const drainBound = 2 * time.Second
 // worker, whose terminal the caller's is not, never touches the caller's.
 type ptyRelay struct {
 	master, slave *os.File
-	mfd           int                // the master's descriptor, for ioctls (master.Fd would make it blocking)
-	ctty          int                // the slave's descriptor number in the child: 0, 1 or 2
-	in            *os.File           // the caller's stdin when it is a terminal, else nil
-	out           *os.File           // the caller's terminal the worker's output is copied to
-	size          *os.File           // the caller's terminal the window size is read from
-	filter        termfilter.Options // what of the worker's output passes besides the screen
-	filtered      *termfilter.Writer // the caller's terminal, through the filter
+	mfd           int      // the master's descriptor, for ioctls (master.Fd would make it blocking)
+	ctty          int      // the slave's descriptor number in the child: 0, 1 or 2
+	in            *os.File // the caller's stdin when it is a terminal, else nil
+	out           *os.File // the caller's terminal the worker's output is copied to
+	size          *os.File // the caller's terminal the window size is read from
 	saved         *unix.Termios
 	stop          [2]int // a pipe that ends the input copy
 	outDone       chan struct{}
 	inDone        chan struct{}
 	winch         chan os.Signal
 	winchDone     chan struct{}
+
+	filter   termfilter.Options // what of the worker's output passes besides the screen
+	filtered *termfilter.Writer // the caller's terminal (out), through the filter
 }
 
 // isTerminal reports whether f is a terminal.
