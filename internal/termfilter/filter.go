@@ -91,6 +91,17 @@ func (f *Filter) Append(dst, src []byte) []byte {
 				continue
 			}
 		}
+		if f.st == csi && b >= '0' && b <= ';' && f.n < maxCSI-1 && !(f.buf[f.n-1] >= 0x20 && f.buf[f.n-1] <= 0x2f) {
+			// A run of parameter digits and separators, held at once (csi's rules for them, in bulk).
+			j := i
+			for j < len(src) && src[j] >= '0' && src[j] <= ';' && f.n < maxCSI-1 {
+				f.buf[f.n] = src[j]
+				f.n++
+				j++
+			}
+			i = j - 1
+			continue
+		}
 		dst = f.step(dst, b)
 	}
 	return dst

@@ -64,6 +64,8 @@ var dropCases = []filterCase{
 	{"malformed CSI", "a\x1b[1?hb\x1b[1 1mc\x1b[1 !qd", "abcd"},
 	{"ESC then non-ASCII", "a\x1b\xc3\xa9b", "a\xc3\xa9b"},
 	{"too long a CSI", "a\x1b[" + strings.Repeat("1;", maxCSI) + "mb", "ab"},
+	{"a CSI at its bound", "a\x1b[" + strings.Repeat("1", maxCSI-3) + "mb", "a\x1b[" + strings.Repeat("1", maxCSI-3) + "mb"},
+	{"a CSI one over", "a\x1b[" + strings.Repeat("1", maxCSI-2) + "mb", "ab"},
 }
 
 // TestFilterTable checks each case in one call, byte by byte, and with the input split in every place.
