@@ -43,6 +43,9 @@ type childReport struct {
 //	connect-until F S    try connecting to socket S until file F exists, then once more (hostileMain)
 //	exit N               exit with N
 //	hexargs ARG...       print $HL_BYTES and each ARG in hex, each after an "x", space-separated
+//	unhex HEX            write the bytes HEX encodes to stdout, then exit 0
+//	query-da             ask its terminal for the primary device attributes (stdin raw, CSI c on stdout) and
+//	                     print "da:x" and the answer in hex (empty if none came within 10 s)
 //	sleep DUR            sleep, then exit 0
 //	echo                 copy stdin to stdout
 //	trap                 print "ready", then exit 42 on SIGTERM
@@ -88,6 +91,17 @@ func childMain(args []string) int {
 			out += " x" + hex.EncodeToString([]byte(a))
 		}
 		fmt.Println(out)
+		return 0
+	case "unhex":
+		// Raw bytes on stdout (escape sequences to a terminal), given in hex so that argv carries any.
+		b, err := hex.DecodeString(args[1])
+		if err != nil {
+			return 2
+		}
+		_, _ = os.Stdout.Write(b)
+		return 0
+	case "query-da":
+		fmt.Printf("da:x%s\n", hex.EncodeToString(queryDA()))
 		return 0
 	case "sleep":
 		d, _ := time.ParseDuration(args[1])

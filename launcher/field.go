@@ -25,7 +25,8 @@ func Settings() []Setting {
 		{"--unit", "unit"}, {"--user", "user_manager"}, {"--slice", "slice"}, {"--cgroup-parent", "cgroup_parent"},
 		{"--memory", "limits.memory"}, {"--memory-high", "limits.memory_high"}, {"--pids", "limits.pids"},
 		{"--cpu-weight", "limits.cpu_weight"}, {"--cpus", "limits.cpus"}, {"--sandbox", "sandbox"},
-		{"--net", "net"}, {"--seccomp", "seccomp"}, {"--rw", "rw"}, {"--as", "user"}, {"--key", "key"},
+		{"--net", "net"}, {"--seccomp", "seccomp"}, {"--rw", "rw"}, {"--as", "user"}, {"--tty-titles", "tty_titles"},
+		{"--key", "key"},
 		{"--timeout", "timeout"}, {"--grace", "grace"}, {"--log", "log"}, {"--log-max", "log_max"},
 		{"--stdio", "stdio"}, {"--detach", "detach"},
 	}

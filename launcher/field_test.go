@@ -39,6 +39,8 @@ func TestFieldErrorWording(t *testing.T) {
 	for _, tc := range []struct{ spec, flags, fields string }{
 		{`{"profile":"b","argv":["x"],"timeout":"10"}`, `--timeout "10": not a duration`, `spec field timeout "10": not a duration`},
 		{`{"profile":"b","argv":["x"],"user":"4294967296:4294967296"}`, `--as "4294967296:4294967296": uid "4294967296": out of range`, `spec field user "4294967296:4294967296": uid "4294967296": out of range`},
+		{`{"profile":"b","argv":["x"],"tty_titles":true}`, `--tty-titles needs --sandbox in the foreground`, `spec field tty_titles needs sandbox in the foreground`},
+		{`{"profile":"b","argv":["x"],"sandbox":true,"detach":true,"tty_titles":true}`, `--tty-titles needs --sandbox`, `spec field tty_titles needs sandbox`},
 		{`{"profile":"b","argv":["x"],"secrets":"x"}`, `--secrets "x": want profile or none`, `spec field secrets "x": want profile or none`},
 		{`{"argv":["x"]}`, `-p/--profile is required`, `spec field profile is required`},
 		{`{"profile":"b","argv":[]}`, `no command given`, `no command given`},

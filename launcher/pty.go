@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hlaunch/hlaunch/internal/linux"
+	"github.com/hlaunch/hlaunch/internal/termfilter"
 )
 
 // drainBound bounds how long output still buffered in the pty is copied once the worker has exited. Every
@@ -23,7 +24,8 @@ const drainBound = 2 * time.Second
 // ptyRelay is the pty of its own a sandboxed worker whose stdio is a terminal runs behind
 // (docs/security.md, "The terminal and the session"). The worker gets the slave as its controlling
 // terminal and as each of its stdin, stdout and stderr that was a terminal; hlaunch copies bytes between
-// the caller's terminal and the master. hlaunch stays a process of the caller's job: in the background its
+// the caller's terminal and the master, the worker's output through a filter that passes only what draws
+// on the screen (internal/termfilter). hlaunch stays a process of the caller's job: in the background its
 // own tcsetattr, read or write of the caller's terminal stops it (SIGTTOU, SIGTTIN) as for any job, and the
 // worker, whose terminal the caller's is not, never touches the caller's.
 type ptyRelay struct {
@@ -39,6 +41,9 @@ type ptyRelay struct {
 	inDone        chan struct{}
 	winch         chan os.Signal
 	winchDone     chan struct{}
+
+	filter   termfilter.Options // what of the worker's output passes besides the screen
+	filtered *termfilter.Writer // the caller's terminal (out), through the filter
 }
 
 // isTerminal reports whether f is a terminal.
@@ -155,15 +160,18 @@ func (r *ptyRelay) raw() error {
 	return nil
 }
 
-// relay starts copying, once the child holds the slave: the worker's output to the caller, the caller's
-// input to the worker, and the caller's window size on every SIGWINCH.
+// relay starts copying, once the child holds the slave: the worker's output to the caller (filtered: no
+// sequence that acts outside the screen reaches the caller's terminal; a primary device attributes query
+// is answered by the relay itself, into the worker's input), the caller's input to the worker, and the
+// caller's window size on every SIGWINCH.
 func (r *ptyRelay) relay() error {
 	_ = r.slave.Close() // the child has its own: the master reads EIO once every copy is closed
 	r.slave = nil
 	r.outDone = make(chan struct{})
+	r.filtered = termfilter.NewWriter(r.out, answerWriter(r.mfd), r.filter)
 	go func() {
 		defer close(r.outDone)
-		_, _ = io.Copy(r.out, r.master)
+		_, _ = io.Copy(r.filtered, r.master)
 	}()
 	r.winch = make(chan os.Signal, 1)
 	signal.Notify(r.winch, syscall.SIGWINCH)
@@ -215,6 +223,20 @@ func (r *ptyRelay) copyIn(in, stop int) {
 	}
 }
 
+// answerWriter writes the relay's own answers to the worker's queries (termfilter.DAAnswer) into the
+// worker's input, once and without waiting: a worker that does not read its input fills it, and the
+// output copy must not wait on it. An answer that does not fit is dropped.
+type answerWriter int
+
+// Write writes p to the master's descriptor once.
+func (fd answerWriter) Write(p []byte) (int, error) {
+	n, err := linux.Retry(func() (int, error) { return unix.Write(int(fd), p) })
+	if err != nil {
+		return 0, os.NewSyscallError("write", err)
+	}
+	return n, nil
+}
+
 // copySize gives the worker's terminal the caller's window size (the kernel sends the worker SIGWINCH).
 func (r *ptyRelay) copySize() {
 	if ws, err := unix.IoctlGetWinsize(int(r.size.Fd()), unix.TIOCGWINSZ); err == nil {
@@ -222,8 +244,10 @@ func (r *ptyRelay) copySize() {
 	}
 }
 
-// close ends the relay once the worker has exited: it copies the output still buffered, stops the input
-// copy, restores the caller's terminal and closes the pty. It is the one cleanup of every exit path.
+// close ends the relay once the worker has exited: it copies the output still buffered, turns off the
+// input modes the worker left on (mouse and focus reporting, bracketed paste, key encodings: the caller's
+// terminal would type their reports into the caller's shell), stops the input copy, restores the caller's
+// terminal and closes the pty. It is the one cleanup of every exit path.
 func (r *ptyRelay) close() {
 	if r.stop[1] >= 0 {
 		_, _ = unix.Write(r.stop[1], []byte{0})
@@ -235,7 +259,9 @@ func (r *ptyRelay) close() {
 	}
 	if r.outDone != nil {
 		_ = r.master.SetReadDeadline(time.Now().Add(drainBound))
-		awaitBounded(r.outDone)
+		if awaitBounded(r.outDone) { // else the copy still writes through the filter: it is left alone
+			_ = r.filtered.Close() // the input modes the worker left on are turned off
+		}
 	}
 	stopped := r.inDone == nil || awaitBounded(r.inDone)
 	if r.saved != nil {

@@ -84,7 +84,7 @@ func (l *Launcher) Run(ctx context.Context, spec Spec, stdio Stdio, sigs Signals
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	// The caller's terminal: a sandbox's pty of its own, or the terminal's foreground for the child.
-	term, out, err := openTerminal(sb != nil, stdio.Stdin, out, &attr)
+	term, out, err := openTerminal(sb != nil, spec.TTYTitles, stdio.Stdin, out, &attr)
 	if err != nil {
 		return ExitCode(err), err
 	}

@@ -57,6 +57,10 @@ type Spec struct {
 	// User is "UID:GID" to drop to before exec (sandboxed workers only); empty means, for a root
 	// launcher, the owner of the profile home (refused when that is root), else the launcher's own uid.
 	User string `json:"user,omitempty"`
+	// TTYTitles lets a sandboxed foreground worker on a terminal set the caller's window and icon titles
+	// (OSC 0, 1, 2) through its pty's relay; false (the zero value) drops them with every other sequence
+	// that acts outside the screen (docs/security.md, "The terminal and the session").
+	TTYTitles bool `json:"tty_titles,omitempty"`
 	// Key makes the launch exclusive: refused while another worker holding Key verifies as running.
 	Key string `json:"key,omitempty"`
 	// Timeout is the wall-clock limit (Go duration, e.g. "30s"); empty means none.

@@ -25,9 +25,10 @@ type callerTerminal struct {
 
 // openTerminal prepares the caller's terminal for a child started with attr: it sets attr's session,
 // process group and controlling terminal, and returns the stdio the child gets (for a sandbox, each
-// terminal of out is the pty's slave). stdin is the caller's own. Its close is the one cleanup of every
-// path after it, whether the child started or not; on error nothing is left to close.
-func openTerminal(sandboxed bool, stdin *os.File, out Stdio, attr *syscall.SysProcAttr) (*callerTerminal, Stdio, error) {
+// terminal of out is the pty's slave; titles lets the worker's title sequences through its relay). stdin
+// is the caller's own. Its close is the one cleanup of every path after it, whether the child started or
+// not; on error nothing is left to close.
+func openTerminal(sandboxed, titles bool, stdin *os.File, out Stdio, attr *syscall.SysProcAttr) (*callerTerminal, Stdio, error) {
 	t := &callerTerminal{stdin: stdin}
 	if sandboxed {
 		var err error
@@ -42,6 +43,7 @@ func openTerminal(sandboxed bool, stdin *os.File, out Stdio, attr *syscall.SysPr
 		return t, out, nil
 	}
 	t.pty.attr(attr)
+	t.pty.filter.Titles = titles
 	if err := t.pty.raw(); err != nil {
 		t.pty.close()
 		return nil, Stdio{}, err

@@ -69,6 +69,9 @@ func (s *Spec) Validate() error {
 			return bad("--as %q: %v", s.User, err)
 		}
 	}
+	if s.TTYTitles && (!s.Sandbox || s.Detach) {
+		return bad("--tty-titles needs --sandbox in the foreground (only that worker's terminal is relayed)")
+	}
 	if _, err := s.timeout(); err != nil {
 		return bad("--timeout %q: %v", s.Timeout, err)
 	}

@@ -73,6 +73,8 @@ func TestEveryFlagsBadInputs(t *testing.T) {
 		{exec("--stdio", "tty"), []string{"--stdio", "want inherit"}},
 		{exec("--stdio", "inherit"), []string{"--stdio inherit", "--detach"}},
 		{exec("--key", "k"), []string{"--key", "--detach"}},
+		{exec("--tty-titles"), []string{"--tty-titles", "--sandbox in the foreground"}},
+		{exec("--tty-titles", "--sandbox", "--detach"), []string{"--tty-titles", "--sandbox in the foreground"}},
 		{exec("--key", "a/b", "--detach"), []string{"--key", "'/'"}},
 		{exec("--detach=maybe"), []string{"--detach", "want true or false"}},
 		{exec("--sandbox=2"), []string{"--sandbox", "want true or false"}},

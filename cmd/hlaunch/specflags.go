@@ -39,6 +39,7 @@ type specFlags struct {
 	seccomp string
 	rw      []string
 	as      string
+	titles  bool
 
 	key, timeout, grace, log string
 	logMax, stdio            string
@@ -71,6 +72,7 @@ func (f *specFlags) addExecFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.seccomp, "seccomp", string(launcher.SeccompDefault), "with --sandbox: default (the system-call filter: no mounts, namespaces, keyring, bpf, terminal injection, set-ID modes, ...) or off")
 	fs.StringArrayVar(&f.rw, "rw", nil, "with --sandbox: keep this host path writable (repeatable)")
 	fs.StringVar(&f.as, "as", "", "UID:GID to drop to before exec (empty capability sets)")
+	fs.BoolVar(&f.titles, "tty-titles", false, "with --sandbox in the foreground: let the worker set the terminal's window and icon titles")
 
 	fs.StringVar(&f.key, "key", "", "refuse to start while another worker holding KEY verifies as running")
 	fs.StringVar(&f.timeout, "timeout", "", "wall-clock limit (e.g. 30s, 10m): SIGTERM, then the whole cgroup killed after --grace")
@@ -154,6 +156,9 @@ func (f *specFlags) apply(fs *pflag.FlagSet, s *launcher.Spec) error {
 	}
 	if set("as") {
 		s.User = f.as
+	}
+	if set("tty-titles") {
+		s.TTYTitles = f.titles
 	}
 	if set("key") {
 		s.Key = f.key

@@ -64,6 +64,11 @@ func TestSpecFromFlags(t *testing.T) {
 				Memory: 512 << 20, MemoryHigh: 1 << 30, Pids: 64, CPUWeight: 200, CPUs: 0.5}},
 		},
 		{
+			name: "tty titles",
+			args: []string{"-p", "b", "--sandbox", "--tty-titles", "--", "vim"},
+			want: launcher.Spec{Profile: "b", Argv: []string{"vim"}, Sandbox: true, TTYTitles: true},
+		},
+		{
 			name: "sandbox and job flags",
 			args: []string{"-p", "b", "--sandbox", "--net", "none", "--seccomp", "off", "--rw", "/srv/a", "--rw", "/srv/b",
 				"--as", "1000:1000", "--key", "cron-7", "--timeout", "30s", "--grace", "2s", "--log", "/tmp/l",
