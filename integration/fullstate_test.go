@@ -161,7 +161,7 @@ func TestFullStateBoundedLog(t *testing.T) {
 	requireCgroup2(t)
 	e := newEnv(t)
 	e.State = filepath.Join(smallFS(t, e, "size=5m"), "state")
-	gate := t.TempDir()
+	gate := workerDir(t)
 	logs := filepath.Join(e.State, "logs")
 	must(t, os.MkdirAll(logs, 0o700))
 	const total = 16 << 20
@@ -265,7 +265,7 @@ func TestFullStateSpawnRefused(t *testing.T) {
 	requireCgroup2(t)
 	e := newEnv(t)
 	e.State = filepath.Join(smallFS(t, e, "size=2m"), "state")
-	gate := t.TempDir()
+	gate := workerDir(t)
 	running := e.detachAs("a", nil, gatedArgv(gate, "running", "true")...)
 	fillLeaving(t, filepath.Dir(e.State), "filler", 40<<10)
 	r := e.run("exec", "-p", "b", "--detach", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--", "sh", "-c", `touch "$1/ran"`, "sh", gate)
@@ -300,7 +300,7 @@ func TestFullLedgerDetachFails(t *testing.T) {
 	ledger := filepath.Join(smallFS(t, e, "size=4m,nr_inodes=16"), "ledger")
 	must(t, os.Mkdir(ledger, 0o700))
 	fillInodes(t, filepath.Dir(ledger))
-	gate := t.TempDir()
+	gate := workerDir(t)
 	r := e.run("--ledger-dir", ledger, "exec", "-p", "b", "--detach", "--scope", "cgroup", "--cgroup-parent", e.Parent,
 		"--", "sh", "-c", `echo $$ > "$1/pid"; exec sleep 120`, "sh", gate)
 	if r.Code != 75 || strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 || !strings.Contains(r.Stderr, ledger) {
@@ -324,7 +324,7 @@ func TestFullLedgerEndRecorded(t *testing.T) {
 	e := newEnv(t)
 	ledger := filepath.Join(smallFS(t, e, "size=4m,nr_inodes=32"), "ledger")
 	must(t, os.Mkdir(ledger, 0o700))
-	gate := t.TempDir()
+	gate := workerDir(t)
 	args := append([]string{"--ledger-dir", ledger, "exec", "-p", "b", "--detach", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--"}, gatedArgv(gate, "w", "true")...)
 	rc := e.run(args...)
 	if rc.Code != 0 {
@@ -357,7 +357,7 @@ func TestFullStateSidecarWarm(t *testing.T) {
 	p := startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s.sock"), "--warm", "1")
 	waitWarm(t, p, 1)
 	warm := waitShims(t, p.cmd.Process.Pid, 1)
-	gate := t.TempDir()
+	gate := workerDir(t)
 	const total = 16 << 20
 	spec, _ := json.Marshal(map[string]any{"profile": "b", "log_max": 3 << 20,
 		"argv": gatedArgv(gate, "big", fmt.Sprintf("head -c %d /dev/zero", total))})
@@ -437,7 +437,7 @@ func TestShimLogBackPressure(t *testing.T) {
 	requireRoot(t)
 	requireCgroup2(t)
 	e := newEnv(t)
-	gate := t.TempDir()
+	gate := workerDir(t)
 	log := filepath.Join(t.TempDir(), "w.log")
 	const total = 64 << 20
 	w := e.detachAs("b", []string{"--log", log, "--log-max", "128M"}, "sh", "-c",

@@ -94,16 +94,18 @@ func forkFailures(t *testing.T, dir string) int64 {
 
 // forkBomb is a bounded fork bomb for bash: it forks subshells that block in `read` (no exec, so each
 // costs a copy-on-write fork) as fast as it can, until a fork fails for good (bash retries for about 15 s,
-// then exits), 20 s have passed or 3000 were forked; each subshell ends after 20 s. The bound on the count
-// keeps even a launcher without a tasks limit from taking more than 3000 of the host's PIDs.
+// then exits), 90 s have passed or 3000 were forked; each subshell ends after 90 s. The bound on the count
+// keeps even a launcher without a tasks limit from taking more than 3000 of the host's PIDs; the bound on
+// the time is generous, because the bomb must reach the limit on a loaded host too.
 const forkBomb = `exec 9<>"$1"; n=0
-while [ $SECONDS -lt 20 ] && [ $n -lt 3000 ]; do read -t 20 -u 9 & n=$((n+1)); done`
+while [ $SECONDS -lt 90 ] && [ $n -lt 3000 ]; do read -t 90 -u 9 & n=$((n+1)); done`
 
 // bombFIFO is a FIFO nobody writes to, for forkBomb's subshells to block on.
 func bombFIFO(t *testing.T) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "fifo")
+	p := filepath.Join(workerDir(t), "fifo")
 	must(t, syscall.Mkfifo(p, 0o600))
+	must(t, os.Chmod(p, 0o666)) // the worker runs as its home's owner
 	return p
 }
 

@@ -19,9 +19,12 @@ ROOT_SKIP_UNIT='^(TestLegacyView|TestV1LimitsLand|TestKernelV1Hierarchy|TestPure
 # TestSidecarFlood (thousands of connections from a socket-group user against the sidecar's own limits) is a load
 # test of the sidecar's accept loop and counters, nothing the guest's kernel or manager changes; under TCG its
 # floods would take minutes of the package's timeout. The build machine runs it.
+# TestDefaultLimitsHoldForkBomb and TestSidecarDefaultLimitsHoldForkBomb fork 2048 bash subshells: minutes
+# under TCG. The defaults' placement on pure v2 (each limit read back from the worker's cgroup) is
+# TestDefaultLimitsInReceipt, which runs here. The build machine runs both bombs.
 # TestRedteam3ShimPIDTakenByWorker needs a pid_max per pid namespace (Linux 6.14; the guest's bookworm kernel
 # is 6.1, where a namespace's PIDs wrap only at the host's pid_max); ShimAlive does not depend on the kernel.
-ROOT_SKIP_INTEGRATION='^TestGuestUser|^TestGuestNoManager|^TestGuestReboot|^TestCgroupPureV2$|^TestSoak$|^TestSidecarThreadsPerLiveWorker$|^TestSidecarFlood$|^TestRedteam3ShimPIDTakenByWorker$'
+ROOT_SKIP_INTEGRATION='^TestGuestUser|^TestGuestNoManager|^TestGuestReboot|^TestCgroupPureV2$|^TestSoak$|^TestSidecarThreadsPerLiveWorker$|^TestSidecarFlood$|^TestDefaultLimitsHoldForkBomb$|^TestSidecarDefaultLimitsHoldForkBomb$|^TestRedteam3ShimPIDTakenByWorker$'
 
 # guest-alice (linger user, run from her manager): the tests written for a user with a manager.
 declare -A ALICE_RUN_UNIT=()
