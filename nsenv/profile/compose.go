@@ -122,10 +122,18 @@ func Compose(req Request) (Environ, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A .env another uid owns than the launcher's may not choose what code runs: a root launcher reading
-	// a user's .env (which that user's workers, sandboxed or not, can rewrite) would run what it names as
-	// root. The caller can still pass such a name with --pass (from the .env) or --env.
-	foreign := owner != noOwner && owner != uint32(os.Geteuid())
+	// A .env that another uid than the launcher's can choose may not choose what code runs: a root
+	// launcher reading a user's .env (which that user's workers, sandboxed or not, can rewrite, or replace
+	// by a rename in the home) would run what it names as root. The caller can still pass such a name with
+	// --pass (from the .env) or --env. foreign says why, "" when nobody else can.
+	foreign := ""
+	if euid := uint32(os.Geteuid()); owner != noOwner && owner != euid {
+		foreign = fmt.Sprintf("the file is owned by uid %d", owner)
+	} else if owner != noOwner {
+		if foreign, err = homeWriter(p, euid); err != nil {
+			return nil, err
+		}
+	}
 
 	// Layers append in order; the final sort keeps the last entry of each name. One slice and one index
 	// sort instead of a map of entries: this runs on every launch.
@@ -180,10 +188,10 @@ func Compose(req Request) (Environ, error) {
 		if isPinned(up) || m.isTier1(up) {
 			continue
 		}
-		if _, passed := last[d.Key]; foreign && !passed && m.loader.match(up) {
+		if _, passed := last[d.Key]; foreign != "" && !passed && m.loader.match(up) {
 			if _, given := req.Env[d.Key]; !given {
-				return nil, fmt.Errorf("%s:%d: %w: %s is a loader or search-path name, and the file is owned by uid %d, not the launcher's uid %d (name it with --pass %s or --env)",
-					file, d.Line, ErrRefusedName, d.Key, owner, os.Geteuid(), d.Key)
+				return nil, fmt.Errorf("%s:%d: %w: %s is a loader or search-path name, and %s, not the launcher's uid %d alone (name it with --pass %s or --env)",
+					file, d.Line, ErrRefusedName, d.Key, foreign, os.Geteuid(), d.Key)
 			}
 		}
 		cred := m.isCredential(up)
