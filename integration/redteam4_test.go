@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +10,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/hlaunch/hlaunch/internal/testutil"
 )
 
 // The red team's fourth round (issue 24): what a more privileged launch inherits from what a less
@@ -86,3 +91,85 @@ func TestRedteam4RootLogRenamedToDotenv(t *testing.T) {
 
 // fileOwner is the uid that owns the file st describes.
 func fileOwner(st os.FileInfo) int { return int(st.Sys().(*syscall.Stat_t).Uid) }
+
+// A root sidecar runs every spawn's shim as the hlaunch binary beside its own, by path, and `hlaunch
+// sidecar` execs the hlaunch-sidecar beside it. Installed in a directory another uid may write (a
+// deployment's /opt/hermes/bin owned by the hermes user), that uid replaces the file between two spawns,
+// and the next spawn ran its program as root. The sidecar now refuses to start from such a place (exit
+// 125, one line naming the path and its owner), as `hlaunch sidecar` does before it execs. On the old code
+// it started, and the replaced hlaunch wrote uid 0.
+func TestRedteam4SidecarBinaryBesideIsOthers(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	uid, gid := throwawayUser(t)
+	dir, err := os.MkdirTemp(hostBase, "hl-rt4-bin-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	for _, name := range []string{"hlaunch", "hlaunch-sidecar"} {
+		must(t, copyExecutable(filepath.Join(filepath.Dir(hlaunchBin), name), filepath.Join(dir, name)))
+	}
+	must(t, os.Chmod(dir, 0o755))
+	must(t, os.Chown(dir, uid, gid)) // the binaries stay root's; the directory is the other uid's
+	marker := filepath.Join(dir, "ran-as")
+	for _, how := range []struct {
+		name string
+		argv []string
+	}{
+		{"hlaunch sidecar", []string{filepath.Join(dir, "hlaunch"), "--root", e.Root, "--state-dir", e.State, "sidecar"}},
+		{"hlaunch-sidecar", []string{filepath.Join(dir, "hlaunch-sidecar"), "--root", e.Root, "--state-dir", e.State}},
+	} {
+		t.Run(how.name, func(t *testing.T) {
+			sock := filepath.Join(scSocketDir(t), "s.sock")
+			log := &testutil.Buffer{}
+			cmd := exec.Command(how.argv[0], append(how.argv[1:], "--socket", sock, "--scope", "cgroup", "--cgroup-parent", e.Parent)...)
+			cmd.Env = e.Launcher
+			cmd.Stdout, cmd.Stderr = log, log
+			must(t, cmd.Start())
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			client := scUnixClient(sock)
+			var exitErr error
+			served, exited := false, false
+			for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline) && !served && !exited; time.Sleep(5 * time.Millisecond) {
+				select {
+				case exitErr = <-done:
+					exited = true
+					continue
+				default:
+				}
+				if resp, err := client.Get("http://sidecar/v1/health"); err == nil {
+					resp.Body.Close()
+					served = resp.StatusCode == 200
+				}
+			}
+			if !served && !exited {
+				_ = cmd.Process.Kill()
+				<-done
+				t.Fatalf("the sidecar neither served nor exited within 15 s: %s", log.String())
+			}
+			if served {
+				// The other uid swaps the hlaunch the sidecar runs for each spawn.
+				asOwner(t, uid, gid, "mv "+dir+"/hlaunch "+dir+"/hlaunch.real && printf '#!/bin/sh\\nid -u > "+marker+"\\nexec "+dir+"/hlaunch.real \"$@\"\\n' > "+dir+"/hlaunch && chmod 755 "+dir+"/hlaunch")
+				resp, err := client.Post("http://sidecar/v1/workers", "application/json", strings.NewReader(scSpec("b", "true")))
+				if err == nil {
+					body, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					t.Logf("spawn after the swap: %d %s", resp.StatusCode, body)
+				}
+				_ = cmd.Process.Signal(syscall.SIGTERM)
+				<-done
+				asOwner(t, uid, gid, "mv -f "+dir+"/hlaunch.real "+dir+"/hlaunch")
+				if b, err := os.ReadFile(marker); err == nil {
+					t.Errorf("uid %d replaced %s/hlaunch and the sidecar's next spawn ran it as uid %s", uid, dir, strings.TrimSpace(string(b)))
+					os.Remove(marker)
+				}
+				t.Fatalf("the sidecar served from %s, a directory uid %d owns; want it refused at start", dir, uid)
+			}
+			var ee *exec.ExitError
+			if err := exitErr; !errors.As(err, &ee) || ee.ExitCode() != 125 || !strings.Contains(log.String(), dir) || !strings.Contains(log.String(), "owned by uid "+strconv.Itoa(uid)) {
+				t.Errorf("the sidecar from %s: %v, output %q; want exit 125 naming the directory and its owner", dir, err, log.String())
+			}
+		})
+	}
+}
