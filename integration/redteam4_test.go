@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -171,5 +172,45 @@ func TestRedteam4SidecarBinaryBesideIsOthers(t *testing.T) {
 				t.Errorf("the sidecar from %s: %v, output %q; want exit 125 naming the directory and its owner", dir, err, log.String())
 			}
 		})
+	}
+}
+
+// A detached launch with --key takes a lock file in <state>/keys named by the key's hash, and nothing
+// removed it: every distinct key a caller (a sidecar peer, a cron with a key per execution, as hermes'
+// cron-<job>-exec-<execution> names are) ever used stayed as a file until reboot, beyond every retention
+// bound (the records', the ledger's). Now the holder removes its lock file before it lets go, and a
+// launch that locked a file since removed locks again: no file is left, and a key still excludes a second
+// launch while its worker runs. On the old code 20 launches left 20 files.
+func TestRedteam4KeyLocksAreNotKept(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	const n = 20
+	for i := range n {
+		r := e.run("exec", "-p", "b", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--detach", "--key", "cron-7-exec-"+strconv.Itoa(i), "--", "true")
+		if r.Code != 0 {
+			t.Fatalf("launch %d: exit %d %s", i, r.Code, r.Stderr)
+		}
+	}
+	left, err := os.ReadDir(filepath.Join(e.State, "keys"))
+	must(t, err)
+	if len(left) != 0 {
+		t.Errorf("%d detached launches with distinct keys left %d files in %s/keys; want none", n, len(left), e.State)
+	}
+	// The key still holds while its worker runs, and is free again once it ended.
+	r := e.run("exec", "-p", "b", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--detach", "--key", "held", "--", "sleep", "30")
+	if r.Code != 0 {
+		t.Fatalf("the holder: exit %d %s", r.Code, r.Stderr)
+	}
+	if r2 := e.run("exec", "-p", "b", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--detach", "--key", "held", "--", "true"); r2.Code != 73 {
+		t.Errorf("a second launch with the held key: exit %d %s; want 73", r2.Code, r2.Stderr)
+	}
+	var rc receipt
+	must(t, json.Unmarshal([]byte(r.Stdout), &rc))
+	if s := e.run("stop", rc.ID); s.Code != 0 {
+		t.Fatalf("stop %s: exit %d %s", rc.ID, s.Code, s.Stderr)
+	}
+	if r3 := e.run("exec", "-p", "b", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--detach", "--key", "held", "--", "true"); r3.Code != 0 {
+		t.Errorf("the key after its worker ended: exit %d %s; want 0", r3.Code, r3.Stderr)
 	}
 }
