@@ -214,3 +214,35 @@ func TestRedteam4KeyLocksAreNotKept(t *testing.T) {
 		t.Errorf("the key after its worker ended: exit %d %s; want 0", r3.Code, r3.Stderr)
 	}
 }
+
+// A policy's "base" entries copy names from the launcher's own environment, which holds the launch
+// profile's settings (the gateway mirrors A's .env into it). The load refused a credential or a gate
+// there, but not a launch setting: "base": ["TERMINAL_*", "HERMES_MODEL"] gave B's child A's
+// TERMINAL_ENV=docker and HERMES_MODEL, the seed bug --inherit refuses. Now such an entry is refused (exit
+// 125 naming --policy and the entry), and a wider pattern ("TERM*") never copies a launch setting. On the
+// old code B's child reported A's values.
+func TestRedteam4PolicyBaseCopiesLaunchSettings(t *testing.T) {
+	requireRoot(t)
+	e := newEnv(t)
+	dir := t.TempDir()
+	write := func(name, doc string) string {
+		p := filepath.Join(dir, name)
+		must(t, os.WriteFile(p, []byte(doc), 0o600))
+		return p
+	}
+	for _, entry := range []string{`"TERMINAL_*"`, `"HERMES_MODEL"`, `"hermes_model"`, `"HERMES_*"`} {
+		pol := write("p.json", `{"base":[`+entry+`]}`)
+		r := e.run("--policy", pol, "exec", "-p", "b", "--scope", "none", "--", "env")
+		if strings.Contains(r.Stdout, "TERMINAL_ENV=docker") || strings.Contains(r.Stdout, "a-model") {
+			t.Errorf("policy base %s: B's child got the launch profile's settings: %q", entry, r.Stdout)
+		}
+		if r.Code != 125 || !strings.Contains(r.Stderr, "--policy") || !strings.Contains(r.Stderr, strings.Trim(entry, `"`)) {
+			t.Errorf("policy base %s: exit %d %q; want 125 naming --policy and the entry", entry, r.Code, r.Stderr)
+		}
+	}
+	pol := write("wide.json", `{"base":["TERM*"]}`)
+	r := e.run("--policy", pol, "exec", "-p", "b", "--scope", "none", "--", "env")
+	if r.Code != 0 || !strings.Contains(r.Stdout, "TERM=xterm") || strings.Contains(r.Stdout, "TERMINAL_ENV") {
+		t.Errorf("policy base TERM*: exit %d %q %q; want TERM=xterm and no TERMINAL_ENV", r.Code, r.Stdout, r.Stderr)
+	}
+}

@@ -151,8 +151,8 @@ func Compose(req Request) (Environ, error) {
 		if !ok || name == "" || !m.baseExact.match(name) {
 			continue
 		}
-		if up := upperASCII(name); m.isCredential(up) || m.isProfileGate(up) {
-			continue // a policy's "base": ["*_TOKEN"] must not turn the launcher's secrets into base names
+		if up := upperASCII(name); m.isCredential(up) || m.isProfileGate(up) || m.isLaunchSetting(up) {
+			continue // a policy's "base": ["*_TOKEN"] or ["TERM*"] must not copy the launcher's secrets or its profile's settings
 		}
 		if _, seen := out.Lookup(name); !seen {
 			addClassified(name, value, SourceLauncher)

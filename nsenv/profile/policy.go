@@ -158,6 +158,12 @@ func LoadPolicy(r io.Reader) (*Policy, error) {
 		if !strings.Contains(up, "*") && (m.isCredential(up) || m.isProfileGate(up)) {
 			return nil, fmt.Errorf("%w: \"base\": entry %q is a credential or a profile gate; those come only from the target's .env", ErrPolicy, b)
 		}
+		// The launch profile's settings (TERMINAL_ENV, HERMES_MODEL) are in the launcher's environment too,
+		// and --inherit refuses them: a base entry, or a pattern whose literal part is one, would give every
+		// child the launch profile's.
+		if lit, _, _ := strings.Cut(up, "*"); m.isLaunchSetting(lit) {
+			return nil, fmt.Errorf("%w: \"base\": entry %q names the launch profile's settings (%s); those come only from the target's .env", ErrPolicy, b, strings.Join(p.LaunchSettingPrefixes, "*, ")+"*")
+		}
 	}
 	return p, nil
 }
