@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -12,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/hlaunch/hlaunch/internal/testutil"
 )
@@ -244,5 +247,71 @@ func TestRedteam4PolicyBaseCopiesLaunchSettings(t *testing.T) {
 	r := e.run("--policy", pol, "exec", "-p", "b", "--scope", "none", "--", "env")
 	if r.Code != 0 || !strings.Contains(r.Stdout, "TERM=xterm") || strings.Contains(r.Stdout, "TERMINAL_ENV") {
 		t.Errorf("policy base TERM*: exit %d %q %q; want TERM=xterm and no TERMINAL_ENV", r.Code, r.Stdout, r.Stderr)
+	}
+}
+
+// A --spec file says what runs (argv, sandbox or not, --as), a --policy file which of the launcher's own
+// names reach every child ("base"). Read by a root launcher (a root cron, `sudo hlaunch`, a system
+// sidecar) from a place another uid may write - the gateway's directory, a profile's cron/ - that uid
+// chooses what root runs: its spec ran `id -u` as uid 0 unsandboxed, its policy's "base": ["A_MARKER"]
+// gave B's child launch profile A's value. A spec that is a FIFO hung the launcher for ever. Now each is
+// refused (exit 125, one line naming the flag and the owner or mode at fault), as is a spec that is not a
+// regular file; a spec on stdin (--spec -) is the caller's own. On the old code the marker said 0, B's
+// child had A_MARKER=a, and the FIFO's launch did not end.
+func TestRedteam4OrdersFromAnotherUid(t *testing.T) {
+	requireRoot(t)
+	e := newEnv(t)
+	uid, gid := throwawayUser(t)
+	dir, err := os.MkdirTemp(hostBase, "hl-rt4-orders-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	must(t, os.Chmod(dir, 0o755))
+	must(t, os.Chown(dir, uid, gid))
+	marker := filepath.Join(dir, "ran-as")
+	spec := filepath.Join(dir, "job.json")
+	policy := filepath.Join(dir, "policy.json")
+	asOwner(t, uid, gid, `printf '{"profile":"b","scope":"none","argv":["sh","-c","id -u > `+marker+`"]}' > `+spec+
+		` && printf '{"base":["A_MARKER"]}' > `+policy)
+	ownedBy := "owned by uid " + strconv.Itoa(uid)
+
+	r := e.run("exec", "--spec", spec)
+	if b, err := os.ReadFile(marker); err == nil {
+		t.Errorf("uid %d's --spec ran as uid %s under a root launcher", uid, strings.TrimSpace(string(b)))
+	}
+	if r.Code != 125 || !strings.Contains(r.Stderr, "--spec") || !strings.Contains(r.Stderr, ownedBy) {
+		t.Errorf("--spec of uid %d: exit %d %q; want 125 naming --spec and its owner", uid, r.Code, r.Stderr)
+	}
+	r = e.run("--policy", policy, "exec", "-p", "b", "--scope", "none", "--", "env")
+	if strings.Contains(r.Stdout, "A_MARKER=a") {
+		t.Errorf("uid %d's --policy gave B's child the launcher's A_MARKER=a", uid)
+	}
+	if r.Code != 125 || !strings.Contains(r.Stderr, "--policy") || !strings.Contains(r.Stderr, ownedBy) {
+		t.Errorf("--policy of uid %d: exit %d %q; want 125 naming --policy and its owner", uid, r.Code, r.Stderr)
+	}
+	// Root's own files in that directory: the other uid can rename them away and put its own in place.
+	rootDir := t.TempDir()
+	rootSpec := filepath.Join(rootDir, "job.json")
+	must(t, os.WriteFile(rootSpec, []byte(`{"profile":"b","scope":"none","argv":["true"]}`), 0o644))
+	inOthers := filepath.Join(dir, "root-job.json")
+	must(t, os.WriteFile(inOthers, []byte(`{"profile":"b","scope":"none","argv":["true"]}`), 0o644))
+	if r := e.run("exec", "--spec", inOthers); r.Code != 125 || !strings.Contains(r.Stderr, dir+": not trusted") {
+		t.Errorf("root's --spec in uid %d's directory: exit %d %q; want 125 naming the directory", uid, r.Code, r.Stderr)
+	}
+	// A link from there to root's own file is root's file: the link is resolved once and the target opened.
+	link := filepath.Join(rootDir, "link.json")
+	must(t, os.Symlink(rootSpec, link))
+	if r := e.run("exec", "--spec", link); r.Code != 0 {
+		t.Errorf("a --spec link to root's own file: exit %d %q; want it run", r.Code, r.Stderr)
+	}
+	fifo := filepath.Join(rootDir, "fifo.json")
+	must(t, unix.Mkfifo(fifo, 0o600))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if r := e.runCtx(ctx, nil, "exec", "--spec", fifo); r.Code != 125 || !strings.Contains(r.Stderr, "not a regular file") {
+		t.Errorf("a FIFO as --spec: exit %d %q; want 125 saying it is not a regular file (not a launcher blocked on it)", r.Code, r.Stderr)
+	}
+	// The caller's own stdin stays the caller's.
+	if r := e.runCtx(context.Background(), []byte(`{"profile":"b","scope":"none","argv":["true"]}`), "exec", "--spec", "-"); r.Code != 0 {
+		t.Errorf("--spec -: exit %d %q", r.Code, r.Stderr)
 	}
 }

@@ -24,7 +24,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/launchflag"
 	"github.com/hlaunch/hlaunch/internal/retentionflag"
 	"github.com/hlaunch/hlaunch/internal/selfguard"
-	"github.com/hlaunch/hlaunch/internal/selfpath"
+	"github.com/hlaunch/hlaunch/internal/trust"
 	"github.com/hlaunch/hlaunch/internal/version"
 	"github.com/hlaunch/hlaunch/launcher"
 	"github.com/hlaunch/hlaunch/sidecar"
@@ -55,7 +55,7 @@ func invalidf(format string, args ...any) error {
 // hlaunchBinary is the hlaunch binary installed beside this one: it runs the workers' shims and init
 // stubs. Without it no worker could start, so its absence is an error at start-up, not at the first spawn.
 func hlaunchBinary() (string, error) {
-	p, err := selfpath.Beside("hlaunch")
+	p, err := trust.Beside("hlaunch")
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return "", fmt.Errorf("%w: sidecar: no hlaunch binary beside this one: %w", launcher.ErrInvalid, err)

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
-	"github.com/hlaunch/hlaunch/internal/selfpath"
+	"github.com/hlaunch/hlaunch/internal/trust"
 	"github.com/hlaunch/hlaunch/launcher"
 )
 
@@ -76,8 +76,8 @@ func (a *app) execSidecar(sub string, args []string) error {
 		return fmt.Errorf("%s: own path: %w", sub, err)
 	}
 	bin := filepath.Join(filepath.Dir(exe), "hlaunch-sidecar")
-	// A file another uid could replace is not executed (internal/selfpath); a missing one is said below.
-	if err := selfpath.Check(bin); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	// A file another uid could replace is not executed (internal/trust); a missing one is said below.
+	if err := trust.Check(bin); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%w: %s: the hlaunch-sidecar beside hlaunch: %w (install both where only root or this uid can write)", launcher.ErrInvalid, sub, err)
 	}
 	argv := []string{bin}

@@ -1,8 +1,9 @@
-// Package selfpath finds the hlaunch binaries a process executes beside its own (the sidecar runs every
-// spawn's shim as the hlaunch installed beside it; `hlaunch sidecar` execs the hlaunch-sidecar beside it)
-// and refuses one that another uid could replace: a root sidecar executes that path again for every
-// spawn, long after it started, so whoever may write the file or a directory above it runs code as root.
-package selfpath
+// Package trust decides whether a file that steers a launch - a binary hlaunch executes beside its own
+// (the sidecar runs every spawn's shim as the hlaunch installed beside it; `hlaunch sidecar` execs the
+// hlaunch-sidecar beside it), a --spec or --policy file it takes its orders from - can be changed by a uid
+// other than root and the launcher's. A root launcher reads or executes such a path long after whoever
+// set it up: whoever may write the file or a directory above it chooses what root runs.
+package trust
 
 import (
 	"errors"
@@ -13,8 +14,8 @@ import (
 	"syscall"
 )
 
-// ErrUntrusted is returned for a binary beside the running one that another uid than root and the
-// effective uid could replace.
+// ErrUntrusted is returned for a file that another uid than root and the effective uid could change or
+// replace.
 var ErrUntrusted = errors.New("not trusted")
 
 // Beside returns the path of name in the running executable's directory, after Check.
@@ -60,6 +61,23 @@ func Check(path string) error {
 	}
 }
 
+// Resolve is Check for a file named by the caller (a --spec, a --policy), which may be reached through
+// symbolic links: it returns the path with every link resolved, checked, for the caller to open instead
+// of path (a link in a directory the caller trusts less could otherwise be re-pointed after the check).
+func Resolve(path string) (string, error) {
+	p, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", err
+	}
+	if p, err = filepath.Abs(p); err != nil {
+		return "", err
+	}
+	if err := Check(p); err != nil {
+		return "", err
+	}
+	return p, nil
+}
+
 // trusted checks one file's or directory's owner and mode.
 func trusted(p string, st fs.FileInfo, dir bool) error {
 	sys, ok := st.Sys().(*syscall.Stat_t)
@@ -67,7 +85,7 @@ func trusted(p string, st fs.FileInfo, dir bool) error {
 		return fmt.Errorf("%s: %w: no owner information", p, ErrUntrusted)
 	}
 	if euid := uint32(os.Geteuid()); sys.Uid != 0 && sys.Uid != euid {
-		return fmt.Errorf("%s: %w: owned by uid %d, not by root or uid %d, who executes it", p, ErrUntrusted, sys.Uid, euid)
+		return fmt.Errorf("%s: %w: owned by uid %d, not by root or uid %d, who runs it", p, ErrUntrusted, sys.Uid, euid)
 	}
 	if st.Mode().Perm()&0o022 != 0 && !(dir && st.Mode()&fs.ModeSticky != 0) {
 		return fmt.Errorf("%s: %w: mode %04o lets others write it", p, ErrUntrusted, st.Mode().Perm())

@@ -1,4 +1,4 @@
-package selfpath
+package trust
 
 import (
 	"errors"
