@@ -315,3 +315,42 @@ func TestRedteam4OrdersFromAnotherUid(t *testing.T) {
 		t.Errorf("--spec -: exit %d %q", r.Code, r.Stderr)
 	}
 }
+
+// What a sidecar peer sends is kept: each spawn's argv and key go into the worker's record (up to 1,000
+// ended ones kept) and its ledger entry (up to 10,000), both by default under /run (memory). The bounds
+// counted records, not bytes: a peer's spawn with an argv of most of a 1 MiB body left a 0.6 MiB record
+// and a 0.6 MiB ledger entry, so a socket-group user could fill /run with about 11 GB. Now the recorded
+// argv is its first 4 KiB (then one element saying how much was left out), the worker still runs with
+// its whole argv, and a key longer than 256 bytes is refused (400, naming the key field, without echoing
+// it). On the old code the files were as large as the argv.
+func TestRedteam4PeerSizesItsRecords(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	p := startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s.sock"))
+	big := strings.Repeat("x", 100_000)
+	argv := []string{"sh", "-c", `n=0; for a; do n=$((n + ${#a})); done; echo "$n" > ` + filepath.Join(e.State, "argv-bytes"), "sh"}
+	for range 6 {
+		argv = append(argv, big)
+	}
+	body, err := json.Marshal(map[string]any{"profile": "b", "argv": argv})
+	must(t, err)
+	var rc receipt
+	p.mustDo("POST", "/v1/workers", string(body), 201, &rc)
+	p.mustDo("GET", "/v1/workers/"+rc.ID+"/wait?timeout=60s", "", 200, nil)
+	if b, err := os.ReadFile(filepath.Join(e.State, "argv-bytes")); err != nil || strings.TrimSpace(string(b)) != "600000" {
+		t.Errorf("the worker's own argv: %q %v; want its 600000 bytes, whole", b, err)
+	}
+	for _, f := range []string{filepath.Join(e.State, "workers", rc.ID+".json"), filepath.Join(e.State, "ledger", rc.ID+".json")} {
+		st, err := os.Stat(f)
+		must(t, err)
+		if st.Size() > 16<<10 {
+			t.Errorf("%s holds %d bytes for one spawn of a %d-byte body; want at most 16 KiB", f, st.Size(), len(body))
+		}
+	}
+	long, _ := json.Marshal(map[string]any{"profile": "b", "argv": []string{"true"}, "key": strings.Repeat("k", 300_000)})
+	st, b := p.do("POST", "/v1/workers", string(long))
+	if st != 400 || !strings.Contains(string(b), "key") || len(b) > 4096 {
+		t.Errorf("a 300,000-byte key: %d %.200q (%d bytes); want 400 naming the key field, without echoing it", st, b, len(b))
+	}
+}
