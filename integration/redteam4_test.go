@@ -1,10 +1,13 @@
 package integration
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -352,5 +355,75 @@ func TestRedteam4PeerSizesItsRecords(t *testing.T) {
 	st, b := p.do("POST", "/v1/workers", string(long))
 	if st != 400 || !strings.Contains(string(b), "key") || len(b) > 4096 {
 		t.Errorf("a 300,000-byte key: %d %.200q (%d bytes); want 400 naming the key field, without echoing it", st, b, len(b))
+	}
+}
+
+// What a socket peer's descriptors leave in the sidecar and give a worker. A peer sends many
+// descriptors (SCM_RIGHTS: 8 with each of 20 requests on one connection, more than the 3 a spawn uses)
+// and an O_PATH descriptor of a directory (the hermes root) as a sandboxed worker's stdin. Holds: the
+// sidecar keeps at most three per connection and closes them all with it, and the directory is refused
+// whatever its open mode (fstat sees a directory through O_PATH too): the target never runs.
+func TestRedteam4PeerDescriptorsHeld(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	sock := filepath.Join(scSocketDir(t), "s.sock")
+	p := startSidecarProc(t, e, sock)
+	fdDir := "/proc/" + strconv.Itoa(p.cmd.Process.Pid) + "/fd"
+	count := func() int {
+		ents, err := os.ReadDir(fdDir)
+		must(t, err)
+		return len(ents)
+	}
+	before := count()
+	var fds []int
+	for range 8 {
+		fd, err := unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		must(t, err)
+		fds = append(fds, fd)
+	}
+	defer func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}()
+	c, err := net.Dial("unix", sock)
+	must(t, err)
+	br := bufio.NewReader(c)
+	for i := range 20 {
+		req := "GET /v1/health HTTP/1.1\r\nHost: sidecar\r\n\r\n"
+		_, _, err := c.(*net.UnixConn).WriteMsgUnix([]byte(req), unix.UnixRights(fds...), nil)
+		must(t, err)
+		resp, err := http.ReadResponse(br, nil)
+		must(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if n := count(); n > before+1+3 {
+			t.Fatalf("after request %d with 8 descriptors each, the sidecar holds %d descriptors (%d before): want at most the connection and 3 passed ones more", i+1, n, before)
+		}
+	}
+	c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for count() > before && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := count(); n > before {
+		t.Errorf("the peer's connection closed: the sidecar still holds %d descriptors, %d before", n, before)
+	}
+	// An O_PATH descriptor of a directory as a sandboxed worker's stdin (the refusal is the init stub's:
+	// it reaches the worker's stderr, the pipe here).
+	dir, err := unix.Open(e.Root, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	must(t, err)
+	defer unix.Close(dir)
+	pr, pw, err := os.Pipe()
+	must(t, err)
+	defer pr.Close()
+	probe := "ls:/proc/self/fd/0/profiles"
+	spec, _ := json.Marshal(map[string]any{"profile": "b", "sandbox": true, "stdio": "inherit", "argv": []string{selfBin, "child", "report", probe}})
+	st, body := sidecarSpawnWithFDs(t, sock, string(spec), dir, int(pw.Fd()), int(pw.Fd()))
+	pw.Close()
+	out, _ := io.ReadAll(pr)
+	if strings.Contains(string(out), "ok:") || !strings.Contains(string(out)+body, "stdin is a directory") {
+		t.Errorf("an O_PATH directory sent as a sandboxed worker's stdin: %d %s; the worker printed %q; want the stub's refusal", st, body, out)
 	}
 }
