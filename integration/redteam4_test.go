@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -425,5 +426,55 @@ func TestRedteam4PeerDescriptorsHeld(t *testing.T) {
 	out, _ := io.ReadAll(pr)
 	if strings.Contains(string(out), "ok:") || !strings.Contains(string(out)+body, "stdin is a directory") {
 		t.Errorf("an O_PATH directory sent as a sandboxed worker's stdin: %d %s; the worker printed %q; want the stub's refusal", st, body, out)
+	}
+}
+
+// The ledger's bound never removes the record of an execution that has not ended, and an execution the
+// host rebooted under never records its end: each reboot with workers running left their records in a
+// ledger on a persistent disk (where docs/cli.md says to put it) for ever, beyond --ledger-keep and
+// --ledger-max-age. An execution of another boot has ended. Here the previous boot's records are the
+// test's copies of a real one with another boot id and no end, older than it. On the old code gc kept them.
+func TestRedteam4LedgerKeepsOtherBootsForever(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	r := e.run("exec", "-p", "b", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--detach", "--", "true")
+	if r.Code != 0 {
+		t.Fatalf("launch: exit %d %s", r.Code, r.Stderr)
+	}
+	var rc receipt
+	must(t, json.Unmarshal([]byte(r.Stdout), &rc))
+	if w := e.run("wait", "--timeout", "60s", rc.ID); w.Code != 1 && w.Code != 0 {
+		t.Fatalf("wait: exit %d %s", w.Code, w.Stderr)
+	}
+	ledger := filepath.Join(e.State, "ledger")
+	raw, err := os.ReadFile(filepath.Join(ledger, rc.ID+".json"))
+	must(t, err)
+	var rec map[string]any
+	must(t, json.Unmarshal(raw, &rec))
+	old := time.Now().Add(-time.Hour)
+	var stale []string
+	for i := range 3 {
+		id := fmt.Sprintf("w-00000000000%d", i)
+		rec["id"], rec["boot_id"] = id, "00000000-0000-4000-8000-00000000000"+strconv.Itoa(i)
+		delete(rec, "ended_at")
+		delete(rec, "exit_code")
+		b, err := json.Marshal(rec)
+		must(t, err)
+		p := filepath.Join(ledger, id+".json")
+		must(t, os.WriteFile(p, b, 0o600))
+		must(t, os.Chtimes(p, old, old))
+		stale = append(stale, id)
+	}
+	if g := e.run("gc", "--ledger-keep", "1", "--json"); g.Code != 0 {
+		t.Fatalf("gc: exit %d %s", g.Code, g.Stderr)
+	}
+	for _, id := range stale {
+		if _, err := os.Stat(filepath.Join(ledger, id+".json")); err == nil {
+			t.Errorf("gc --ledger-keep 1 kept %s, an execution of another boot that never recorded its end", id)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(ledger, rc.ID+".json")); err != nil {
+		t.Errorf("gc removed this boot's newest record %s: %v", rc.ID, err)
 	}
 }

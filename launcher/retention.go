@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -198,12 +199,18 @@ func (l *Launcher) pruneLedger(r Retention) int {
 		}
 		scanned = true
 	}
-	n := x.prune(l.ledger, r.LedgerKeep, old)
+	boot := ""
+	if l.src.BootID != nil {
+		if b, err := l.src.BootID(); err == nil {
+			boot = strings.TrimSpace(b)
+		}
+	}
+	n := x.prune(l.ledger, r.LedgerKeep, old, boot)
 	if !scanned && len(x.order) == 0 && r.LedgerKeep > 0 && x.count > r.LedgerKeep {
 		if x.scan(l.ledger) != nil {
 			return n
 		}
-		n += x.prune(l.ledger, r.LedgerKeep, old)
+		n += x.prune(l.ledger, r.LedgerKeep, old, boot)
 	}
 	return n
 }
