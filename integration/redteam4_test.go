@@ -478,3 +478,82 @@ func TestRedteam4LedgerKeepsOtherBootsForever(t *testing.T) {
 		t.Errorf("gc removed this boot's newest record %s: %v", rc.ID, err)
 	}
 }
+
+// A connection the sidecar refuses (a worker's: an unsandboxed one in the cgroup hlaunch made it) was
+// reported every time: two log lines and a refused event each. A worker that connects in a loop filled
+// the event ring (4,096) with them, so the gateway, reconnecting with ?since=, had lost the exit of a
+// worker it had not read yet, and its live stream fell behind and was dropped; the log grew by two lines
+// per connection. Now refusals are reported at most about ten a second (a burst of 20 first), the next
+// report saying how many were not; the metric still counts each. On the old code 5,000 connections
+// evicted the exited event and wrote 10,000 lines.
+func TestRedteam4RefusedPeerFloodsEvents(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	sock := filepath.Join(scSocketDir(t), "s.sock")
+	p := startSidecarProc(t, e, sock)
+	var rc receipt
+	p.mustDo("POST", "/v1/workers", scSpec("b", "true"), 201, &rc)
+	p.mustDo("GET", "/v1/workers/"+rc.ID+"/wait?timeout=60s", "", 200, nil)
+	// The exit is published by the watcher: wait for the event itself, as a gateway would read it.
+	exitedIn := func(timeout time.Duration) (bool, int) {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(ctx, "GET", "http://sidecar/v1/events?since=0", nil)
+		resp, err := p.client.Do(req)
+		must(t, err)
+		defer resp.Body.Close()
+		refused := 0
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			var ev scEvent
+			if json.Unmarshal(sc.Bytes(), &ev) != nil {
+				continue
+			}
+			if ev.Type == "exited" && ev.ID == rc.ID {
+				return true, refused
+			}
+			if ev.Type == "refused" && ev.ID == "" {
+				refused++
+			}
+		}
+		return false, refused
+	}
+	if ok, _ := exitedIn(30 * time.Second); !ok {
+		t.Fatalf("no exited event for %s within 30 s", rc.ID)
+	}
+	const n = 5000
+	flood := `import socket,sys
+for i in range(` + strconv.Itoa(n) + `):
+    s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.close()
+`
+	if r := e.run("exec", "-p", "b", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--", scPython(t), "-c", flood, sock); r.Code != 0 {
+		t.Fatalf("the flooding worker: exit %d %s", r.Code, r.Stderr)
+	}
+	// Every refusal is counted, whether reported or not.
+	deadline := time.Now().Add(30 * time.Second)
+	var refused float64
+	for time.Now().Before(deadline) {
+		_, m := p.do("GET", "/v1/metrics", "")
+		for _, line := range strings.Split(string(m), "\n") {
+			if v, ok := strings.CutPrefix(line, "hlaunch_sidecar_refused_connections_total "); ok {
+				refused, _ = strconv.ParseFloat(v, 64)
+			}
+		}
+		if refused >= n {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if refused < n {
+		t.Errorf("the metric counts %v refused connections of %d", refused, n)
+	}
+	found, refusedEvents := exitedIn(3 * time.Second)
+	if !found {
+		t.Errorf("after %d refused connections the replay (?since=0) no longer holds %s's exited event (%d refused events in it)", n, rc.ID, refusedEvents)
+	}
+	lines := strings.Count(p.log.String(), "connection refused") + strings.Count(p.log.String(), "refused connection from")
+	if lines > 400 || !strings.Contains(p.log.String(), "not reported") {
+		t.Errorf("%d refused connections wrote %d log lines; want them bounded, and a line saying how many were not reported", n, lines)
+	}
+}
