@@ -144,6 +144,8 @@ func childMain(args []string) int {
 		return 0
 	case "session", "connect-until":
 		return hostileMain(args)
+	case "swap-socket-dir":
+		return swapSocketDirMain(args[1:])
 	case "memhog":
 		mib, _ := strconv.Atoi(args[1])
 		var keep [][]byte

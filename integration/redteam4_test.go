@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -555,5 +556,85 @@ for i in range(` + strconv.Itoa(n) + `):
 	lines := strings.Count(p.log.String(), "connection refused") + strings.Count(p.log.String(), "refused connection from")
 	if lines > 400 || !strings.Contains(p.log.String(), "not reported") {
 		t.Errorf("%d refused connections wrote %d log lines; want them bounded, and a line saying how many were not reported", n, lines)
+	}
+}
+
+// A root sidecar made its socket in a fresh 0700 directory beside --socket, then set the socket's mode
+// and group by path (chmod, chown) before renaming it into place. In a socket directory another uid may
+// write (a /run/hermes the gateway's user owns, so that the gateway reaches the socket), that uid renames
+// the fresh directory away and puts its own under the name, with a symbolic link to any file: root's
+// chmod 0660 and chown to the socket group followed it, giving the group /etc/shadow or /etc/sudoers.
+// The window is a few system calls wide; the sidecar runs under strace, which delays its fchmodat calls
+// by 0.3 s (as a preemption there would), and the attacker, a throwaway user owning the directory, swaps
+// on the directory's inotify event. The target is a root-owned 0600 file of the test's. On the old code
+// it became 0660 and of the attacker's group.
+func TestRedteam4SocketDirSwap(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	strace, err := exec.LookPath("strace")
+	if err != nil {
+		t.Skip("strace is not installed (apt-get install strace)")
+	}
+	e := newEnv(t)
+	uid, gid := throwawayUser(t)
+	dir, err := os.MkdirTemp(tmpBase, "rt4s-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	must(t, os.Chmod(dir, 0o755))
+	must(t, os.Chown(dir, uid, gid))
+	target := filepath.Join(t.TempDir(), "shadow")
+	must(t, os.WriteFile(target, []byte("root:secret\n"), 0o600))
+	attacker := exec.Command("setpriv", "--reuid="+strconv.Itoa(uid), "--regid="+strconv.Itoa(gid), "--clear-groups", "--",
+		selfBin, "child", "swap-socket-dir", dir, target, "60s")
+	var aout bytes.Buffer
+	attacker.Stdout, attacker.Stderr = &aout, &aout
+	must(t, attacker.Start())
+	t.Cleanup(func() { _ = attacker.Process.Kill(); _ = attacker.Wait(); t.Logf("attacker: %s", aout.String()) })
+	sock := filepath.Join(dir, "s.sock")
+	for i := range 3 {
+		log := &testutil.Buffer{}
+		cmd := exec.Command(strace, "-f", "-qq", "-o", "/dev/null", "-e", "trace=fchmodat", "-e", "inject=fchmodat:delay_enter=300000",
+			hlaunchBin, "--root", e.Root, "--state-dir", e.State, "sidecar", "--socket", sock,
+			"--socket-group", strconv.Itoa(gid), "--scope", "cgroup", "--cgroup-parent", e.Parent)
+		cmd.Env = e.Launcher
+		cmd.Stdout, cmd.Stderr = log, log
+		must(t, cmd.Start())
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		client := scUnixClient(sock)
+		client.Timeout = 2 * time.Second
+		for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if resp, err := client.Get("http://sidecar/v1/health"); err == nil {
+				resp.Body.Close()
+				break
+			}
+			select {
+			case <-done:
+				deadline = time.Time{}
+			default:
+			}
+		}
+		// The sidecar is strace's child: end it (strace then exits), else strace itself.
+		if kids, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", cmd.Process.Pid, cmd.Process.Pid)); err == nil {
+			for _, k := range strings.Fields(string(kids)) {
+				if pid, err := strconv.Atoi(k); err == nil {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		}
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		client.CloseIdleConnections()
+		t.Logf("start %d: %s", i+1, log.String())
+		st, err := os.Stat(target)
+		must(t, err)
+		if gotGID := st.Sys().(*syscall.Stat_t).Gid; st.Mode().Perm() != 0o600 || gotGID != 0 {
+			t.Fatalf("start %d: the attacker (uid %d) had the root sidecar chmod/chown %s: now mode %04o gid %d (sidecar output %q)",
+				i+1, uid, target, st.Mode().Perm(), gotGID, log.String())
+		}
 	}
 }
