@@ -161,6 +161,8 @@ func childMain(args []string) int {
 		return hostileMain(args)
 	case "flood":
 		return floodMain(args)
+	case "swap-socket-dir":
+		return swapSocketDirMain(args[1:])
 	case "memhog":
 		mib, _ := strconv.Atoi(args[1])
 		var keep [][]byte

@@ -71,8 +71,10 @@ func ledgerRescan(maxAge time.Duration) time.Duration {
 }
 
 // prune removes, oldest first, the records beyond keep and those last written before old (zero: no age
-// limit), never one whose execution has not ended, and returns how many went. x.mu is held.
-func (x *ledgerIndex) prune(dir string, keep int, old time.Time) int {
+// limit), never one whose execution has not ended, and returns how many went. An execution recorded with
+// another boot id than boot (the current one; "": unknown) has ended, whether or not its end was
+// recorded: the host rebooted under it. x.mu is held.
+func (x *ledgerIndex) prune(dir string, keep int, old time.Time, boot string) int {
 	d := &state.Dir{Path: dir}
 	n, i := 0, 0
 	for ; i < len(x.order); i++ {
@@ -85,7 +87,7 @@ func (x *ledgerIndex) prune(dir string, keep int, old time.Time) int {
 		if err := d.Read(e.id, &rec); errors.Is(err, state.ErrNotFound) {
 			x.count-- // removed meanwhile (a concurrent gc)
 			continue
-		} else if err != nil || rec.EndedAt == "" {
+		} else if err != nil || (rec.EndedAt == "" && (boot == "" || rec.BootID == "" || rec.BootID == boot)) {
 			continue // unreadable now, or not ended: kept
 		}
 		// Written since the scan (the execution ended just now): it is the newest now. Without this a

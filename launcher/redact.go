@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/hlaunch/hlaunch/nsenv/profile"
@@ -87,4 +88,32 @@ func redactURLPassword(a string) string {
 		return a
 	}
 	return a[:scheme+3] + user + ":***" + rest[at:]
+}
+
+// MaxRecordedArgv is how many bytes of a detached worker's argv its record and ledger entry keep: the
+// retention counts records (1,000 ended workers, 10,000 ledger entries, by default under /run), not bytes,
+// and an argv may be most of a sidecar request's 1 MiB body.
+const MaxRecordedArgv = 4 << 10
+
+// recordedArgv is argv as a record keeps it: whole when its arguments hold at most MaxRecordedArgv bytes,
+// else the leading arguments that fit in them, then one element saying what was left out. The worker
+// itself runs with its whole argv.
+func recordedArgv(argv []string) []string {
+	total := 0
+	for _, a := range argv {
+		total += len(a)
+	}
+	if total <= MaxRecordedArgv {
+		return argv
+	}
+	kept, n := 0, 0
+	for _, a := range argv {
+		if n+len(a) > MaxRecordedArgv {
+			break
+		}
+		n += len(a)
+		kept++
+	}
+	out := append(argv[:kept:kept], fmt.Sprintf("...(%d more arguments, %d bytes, not recorded)", len(argv)-kept, total-n))
+	return out
 }

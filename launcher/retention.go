@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -41,7 +42,8 @@ type Retention struct {
 
 // DefaultRetention is what the sidecar collects by, on its own, and what `hlaunch gc` applies unless told
 // otherwise: the last 1,000 ended workers or 24 hours of them, and a ledger of at most 10,000 records or 7
-// days (about 1 KB each: 10 MB at most).
+// days (about 1 KB each, at most about 5 KB: a record keeps 4 KiB of argv and 256 bytes of key, so 10 MB
+// typically and 50 MB at most).
 func DefaultRetention() Retention {
 	return Retention{Keep: 1000, MaxAge: 24 * time.Hour, LedgerKeep: 10000, LedgerMaxAge: 7 * 24 * time.Hour, OrphanAge: 3 * time.Minute}
 }
@@ -197,12 +199,18 @@ func (l *Launcher) pruneLedger(r Retention) int {
 		}
 		scanned = true
 	}
-	n := x.prune(l.ledger, r.LedgerKeep, old)
+	boot := ""
+	if l.src.BootID != nil {
+		if b, err := l.src.BootID(); err == nil {
+			boot = strings.TrimSpace(b)
+		}
+	}
+	n := x.prune(l.ledger, r.LedgerKeep, old, boot)
 	if !scanned && len(x.order) == 0 && r.LedgerKeep > 0 && x.count > r.LedgerKeep {
 		if x.scan(l.ledger) != nil {
 			return n
 		}
-		n += x.prune(l.ledger, r.LedgerKeep, old)
+		n += x.prune(l.ledger, r.LedgerKeep, old, boot)
 	}
 	return n
 }

@@ -252,7 +252,7 @@ func shimFailure(f *shim.Failure, workers, ledger string) error {
 func (l *Launcher) receipt(spec Spec, profile, home, id string, p placement) *Receipt {
 	where := p.describe()
 	rc := &Receipt{
-		ID: id, Mode: p.mode(), Profile: profile, Home: home, Argv: redactArgv(spec.Argv, l.policy),
+		ID: id, Mode: p.mode(), Profile: profile, Home: home, Argv: recordedArgv(redactArgv(spec.Argv, l.policy)),
 		Limits: where.limits, Key: spec.Key, Warning: where.warning, Log: spec.Log, Sandbox: spec.Sandbox,
 	}
 	if spec.Sandbox {

@@ -9,6 +9,10 @@ import (
 	"github.com/hlaunch/hlaunch/cgroup"
 )
 
+// MaxKeyBytes bounds a --key: hermes' keys (cron-<job>-exec-<execution>, kanban-<task>-run-<run>) are
+// tens of bytes, and the retention counts records, not bytes.
+const MaxKeyBytes = 256
+
 // DefaultGrace is the time between SIGTERM and the whole-cgroup kill when a Spec names none.
 const DefaultGrace = 5 * time.Second
 
@@ -91,6 +95,10 @@ func (s *Spec) Validate() error {
 	// which cannot hold other bytes (argv and the environ travel byte for byte).
 	if s.Detach && !utf8.ValidString(s.Log) {
 		return bad("--log %q: a detached worker's log path must be UTF-8", s.Log)
+	}
+	if len(s.Key) > MaxKeyBytes {
+		// Not echoed: the value is what is too large.
+		return bad("--key: %d bytes; at most %d (a key is kept in its worker's record, its ledger entry and every event of it)", len(s.Key), MaxKeyBytes)
 	}
 	if s.Key != "" && !s.Detach {
 		return bad("--key needs --detach (a key is held by a recorded worker)")

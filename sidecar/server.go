@@ -148,6 +148,8 @@ type Server struct {
 	obs            *observer
 	now            func() time.Time
 	start          time.Time
+	// refusals bounds how many refused connections are reported (refusalBudget).
+	refusals refusalBudget
 
 	mu       sync.Mutex
 	view     map[string]viewEntry // worker id -> what was last reported
@@ -433,8 +435,17 @@ func (s *Server) connContext(ctx context.Context, c net.Conn) context.Context {
 	}
 	if !a.ok {
 		uid := a.peer.UID
-		s.logf("sidecar: refused connection from pid %d uid %d: %s", a.peer.PID, uid, a.reason)
-		s.events.publish(Event{Type: EventRefused, UID: &uid, PeerPID: a.peer.PID, Reason: a.reason})
+		ok, skipped := s.refusals.take(s.now())
+		if !ok {
+			s.obs.peers.Inc() // counted, not reported (refusalBudget)
+			return withConnAuth(ctx, a)
+		}
+		reason := a.reason
+		if skipped > 0 {
+			reason += fmt.Sprintf(" (%d more refused connections not reported since the last one reported)", skipped)
+		}
+		s.logf("sidecar: refused connection from pid %d uid %d: %s", a.peer.PID, uid, reason)
+		s.events.publish(Event{Type: EventRefused, UID: &uid, PeerPID: a.peer.PID, Reason: reason})
 	}
 	return withConnAuth(ctx, a)
 }

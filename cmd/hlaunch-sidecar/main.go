@@ -10,6 +10,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -23,6 +24,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/launchflag"
 	"github.com/hlaunch/hlaunch/internal/retentionflag"
 	"github.com/hlaunch/hlaunch/internal/selfguard"
+	"github.com/hlaunch/hlaunch/internal/trust"
 	"github.com/hlaunch/hlaunch/internal/version"
 	"github.com/hlaunch/hlaunch/launcher"
 	"github.com/hlaunch/hlaunch/sidecar"
@@ -53,13 +55,13 @@ func invalidf(format string, args ...any) error {
 // hlaunchBinary is the hlaunch binary installed beside this one: it runs the workers' shims and init
 // stubs. Without it no worker could start, so its absence is an error at start-up, not at the first spawn.
 func hlaunchBinary() (string, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return "", fmt.Errorf("sidecar: own path: %w", err)
-	}
-	p := filepath.Join(filepath.Dir(exe), "hlaunch")
-	if st, err := os.Stat(p); err != nil || st.IsDir() {
-		return "", errors.Join(fmt.Errorf("%w: sidecar: no hlaunch binary beside %s", launcher.ErrInvalid, exe), err)
+	p, err := trust.Beside("hlaunch")
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", fmt.Errorf("%w: sidecar: no hlaunch binary beside this one: %w", launcher.ErrInvalid, err)
+	case err != nil:
+		// It runs every spawn's shim: whoever can replace it runs code as this sidecar's uid.
+		return "", fmt.Errorf("%w: sidecar: the hlaunch binary beside this one: %w (install both where only root or this uid can write)", launcher.ErrInvalid, err)
 	}
 	return p, nil
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -10,6 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/internal/trust"
+	"github.com/hlaunch/hlaunch/launcher"
 )
 
 // newSidecarCmd is `hlaunch sidecar`: it execs the hlaunch-sidecar binary installed beside hlaunch, in
@@ -71,6 +76,10 @@ func (a *app) execSidecar(sub string, args []string) error {
 		return fmt.Errorf("%s: own path: %w", sub, err)
 	}
 	bin := filepath.Join(filepath.Dir(exe), "hlaunch-sidecar")
+	// A file another uid could replace is not executed (internal/trust); a missing one is said below.
+	if err := trust.Check(bin); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w: %s: the hlaunch-sidecar beside hlaunch: %w (install both where only root or this uid can write)", launcher.ErrInvalid, sub, err)
+	}
 	argv := []string{bin}
 	if sub != "sidecar" {
 		argv = append(argv, sub)

@@ -7,11 +7,14 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/pflag"
 
 	"github.com/hlaunch/hlaunch/cgroup"
 	"github.com/hlaunch/hlaunch/internal/launchflag"
+	"github.com/hlaunch/hlaunch/internal/sysfile"
+	"github.com/hlaunch/hlaunch/internal/trust"
 	"github.com/hlaunch/hlaunch/launcher"
 	"github.com/hlaunch/hlaunch/nsenv/profile"
 )
@@ -266,11 +269,23 @@ func checkDuration(flag, s string) error {
 func loadSpec(name string, stdin io.Reader) (launcher.Spec, error) {
 	r := stdin
 	if name != "-" {
-		f, err := os.Open(name)
+		// A spec says what runs: a file another uid could change is that uid's launch (internal/trust).
+		// Opened non-blocking and checked a regular file, so that a FIFO does not hang the launcher.
+		path, err := trust.Resolve(name)
+		if errors.Is(err, trust.ErrUntrusted) {
+			return launcher.Spec{}, invalidf("--spec %s: %v (a spec is taken only from a file that only root or this uid can change)", name, err)
+		}
+		var f *os.File
+		if err == nil {
+			f, err = sysfile.Open(path, syscall.O_NONBLOCK|syscall.O_NOCTTY)
+		}
 		if err != nil {
 			return launcher.Spec{}, invalidf("--spec %s: %s (want a JSON launch spec file, or - for stdin)", name, fileProblem(err))
 		}
 		defer f.Close()
+		if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+			return launcher.Spec{}, invalidf("--spec %s: not a regular file (want a JSON launch spec file, or - for stdin)", name)
+		}
 		r = f
 	}
 	b, err := io.ReadAll(io.LimitReader(r, maxSpecBytes+1))

@@ -125,13 +125,21 @@ func Compose(req Request) (Environ, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A .env that neither the worker's uid nor root owns may not choose what code the worker runs: a worker
-	// of a root launcher run as root (--as 0:0) would otherwise run what a user's .env names (HOME, a
-	// GIT_CONFIG_* pager, PYTHONPATH ...), and that user's workers, sandboxed ones too, can rewrite it. A
-	// deny list of such names is never complete, so a foreign .env may set only the credentials, the
-	// profile's gates and the policy's foreign_allow names; the caller can still pass any other name with
-	// --pass (from the .env) or --env.
-	foreign := owner != noOwner && owner != 0 && owner != req.WorkerUID
+	// A .env that anyone but the worker's uid or root can choose may not choose what code the worker runs:
+	// a worker of a root launcher run as root (--as 0:0) would otherwise run what a user's .env names (HOME,
+	// a GIT_CONFIG_* pager, PYTHONPATH ...), and that user's workers, sandboxed ones too, can rewrite it or
+	// rename another file over it in a home they can write. A deny list of such names is never complete, so
+	// such a .env may set only the credentials, the profile's gates and the policy's foreign_allow names;
+	// the caller can still pass any other name with --pass (from the .env) or --env. foreign says why, ""
+	// when nobody else can choose the file.
+	foreign := ""
+	if owner != noOwner && owner != 0 && owner != req.WorkerUID {
+		foreign = fmt.Sprintf("the file is owned by uid %d", owner)
+	} else if owner != noOwner {
+		if foreign, err = homeWriter(p, req.WorkerUID); err != nil {
+			return nil, err
+		}
+	}
 
 	// Layers append in order; the final sort keeps the last entry of each name. One slice and one index
 	// sort instead of a map of entries: this runs on every launch.
@@ -149,8 +157,8 @@ func Compose(req Request) (Environ, error) {
 		if !ok || name == "" || !m.baseExact.match(name) {
 			continue
 		}
-		if up := upperASCII(name); m.isCredential(up) || m.isProfileGate(up) {
-			continue // a policy's "base": ["*_TOKEN"] must not turn the launcher's secrets into base names
+		if up := upperASCII(name); m.isCredential(up) || m.isProfileGate(up) || m.isLaunchSetting(up) {
+			continue // a policy's "base": ["*_TOKEN"] or ["TERM*"] must not copy the launcher's secrets or its profile's settings
 		}
 		if _, seen := out.Lookup(name); !seen {
 			addClassified(name, value, SourceLauncher)
@@ -186,10 +194,10 @@ func Compose(req Request) (Environ, error) {
 		if isPinned(up) || m.isTier1(up) {
 			continue
 		}
-		if _, passed := last[d.Key]; foreign && !passed && !m.foreignAllowed(up) {
+		if _, passed := last[d.Key]; foreign != "" && !passed && !m.foreignAllowed(up) {
 			if _, given := req.Env[d.Key]; !given {
-				return nil, fmt.Errorf("%s:%d: %w: %s: the file is owned by uid %d and the worker runs as uid %d, and such a .env sets only credentials, profile gates and the policy's foreign_allow names (pass it with --pass %s or --env, or run the worker as the home's owner by dropping --as)",
-					file, d.Line, ErrRefusedName, d.Key, owner, req.WorkerUID, d.Key)
+				return nil, fmt.Errorf("%s:%d: %w: %s: %s and the worker runs as uid %d, and such a .env sets only credentials, profile gates and the policy's foreign_allow names (pass it with --pass %s or --env, or run the worker as the home's owner by dropping --as)",
+					file, d.Line, ErrRefusedName, d.Key, foreign, req.WorkerUID, d.Key)
 			}
 		}
 		cred := m.isCredential(up)

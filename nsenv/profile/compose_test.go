@@ -252,3 +252,34 @@ func TestParseAssignmentErrorHidesValue(t *testing.T) {
 		}
 	}
 }
+
+// A .env of the launcher's own uid still may not set a loader name when someone else can write its home:
+// a rename in the home replaces the file (with one root owns, for a root launcher: a log it made there).
+func TestComposeHomeWriterLoaderNames(t *testing.T) {
+	root := t.TempDir()
+	b := mkProfile(t, root, "b", "PATH=/b/bin\n")
+	compose := func() error { _, err := Compose(Request{Profile: b}); return err }
+	if err := compose(); err != nil {
+		t.Fatalf("the launcher's own home and .env: %v", err)
+	}
+	if err := os.Chmod(b.Home, 0o770); err != nil {
+		t.Fatal(err)
+	}
+	if err := compose(); !errors.Is(err, ErrRefusedName) || !strings.Contains(err.Error(), "writable by its group or others (mode 0770)") {
+		t.Fatalf("a group-writable home: %v; want ErrRefusedName naming its mode", err)
+	}
+	if err := os.Chmod(b.Home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if os.Geteuid() == 0 { // only root can hand the home to another uid
+		if err := os.Chown(b.Home, 12345, 12345); err != nil {
+			t.Fatal(err)
+		}
+		if err := compose(); !errors.Is(err, ErrRefusedName) || !strings.Contains(err.Error(), "its home is owned by uid 12345") {
+			t.Fatalf("a root-owned .env in uid 12345's home: %v; want ErrRefusedName naming the home's owner", err)
+		}
+	}
+	if _, err := Compose(Request{Profile: b, Env: map[string]string{"PATH": "/flag"}}); err != nil {
+		t.Fatalf("PATH given by --env: %v", err)
+	}
+}

@@ -84,3 +84,21 @@ func readDotenv(p *Profile) ([]DotenvEntry, uint32, error) {
 	}
 	return entries, st.Uid, nil
 }
+
+// homeWriter says why someone other than uid can replace the home's .env, or "" when nobody but uid and
+// root can: whoever may write the home renames any file it can move over the .env, and a file root owns
+// counts as root's own (a root launcher makes a worker's --log in the home's logs/, holding what the
+// worker printed, and the home's owner renames it to .env).
+func homeWriter(p *Profile, uid uint32) (string, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(p.dir.Fd()), &st); err != nil {
+		return "", fmt.Errorf("%s: %w: %w", p.Home, ErrUnreadable, os.NewSyscallError("fstat", err))
+	}
+	switch {
+	case st.Uid != uid && st.Uid != 0:
+		return fmt.Sprintf("its home is owned by uid %d", st.Uid), nil
+	case st.Mode&0o022 != 0:
+		return fmt.Sprintf("its home is writable by its group or others (mode %04o)", st.Mode&0o7777), nil
+	}
+	return "", nil
+}

@@ -2,14 +2,17 @@ package profile
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 	"syscall"
 
 	"github.com/hlaunch/hlaunch/internal/strictjson"
 	"github.com/hlaunch/hlaunch/internal/sysfile"
+	"github.com/hlaunch/hlaunch/internal/trust"
 )
 
 // Policy holds the name lists that decide what may enter a child's environ. Matching is case-insensitive
@@ -148,6 +151,12 @@ func LoadPolicy(r io.Reader) (*Policy, error) {
 		if !strings.Contains(up, "*") && (m.isCredential(up) || m.isProfileGate(up)) {
 			return nil, fmt.Errorf("%w: \"base\": entry %q is a credential or a profile gate; those come only from the target's .env", ErrPolicy, b)
 		}
+		// The launch profile's settings (TERMINAL_ENV, HERMES_MODEL) are in the launcher's environment too,
+		// and --inherit refuses them: a base entry, or a pattern whose literal part is one, would give every
+		// child the launch profile's.
+		if lit, _, _ := strings.Cut(up, "*"); m.isLaunchSetting(lit) {
+			return nil, fmt.Errorf("%w: \"base\": entry %q names the launch profile's settings (%s); those come only from the target's .env", ErrPolicy, b, strings.Join(p.LaunchSettingPrefixes, "*, ")+"*")
+		}
 	}
 	return p, nil
 }
@@ -158,7 +167,16 @@ const maxPolicySize = 1 << 20
 // LoadPolicyFile is LoadPolicy over a file; errors name the file. The file must be a regular file of at
 // most 1 MiB: a FIFO or device named by mistake is refused instead of hanging or being read forever.
 func LoadPolicyFile(path string) (*Policy, error) {
-	f, err := sysfile.Open(path, syscall.O_NONBLOCK|syscall.O_NOCTTY)
+	// A policy chooses which of the launcher's own names reach every child: a file another uid could
+	// change is that uid's choice (internal/trust).
+	file, err := trust.Resolve(path)
+	if errors.Is(err, trust.ErrUntrusted) {
+		return nil, fmt.Errorf("--policy %s: %w: %w (a policy is taken only from a file that only root or this uid can change)", path, ErrUnreadable, err)
+	}
+	var f *os.File
+	if err == nil {
+		f, err = sysfile.Open(file, syscall.O_NONBLOCK|syscall.O_NOCTTY)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("--policy %s: %w: %w", path, ErrUnreadable, err)
 	}

@@ -141,6 +141,13 @@ func TestLoadPolicyErrors(t *testing.T) {
 		{`{"base": ["gh_token"]}`, "credential"},
 		{`{"base": ["SLACK_ALLOWED_USERS"]}`, "credential or a profile gate"},
 		{`{"base": ["MY_X"], "credentials": ["my_x"]}`, "credential"},
+		// Nor the launch profile's settings (the seed bug), by name, by a pattern of them, or by one the
+		// policy adds.
+		{`{"base": ["TERMINAL_ENV"]}`, "launch profile's settings"},
+		{`{"base": ["hermes_model"]}`, "launch profile's settings"},
+		{`{"base": ["TERMINAL_*"]}`, "launch profile's settings"},
+		{`{"base": ["HERMES_M*"]}`, "launch profile's settings"},
+		{`{"base": ["GW_X"], "launch_setting_prefixes": ["GW_"]}`, "launch profile's settings"},
 	}
 	for _, tt := range tests {
 		_, err := LoadPolicy(strings.NewReader(tt.in))
