@@ -27,6 +27,7 @@ func Main() {
 	startUnmasked()
 	unix.CloseOnExec(ConfigFD)
 	unix.CloseOnExec(ResultFD)
+	unix.CloseOnExec(StatusFD)
 	res := os.NewFile(ResultFD, "handshake-result")
 	fail := func(stage string, err error, code int) {
 		f := Failure{Stage: stage, Message: err.Error()}
@@ -104,7 +105,12 @@ func Main() {
 			// CPUs from it is refused (EPERM).
 			go func() { _ = cfg.CPUs.ApplyToAll() }()
 		}
-		os.Exit(initLoop(target.Pid, sigs))
+		ws := initLoop(target.Pid, sigs)
+		// The target's own end, for the parent's Proc.Wait: this init cannot die of the same signal (a
+		// pid namespace's init ignores a signal it sends itself), so its exit code alone would make a
+		// SIGKILL look like `exit 137`.
+		_ = proc.WriteStatus(os.NewFile(StatusFD, "handshake-status"), ws)
+		os.Exit(proc.ExitCode(ws))
 	}
 	err = unix.Exec(path, cfg.Argv, cfg.Env)
 	fail("exec", &os.PathError{Op: "execve", Path: path, Err: err}, proc.ExitCodeFor(err))
@@ -132,9 +138,8 @@ var forwarded = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, sys
 	syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGALRM, syscall.SIGCONT, syscall.SIGTSTP}
 
 // initLoop is PID 1 of a sandbox: it forwards signals to the target and reaps every process until the
-// target ends, then returns the target's status as an exit code (128+N for signal N: an init cannot
-// re-raise a signal on itself).
-func initLoop(target int, sigs <-chan os.Signal) int {
+// target ends, then returns the target's wait status.
+func initLoop(target int, sigs <-chan os.Signal) syscall.WaitStatus {
 	go func() {
 		for s := range sigs {
 			if sig, ok := s.(syscall.Signal); ok {
@@ -146,10 +151,10 @@ func initLoop(target int, sigs <-chan os.Signal) int {
 		var ws syscall.WaitStatus
 		pid, err := linux.Retry(func() (int, error) { return syscall.Wait4(-1, &ws, 0, nil) })
 		if err != nil {
-			return 125 // no child left without having seen the target: cannot happen
+			return 125 << 8 // no child left without having seen the target (exit 125): cannot happen
 		}
 		if pid == target {
-			return proc.ExitCode(ws)
+			return ws
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/hlaunch/hlaunch/internal/msgpipe"
 	"github.com/hlaunch/hlaunch/internal/proc"
@@ -20,12 +21,24 @@ type Child struct {
 
 // Start starts cmd as the stub. The caller sets Path to an hlaunch binary, Args to {path, InitArg}, Sys,
 // the three stdio Files and Env (the stub's env should be empty: the target's environ travels in the
-// Config). Start adds the two protocol pipes as fds 3 and 4.
+// Config). Start adds the two protocol pipes as fds 3 and 4 and the status pipe as fd 5: a stub that stays
+// as a sandbox's init reports its target's wait status there, so Proc.Wait returns the target's own end
+// (a signal as a signal), never the init's translation of it.
 func Start(cmd proc.Command) (*Child, error) {
-	c, err := msgpipe.Start(cmd)
+	statusR, statusW, err := os.Pipe()
 	if err != nil {
+		return nil, fmt.Errorf("handshake: status pipe: %w", err)
+	}
+	files := make([]*os.File, 3, 4)
+	copy(files, cmd.Files)
+	cmd.Files = append(files, statusW)
+	c, err := msgpipe.Start(cmd)
+	statusW.Close() // the stub's alone now: EOF once it has ended
+	if err != nil {
+		statusR.Close()
 		return nil, err
 	}
+	c.Proc.ReportedBy(statusR)
 	return &Child{Proc: c.Proc, conn: c}, nil
 }
 

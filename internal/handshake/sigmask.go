@@ -14,7 +14,7 @@ import (
 // supervisor with SIGTERM blocked would start a worker that never hears a stop's SIGTERM. The stub is
 // the one process of a launch whose start-up mask decides the target's; it clears its thread's mask and
 // execs itself again, which costs a Go start-up only in that rare case. It must run before the protocol
-// descriptors are marked close-on-exec (MaybeRunInternal did so; this undoes it for fds 3 and 4).
+// descriptors are marked close-on-exec (MaybeRunInternal did so; this undoes it for fds 3, 4 and 5).
 func startUnmasked() {
 	var cur unix.Sigset_t
 	if err := unix.PthreadSigmask(unix.SIG_SETMASK, nil, &cur); err != nil || cur == (unix.Sigset_t{}) {
@@ -23,7 +23,7 @@ func startUnmasked() {
 	if err := unix.PthreadSigmask(unix.SIG_SETMASK, &unix.Sigset_t{}, nil); err != nil {
 		return
 	}
-	for _, fd := range []int{ConfigFD, ResultFD} {
+	for _, fd := range []int{ConfigFD, ResultFD, StatusFD} {
 		if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETFD, 0); err != nil {
 			return
 		}
@@ -32,6 +32,7 @@ func startUnmasked() {
 	// The exec failed: go on with the mask as it is, the descriptors close-on-exec again.
 	unix.CloseOnExec(ConfigFD)
 	unix.CloseOnExec(ResultFD)
+	unix.CloseOnExec(StatusFD)
 }
 
 // sigaction is the kernel's struct sigaction on amd64 and arm64 (handler, flags, restorer, mask).

@@ -26,12 +26,18 @@ import (
 //	        or a Failure JSON            <----  something failed; the stub exits 126/127
 //
 // No byte is written to fd 4 on success, so the parent learns of a successful exec from EOF alone.
+// In a sandbox the stub forks the target instead of exec'ing it and stays as the pid namespace's init;
+// when the target ends, the init writes its wait status to fd 5 (StatusFD) and exits, and the parent's
+// Proc.Wait returns that status (proc.Proc.ReportedBy).
 
 // ConfigFD and ResultFD are the stub's inherited descriptors (internal/msgpipe's, which frames every
-// message on them).
+// message on them). StatusFD is the status pipe: a stub that stays as a sandbox's init writes its
+// target's wait status there (proc.WriteStatus) right before it exits; nothing is written when the stub
+// execs the target itself, or dies first (then its own status is the target's).
 const (
 	ConfigFD = msgpipe.ConfigFD
 	ResultFD = msgpipe.ResultFD
+	StatusFD = msgpipe.ResultFD + 1
 )
 
 // Config is everything the stub needs to become the target program. It travels in its own binary

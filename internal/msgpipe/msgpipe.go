@@ -27,7 +27,8 @@ type Conn struct {
 	recv *os.File // from the child's ResultFD; nil once closed
 }
 
-// Start starts cmd with the two pipes added as its fds 3 and 4 after its three stdio Files.
+// Start starts cmd with the two pipes added as its fds 3 and 4 after its three stdio Files; any Files
+// after the first three become the child's fds 5 on.
 func Start(cmd proc.Command) (*Conn, error) {
 	cfgR, cfgW, err := os.Pipe()
 	if err != nil {
@@ -39,9 +40,13 @@ func Start(cmd proc.Command) (*Conn, error) {
 		cfgW.Close()
 		return nil, fmt.Errorf("handshake pipe: %w", err)
 	}
-	files := make([]*os.File, 3, 5)
+	files := make([]*os.File, 3, 5+max(len(cmd.Files)-3, 0))
 	copy(files, cmd.Files)
-	cmd.Files = append(files, cfgR, resW)
+	files = append(files, cfgR, resW)
+	if len(cmd.Files) > 3 {
+		files = append(files, cmd.Files[3:]...)
+	}
+	cmd.Files = files
 	p, err := proc.Spawn(cmd)
 	// The child holds its own copies now; ours must go so EOF means what the protocols say.
 	cfgR.Close()

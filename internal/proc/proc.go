@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 	"runtime"
@@ -39,6 +40,8 @@ type Proc struct {
 
 	mu     sync.Mutex
 	reaped bool
+	// status, when set (ReportedBy), is where the child may leave the status Wait returns.
+	status *os.File
 }
 
 // Spawn starts c. Errors from the kernel's execve (ENOENT, EACCES, ENOEXEC) are returned as they are.
@@ -108,7 +111,49 @@ func (p *Proc) Wait() (syscall.WaitStatus, error) {
 		return 0, fmt.Errorf("wait4 %d: %w", p.Pid, err)
 	}
 	p.reaped = true
+	if p.status != nil {
+		if reported, ok := readStatus(p.status); ok {
+			ws = reported
+		}
+		p.status.Close()
+		p.status = nil
+	}
 	return ws, nil
+}
+
+// ReportedBy makes f, the read end of a pipe whose only write end the child holds, the source of the
+// status Wait returns: when the child wrote one (WriteStatus) before it ended, Wait returns that status in
+// place of the child's own. A sandbox's init reports its target's end this way: a pid namespace's init
+// cannot die of a signal sent from inside it, so its own status could only translate a signal into
+// 128+N. Wait closes f. Call it before Wait.
+func (p *Proc) ReportedBy(f *os.File) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.status = f
+}
+
+// WriteStatus is the child's side of ReportedBy: it writes ws to f, in the encoding readStatus reads.
+func WriteStatus(f *os.File, ws syscall.WaitStatus) error {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], uint32(ws))
+	_, err := f.Write(b[:])
+	return err
+}
+
+// readStatus reads a status WriteStatus wrote to f's pipe, without blocking: the child that held the
+// write end has been reaped, so the pipe holds all it ever will (nothing when the child ended before it
+// wrote one, which leaves the child's own status in force).
+func readStatus(f *os.File) (syscall.WaitStatus, bool) {
+	fd := int(f.Fd())
+	if err := unix.SetNonblock(fd, true); err != nil {
+		return 0, false
+	}
+	var b [4]byte
+	n, err := linux.Retry(func() (int, error) { return unix.Read(fd, b[:]) })
+	if err != nil || n != len(b) {
+		return 0, false
+	}
+	return syscall.WaitStatus(binary.BigEndian.Uint32(b[:])), true
 }
 
 // ExitCode is a shell's view of a wait status: the exit code, or 128+N when signal N ended the child.

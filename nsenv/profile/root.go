@@ -8,8 +8,9 @@ import (
 
 // ResolveRoot finds the hermes root: flagRoot (--root) when set, else $HLAUNCH_ROOT, else the root hermes
 // itself derives from $HERMES_HOME, else <userHome>/.hermes. The result is absolute and cleaned. getenv is
-// the launcher's environment lookup (os.Getenv in the CLI); it is only asked for HLAUNCH_ROOT and
-// HERMES_HOME.
+// the launcher's environment lookup (os.Getenv in the CLI); it is asked for HLAUNCH_ROOT, HERMES_HOME,
+// and, to expand HERMES_HOME as hermes does (expanduser(expandvars(...))), HOME and the variables
+// HERMES_HOME names.
 //
 // The HERMES_HOME rule is hermes' get_default_hermes_root: a HERMES_HOME inside ~/.hermes (resolving
 // symbolic links) means ~/.hermes; otherwise a profile-shaped HERMES_HOME (<root>/profiles/<name>) means
@@ -23,7 +24,7 @@ func ResolveRoot(flagRoot string, getenv func(string) string, userHome string) (
 			return absClean(v, "HLAUNCH_ROOT")
 		}
 		if v := strings.TrimSpace(getenv("HERMES_HOME")); v != "" {
-			home, err := absClean(v, "HERMES_HOME")
+			home, err := absClean(expandHermesHome(v, getenv, userHome), "HERMES_HOME")
 			if err != nil {
 				return "", err
 			}
