@@ -65,7 +65,8 @@ func TestRedteam4PeerSizesItsRecords(t *testing.T) {
 	e := newEnv(t)
 	p := startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s.sock"))
 	big := strings.Repeat("x", 100_000)
-	argv := []string{"sh", "-c", `n=0; for a; do n=$((n + ${#a})); done; echo "$n" > ` + filepath.Join(e.State, "argv-bytes"), "sh"}
+	out := filepath.Join(workerDir(t), "argv-bytes") // the worker runs as its home's owner
+	argv := []string{"sh", "-c", `n=0; for a; do n=$((n + ${#a})); done; echo "$n" > ` + out, "sh"}
 	for range 6 {
 		argv = append(argv, big)
 	}
@@ -74,7 +75,7 @@ func TestRedteam4PeerSizesItsRecords(t *testing.T) {
 	var rc receipt
 	p.mustDo("POST", "/v1/workers", string(body), 201, &rc)
 	p.mustDo("GET", "/v1/workers/"+rc.ID+"/wait?timeout=60s", "", 200, nil)
-	if b, err := os.ReadFile(filepath.Join(e.State, "argv-bytes")); err != nil || strings.TrimSpace(string(b)) != "600000" {
+	if b, err := os.ReadFile(out); err != nil || strings.TrimSpace(string(b)) != "600000" {
 		t.Errorf("the worker's own argv: %q %v; want its 600000 bytes, whole", b, err)
 	}
 	for _, f := range []string{filepath.Join(e.State, "workers", rc.ID+".json"), filepath.Join(e.State, "ledger", rc.ID+".json")} {
@@ -208,8 +209,12 @@ func TestRedteam4RefusedPeerFloodsEvents(t *testing.T) {
 	requireRoot(t)
 	requireCgroup2(t)
 	e := newEnv(t)
-	sock := filepath.Join(scSocketDir(t), "s.sock")
-	p := startSidecarProc(t, e, sock)
+	sockDir := scSocketDir(t)
+	must(t, os.Chmod(sockDir, 0o755))
+	sock := filepath.Join(sockDir, "s.sock")
+	// B's worker runs as B's owner: the socket's group lets it connect, so that the sidecar's own refusal
+	// of a worker peer is what it floods.
+	p := startSidecarProc(t, e, sock, "--socket-group", strconv.Itoa(profileUID("b")))
 	var rc receipt
 	p.mustDo("POST", "/v1/workers", scSpec("b", "true"), 201, &rc)
 	p.mustDo("GET", "/v1/workers/"+rc.ID+"/wait?timeout=60s", "", 200, nil)
@@ -248,14 +253,21 @@ for i in range(` + strconv.Itoa(n) + `):
 	if r := e.run("exec", "-p", "b", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--", scPython(t), "-c", flood, sock); r.Code != 0 {
 		t.Fatalf("the flooding worker: exit %d %s", r.Code, r.Stderr)
 	}
-	// Every refusal is counted, whether reported or not.
+	// Every refusal is counted, whether reported or not: refused by the peer check, or turned away by a
+	// connection limit first (the flood runs past its uid's share).
 	deadline := time.Now().Add(30 * time.Second)
 	var refused float64
 	for time.Now().Before(deadline) {
 		_, m := p.do("GET", "/v1/metrics", "")
+		refused = 0
 		for _, line := range strings.Split(string(m), "\n") {
 			if v, ok := strings.CutPrefix(line, "hlaunch_sidecar_refused_connections_total "); ok {
-				refused, _ = strconv.ParseFloat(v, 64)
+				f, _ := strconv.ParseFloat(v, 64)
+				refused += f
+			}
+			if strings.HasPrefix(line, "hlaunch_sidecar_limited_total{") {
+				f, _ := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+				refused += f
 			}
 		}
 		if refused >= n {

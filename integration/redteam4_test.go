@@ -89,16 +89,25 @@ func TestRedteam4RootLogRenamedToDotenv(t *testing.T) {
 	if fileOwner(st) != 0 {
 		t.Fatalf("the renamed .env is owned by uid %d, want 0", fileOwner(st))
 	}
+	// B's next launch runs as B's owner (a root launcher's worker is its home's owner): the planted program
+	// runs with nothing more than the owner who planted it.
 	r = e.run("exec", "-p", "b", "--scope", "none", "--", "true")
-	if b, err := os.ReadFile(pwned); err == nil {
-		t.Errorf("B's owner (uid %d) had its planted %s/true run as uid %s by the root launcher's next launch (a root-owned log renamed to .env)", uid, ws, strings.TrimSpace(string(b)))
+	if b, err := os.ReadFile(pwned); r.Code != 0 || err != nil || strings.TrimSpace(string(b)) != strconv.Itoa(uid) {
+		t.Errorf("B's next launch: exit %d %q, the planted program wrote %q (%v); want it run as B's owner %d, never root", r.Code, r.Stderr, b, err, uid)
 	}
-	if r.Code != 125 || !strings.Contains(r.Stderr, ".env") || !strings.Contains(r.Stderr, "PATH") {
-		t.Errorf("B's next launch: exit %d %q; want 125 naming the .env and PATH", r.Code, r.Stderr)
+	must(t, os.Remove(pwned))
+	// Root, asked for: the root-owned .env in the owner's home is the owner's choice, and its PATH is refused.
+	asRoot := []string{"exec", "-p", "b", "--scope", "none", "--as", "0:0", "--env", "TMPDIR=/tmp", "--env", "TMP=/tmp", "--env", "TEMP=/tmp"}
+	r = e.run(append(asRoot, "--", "true")...)
+	if b, err := os.ReadFile(pwned); err == nil {
+		t.Errorf("B's owner (uid %d) had its planted %s/true run as uid %s by a root launch (a root-owned log renamed to .env)", uid, ws, strings.TrimSpace(string(b)))
+	}
+	if r.Code != 125 || !strings.Contains(r.Stderr, ".env:") || strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 {
+		t.Errorf("B's next launch as root: exit %d %q; want 125, one line naming the .env", r.Code, r.Stderr)
 	}
 	// The caller may still name it: --secrets none --pass takes the .env's PATH on purpose.
 	must(t, os.Remove(filepath.Join(ws, "true")))
-	if r := e.run("exec", "-p", "b", "--scope", "none", "--secrets", "none", "--pass", "PATH", "--", "sh", "-c", "echo $PATH"); r.Code != 0 || !strings.Contains(r.Stdout, ws) {
+	if r := e.run(append(asRoot, "--secrets", "none", "--pass", "PATH", "--pass", "B_MARKER", "--", "sh", "-c", "echo $PATH")...); r.Code != 0 || !strings.Contains(r.Stdout, ws) {
 		t.Errorf("--pass PATH: exit %d %q %q; want the .env's PATH", r.Code, r.Stdout, r.Stderr)
 	}
 }
