@@ -225,19 +225,17 @@ func (g *Group) waitEmpty(ctx context.Context, killV1 bool) error {
 	}
 }
 
-// killV1Members SIGKILLs PIDs listed in the group's v1 directories but not in its v2 directory.
+// killV1Members SIGKILLs PIDs listed in the group's v1 directories (or below them) but not in its v2
+// directory.
 func (g *Group) killV1Members() {
 	if len(g.v1dirs) == 0 {
 		return
 	}
 	_, _ = pidsignal.Members(func() ([]int, error) {
-		set := map[int]struct{}{}
+		var out []int
 		for _, d := range g.v1dirs {
-			_ = readPids(filepath.Join(d, "cgroup.procs"), set)
-		}
-		out := make([]int, 0, len(set))
-		for p := range set {
-			out = append(out, p)
+			pids, _ := subtreePids(d)
+			out = append(out, pids...)
 		}
 		return out, nil
 	}, unix.SIGKILL, map[int]bool{os.Getpid(): true})
