@@ -25,7 +25,8 @@ type Group struct {
 	primary string            // v2 directory, else the freezer directory
 	id      uint64
 	limits  Limits
-	scope   bool // held by Host.Hold as a systemd scope: the manager's, never removed here
+	scope   bool   // held by Host.Hold as a systemd scope: the manager's, never removed here
+	lock    string // the lock file whole-group signals hold (SetLock), "" for none
 }
 
 // finish fills the derived fields after v2 and v1 are known.
