@@ -28,6 +28,9 @@ const maxPasses = 32
 // off until it wakes. After it the signal is sent unfrozen, in repeated passes, and the group is thawed.
 const freezeWait = 5 * time.Second
 
+// lockWait bounds the wait for the worker's lock.
+const lockWait = 10 * time.Second
+
 // thawWait is the thaw's own deadline: a group must not stay frozen because the caller's context ended
 // between freeze and thaw.
 const thawWait = 5 * time.Second
@@ -49,6 +52,7 @@ type Tree struct {
 	// Lock is the path of the worker's lock file, flock'ed exclusively from before the freeze until after
 	// the thaw, so that two signallers in separate processes (the CLI, the sidecar, the shim) neither thaw
 	// each other's freeze nor interleave their passes. "" takes no lock (a group nobody else can reach).
+	// The wait for it is bounded (lockWait); past that the signal goes out without it.
 	Lock string
 	// NoKill is called once when SIGKILL is meant and the cgroup has no cgroup.kill (v1, or a kernel before
 	// 5.14), before the freeze-kill-thaw that replaces it; an error from it stops there. Nil allows it.
@@ -60,11 +64,17 @@ type Tree struct {
 // when members kept appearing in every pass.
 func (t Tree) Signal(ctx context.Context, sig syscall.Signal) (err error) {
 	if t.Lock != "" {
-		unlock, err := LockFile(ctx, t.Lock)
-		if err != nil {
+		// Bounded: a holder that never lets go (a worker of the launcher's own uid can open the file) must
+		// not hold a stop off. Past lockWait the passes run without it, as they would unfrozen.
+		lctx, cancel := context.WithTimeout(ctx, lockWait)
+		unlock, err := LockFile(lctx, t.Lock)
+		cancel()
+		switch {
+		case err == nil:
+			defer unlock()
+		case ctx.Err() != nil:
 			return err
 		}
-		defer unlock()
 	}
 	self := os.Getpid()
 	pids, err := t.List()
