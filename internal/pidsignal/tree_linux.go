@@ -84,6 +84,9 @@ func (t Tree) Signal(ctx context.Context, sig syscall.Signal) (err error) {
 	member := slices.Contains(pids, self)
 	if sig == unix.SIGKILL && !member && len(t.Skip) == 0 {
 		err := writeAt(t.Dir, "cgroup.kill", "1")
+		if errors.Is(err, unix.ENODEV) {
+			return nil // removed under us: rmdir succeeds only on an empty cgroup
+		}
 		if !errors.Is(err, unix.ENOENT) {
 			return err
 		}
@@ -100,7 +103,9 @@ func (t Tree) Signal(ctx context.Context, sig syscall.Signal) (err error) {
 		}
 		// Thaw even when a pass failed: a worker must not be left frozen by us.
 		defer func() {
-			if terr := thaw(); terr != nil && err == nil {
+			// A cgroup removed meanwhile (its last member ended, and it was collected) is not frozen.
+			terr := thaw()
+			if terr != nil && err == nil && !errors.Is(terr, unix.ENOENT) && !errors.Is(terr, unix.ENODEV) {
 				err = terr
 			}
 		}()
@@ -128,7 +133,10 @@ func (t Tree) Signal(ctx context.Context, sig syscall.Signal) (err error) {
 func freeze(ctx context.Context, dir int) (thaw func() error, frozen bool, err error) {
 	wctx, cancel := context.WithTimeout(ctx, freezeWait)
 	defer cancel()
+	none := func() error { return nil }
 	switch err := writeAt(dir, "cgroup.freeze", "1"); {
+	case errors.Is(err, unix.ENODEV):
+		return none, false, nil // removed under us: nothing to freeze
 	case err == nil:
 		thaw = func() error { return writeAt(dir, "cgroup.freeze", "0") }
 		return thaw, waitFile(wctx, dir, "cgroup.events", func(b []byte) bool {
@@ -157,7 +165,7 @@ func freeze(ctx context.Context, dir int) (thaw func() error, frozen bool, err e
 	case !errors.Is(err, unix.ENOENT):
 		return nil, false, err
 	}
-	return func() error { return nil }, false, nil
+	return none, false, nil
 }
 
 // waitFile waits until ok holds for the contents of the cgroup file name, polling it (POLLPRI wakes a
