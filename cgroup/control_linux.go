@@ -34,7 +34,8 @@ func waitCtx(ctx context.Context, i int) error {
 }
 
 // Signal delivers sig to every member except the PIDs in skip (and the caller), through the one
-// whole-cgroup signal path (internal/pidsignal.Tree): under the group's lock (SetLock), the group is frozen
+// whole-cgroup signal path (internal/pidsignal.Tree) without a worker lock (a Group is the launcher's own,
+// for a worker no other process addresses: a foreground one, or one being removed): the group is frozen
 // (v2 cgroup.freeze, or the v1 freezer on a legacy host) while its members are signalled, in passes until a
 // pass finds no one new, then thawed. If the calling process is itself a member, the group is not frozen,
 // since that would stop the caller. Every member is signalled through a pidfd pinned between two listings,
@@ -53,7 +54,7 @@ func (g *Group) Signal(ctx context.Context, sig syscall.Signal, skip ...int) err
 		return &os.PathError{Op: "open", Path: dir, Err: err}
 	}
 	defer unix.Close(fd)
-	t := pidsignal.Tree{Dir: fd, List: g.Procs, Skip: skip, Lock: g.lock, NoKill: g.killFallback}
+	t := pidsignal.Tree{Dir: fd, List: g.Procs, Skip: skip, NoKill: g.killFallback}
 	return t.Signal(ctx, sig)
 }
 
@@ -68,10 +69,6 @@ func (g *Group) killFallback() error {
 	}
 	return nil
 }
-
-// SetLock names the lock file every Signal (and Kill) of this group holds from before its freeze until
-// after its thaw (internal/pidsignal.Tree); "" (the default) takes none. Set it before the group is used.
-func (g *Group) SetLock(path string) { g.lock = path }
 
 // Kill ends every member and returns nil only once the group is verified empty (v2 populated 0 and no
 // member in any v1 directory or below it). It writes cgroup.kill where the kernel has it (5.14+);

@@ -25,8 +25,7 @@ type Group struct {
 	primary string            // v2 directory, else the freezer directory
 	id      uint64
 	limits  Limits
-	scope   bool   // held by Host.Hold as a systemd scope: the manager's, never removed here
-	lock    string // the lock file whole-group signals hold (SetLock), "" for none
+	scope   bool // held by Host.Hold as a systemd scope: the manager's, never removed here
 }
 
 // finish fills the derived fields after v2 and v1 are known.
