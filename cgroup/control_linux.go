@@ -2,12 +2,9 @@ package cgroup
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"syscall"
 	"time"
 
@@ -36,137 +33,52 @@ func waitCtx(ctx context.Context, i int) error {
 	}
 }
 
-// Freeze stops every member: v2 cgroup.freeze (waiting until cgroup.events says "frozen 1"), or the v1
-// freezer on a legacy host. Never call it from a process inside the group: it would freeze itself.
-func (g *Group) Freeze(ctx context.Context) error { return g.setFrozen(ctx, true) }
-
-// Thaw resumes the members after Freeze.
-func (g *Group) Thaw(ctx context.Context) error { return g.setFrozen(ctx, false) }
-
-func (g *Group) setFrozen(ctx context.Context, frozen bool) error {
-	if g.v2 != "" {
-		val := "0"
-		if frozen {
-			val = "1"
-		}
-		if err := writeFile(filepath.Join(g.v2, "cgroup.freeze"), val); err != nil {
-			return err
-		}
-		for i := 0; ; i++ {
-			ev, err := readEvents(g.v2)
-			if err != nil {
-				return err
-			}
-			if ev.Frozen == frozen {
-				return nil
-			}
-			if err := waitCtx(ctx, i); err != nil {
-				return fmt.Errorf("cgroup: waiting for frozen=%s in %s/cgroup.events: %w", val, g.v2, err)
-			}
-		}
-	}
-	d := g.v1["freezer"]
-	if d == "" {
-		return fmt.Errorf("cgroup: %s has no freezer: %w", g.path, ErrNotFound)
-	}
-	state := "THAWED"
-	if frozen {
-		state = "FROZEN"
-	}
-	f := filepath.Join(d, "freezer.state")
-	for i := 0; ; i++ {
-		// The v1 freezer can stay in FREEZING while a task is in an uninterruptible sleep; writing the
-		// state again retries the freeze (runc does the same).
-		if err := writeFile(f, state); err != nil {
-			return err
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return err
-		}
-		if strings.TrimSpace(string(b)) == state {
-			return nil
-		}
-		if err := waitCtx(ctx, i); err != nil {
-			return fmt.Errorf("cgroup: waiting for %s in %s: %w", state, f, err)
-		}
-	}
-}
-
-// thawCtx gives a thaw its own short deadline: a group must not stay frozen because the caller's context
-// ended between freeze and thaw.
-func thawCtx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), 5*time.Second)
-}
-
-// Signal delivers sig to every member except the PIDs in skip (and the caller). The group is frozen while
-// its members are listed and signalled, so a member cannot fork a child that misses the signal, then
-// thawed. If the calling process is itself a member (a shim inside the group), the group is not frozen,
-// since that would stop the caller. Every member is signalled through a pidfd pinned between two listings
-// (internal/pidsignal), never by a PID number read from cgroup.procs.
+// Signal delivers sig to every member except the PIDs in skip (and the caller), through the one
+// whole-cgroup signal path (internal/pidsignal.Tree) without a worker lock (a Group is the launcher's own,
+// for a worker no other process addresses: a foreground one, or one being removed): the group is frozen
+// (v2 cgroup.freeze, or the v1 freezer on a legacy host) while its members are signalled, in passes until a
+// pass finds no one new, then thawed. If the calling process is itself a member, the group is not frozen,
+// since that would stop the caller. Every member is signalled through a pidfd pinned between two listings,
+// never by a PID number read from cgroup.procs. SIGKILL without skip writes cgroup.kill where the kernel
+// has it; else (unless Host.NoKillFallback forbids it) it is the freeze, SIGKILL, thaw, said once per Host
+// through Host.Logf.
 func (g *Group) Signal(ctx context.Context, sig syscall.Signal, skip ...int) error {
-	procs, err := g.Procs()
+	dir := g.primary
+	if dir == "" {
+		return fmt.Errorf("cgroup: %s has no directory: %w", g.path, ErrNotFound)
+	}
+	fd, err := linux.Retry(func() (int, error) {
+		return unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	})
 	if err != nil {
-		return err
+		return &os.PathError{Op: "open", Path: dir, Err: err}
 	}
-	self := slices.Contains(procs, os.Getpid())
-	if !self {
-		if err := g.Freeze(ctx); err != nil {
-			return err
-		}
-		defer func() {
-			tctx, cancel := thawCtx()
-			defer cancel()
-			_ = g.Thaw(tctx)
-		}()
-		if procs, err = g.Procs(); err != nil {
-			return err
-		}
-	}
-	// Pinned (internal/pidsignal): a listed PID that exits and is reused before the signal is never hit.
-	done := map[int]bool{os.Getpid(): true}
-	for _, p := range skip {
-		done[p] = true
-	}
-	_, err = pidsignal.Members(g.Procs, sig, done)
-	return err
+	defer unix.Close(fd)
+	t := pidsignal.Tree{Dir: fd, List: g.Procs, Skip: skip, NoKill: g.killFallback}
+	return t.Signal(ctx, sig)
 }
 
-// Kill ends every member and returns nil only once the group is verified empty (v2 populated 0 and no
-// member in any v1 directory). It writes cgroup.kill where the kernel has it (5.14+); otherwise, unless
-// Host.NoKillFallback forbids it, it freezes, SIGKILLs every member and thaws, repeating until empty, and
-// says so once per Host through Host.Logf.
-func (g *Group) Kill(ctx context.Context) error {
-	if g.v2 != "" {
-		err := writeFile(filepath.Join(g.v2, "cgroup.kill"), "1")
-		if err == nil {
-			return g.waitEmpty(ctx, true)
-		}
-		if !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-	}
+// killFallback decides the freeze-kill-thaw that replaces a missing cgroup.kill: refused under
+// Host.NoKillFallback, else said once per Host.
+func (g *Group) killFallback() error {
 	if g.host.NoKillFallback {
 		return fmt.Errorf("%w: %s", ErrFallbackForbidden, g.path)
 	}
 	if g.host.fallbackSaid.CompareAndSwap(false, true) && g.host.Logf != nil {
 		g.host.Logf("cgroup: no cgroup.kill on this host; killing by freeze, SIGKILL, thaw")
 	}
-	for i := 0; ; i++ {
-		pop, err := g.Populated()
-		if err != nil {
-			return err
-		}
-		if !pop {
-			return nil
-		}
-		if err := g.Signal(ctx, unix.SIGKILL); err != nil {
-			return err
-		}
-		if err := waitCtx(ctx, i); err != nil {
-			return fmt.Errorf("cgroup: killing %s: %w", g.path, err)
-		}
+	return nil
+}
+
+// Kill ends every member and returns nil only once the group is verified empty (v2 populated 0 and no
+// member in any v1 directory or below it). It writes cgroup.kill where the kernel has it (5.14+);
+// otherwise, unless Host.NoKillFallback forbids it, it freezes, SIGKILLs every member and thaws (Signal),
+// and says so once per Host through Host.Logf.
+func (g *Group) Kill(ctx context.Context) error {
+	if err := g.Signal(ctx, unix.SIGKILL); err != nil {
+		return err
 	}
+	return g.waitEmpty(ctx, true)
 }
 
 // WaitEmpty blocks until the group is verified empty or ctx ends. On a v2 tree it sleeps in poll(2) on
@@ -225,19 +137,17 @@ func (g *Group) waitEmpty(ctx context.Context, killV1 bool) error {
 	}
 }
 
-// killV1Members SIGKILLs PIDs listed in the group's v1 directories but not in its v2 directory.
+// killV1Members SIGKILLs PIDs listed in the group's v1 directories (or below them) but not in its v2
+// directory.
 func (g *Group) killV1Members() {
 	if len(g.v1dirs) == 0 {
 		return
 	}
 	_, _ = pidsignal.Members(func() ([]int, error) {
-		set := map[int]struct{}{}
+		var out []int
 		for _, d := range g.v1dirs {
-			_ = readPids(filepath.Join(d, "cgroup.procs"), set)
-		}
-		out := make([]int, 0, len(set))
-		for p := range set {
-			out = append(out, p)
+			pids, _ := subtreePids(d)
+			out = append(out, pids...)
 		}
 		return out, nil
 	}, unix.SIGKILL, map[int]bool{os.Getpid(): true})

@@ -20,7 +20,8 @@ var (
 	// ErrUnsupportedLimit is returned when a requested limit cannot be applied on this host; the
 	// message names the limit. Nothing is left created.
 	ErrUnsupportedLimit = errors.New("cgroup: limit not supported on this host")
-	// ErrPopulated is returned by Delete (and RemoveParentIfEmpty) while members remain.
+	// ErrPopulated is returned by Delete (as a *PopulatedError) and RemoveParentIfEmpty while a process
+	// remains in the cgroup or below it; a removal that failed for another reason is not ErrPopulated.
 	ErrPopulated = errors.New("cgroup: cgroup still has members")
 	// ErrNoUnified is returned for operations that need a cgroup2 tree on a legacy (v1-only) host.
 	ErrNoUnified = errors.New("cgroup: no cgroup2 hierarchy on this host")
@@ -70,3 +71,17 @@ func (e *ControllerError) Error() string { return e.Err.Error() }
 
 // Unwrap makes errors.Is(err, ErrUnsupportedLimit) hold.
 func (e *ControllerError) Unwrap() error { return e.Err }
+
+// PopulatedError is Delete's error while a process remains: errors.Is(err, ErrPopulated) holds for it.
+type PopulatedError struct {
+	Dir  string // the directory (in one hierarchy) that still holds a process, in itself or below it
+	PIDs []int  // the processes found there, as this process's PID namespace sees them
+}
+
+// Error names the directory and the processes found.
+func (e *PopulatedError) Error() string {
+	return fmt.Sprintf("%v: %s holds PIDs %v", ErrPopulated, e.Dir, e.PIDs)
+}
+
+// Unwrap makes errors.Is(err, ErrPopulated) hold.
+func (e *PopulatedError) Unwrap() error { return ErrPopulated }

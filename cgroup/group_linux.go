@@ -119,27 +119,20 @@ func writeProcs(dir string, pid int) error {
 	return err
 }
 
-// Procs returns the PIDs in the group, the union over its hierarchies (v2 including sub-cgroups), sorted.
+// Procs returns the PIDs in the group, the union over its hierarchies (each including sub-cgroups), sorted.
 func (g *Group) Procs() ([]int, error) {
 	set := map[int]struct{}{}
-	if g.v2 != "" {
-		// Sub-cgroups count: a worker may nest its own cgroups below its one.
-		err := filepath.WalkDir(g.v2, func(p string, d os.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() {
-				return readPids(filepath.Join(p, "cgroup.procs"), set)
-			}
-			return nil
-		})
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("cgroup: procs of %s: %w", g.v2, err)
+	for _, d := range append([]string{g.v2}, g.v1dirs...) {
+		if d == "" {
+			continue
 		}
-	}
-	for _, d := range g.v1dirs {
-		if err := readPids(filepath.Join(d, "cgroup.procs"), set); err != nil && !errors.Is(err, os.ErrNotExist) {
+		// Sub-cgroups count: a worker may nest its own cgroups below its one.
+		pids, err := subtreePids(d)
+		if err != nil {
 			return nil, err
+		}
+		for _, p := range pids {
+			set[p] = struct{}{}
 		}
 	}
 	out := make([]int, 0, len(set))
@@ -150,8 +143,9 @@ func (g *Group) Procs() ([]int, error) {
 	return out, nil
 }
 
-// Populated reports whether anything is left: v2 cgroup.events "populated 1", or a member in any v1
-// directory. Only Populated()==false counts as empty; an error is never "empty".
+// Populated reports whether anything is left: v2 cgroup.events "populated 1" (which counts the whole
+// subtree), or a member in any v1 directory or below it. Only Populated()==false counts as empty; an error is
+// never "empty".
 func (g *Group) Populated() (bool, error) {
 	if g.v2 != "" {
 		ev, err := readEvents(g.v2)
@@ -162,46 +156,125 @@ func (g *Group) Populated() (bool, error) {
 			return true, nil
 		}
 	}
-	set := map[int]struct{}{}
 	for _, d := range g.v1dirs {
-		if err := readPids(filepath.Join(d, "cgroup.procs"), set); err != nil && !errors.Is(err, os.ErrNotExist) {
+		// v1 has no cgroup.events: walk the subtree as Procs does, since a worker may nest its own cgroups.
+		pids, err := subtreePids(d)
+		if err != nil {
 			return true, err
 		}
-		if len(set) > 0 {
+		if len(pids) > 0 {
 			return true, nil
 		}
 	}
 	return false, nil
 }
 
-// Delete removes the group's directory in every hierarchy. It fails with ErrPopulated while members
-// remain (kill first), and with ErrNotOurs for a scope (Host.Hold); a directory already gone is not an
-// error.
+// Delete removes the group's directory in every hierarchy, nested cgroups first (depth-first, as a
+// worker may have made its own below its one). It fails with ErrNotOurs for a scope (Host.Hold); with a
+// *PopulatedError (errors.Is ErrPopulated) naming the directory while a process remains in the group or a
+// descendant (kill first); and with the rmdir's own error when removal failed for another reason. A
+// directory already gone is not an error.
 func (g *Group) Delete() error {
 	if g.scope {
 		return fmt.Errorf("%w: %s is a systemd scope; its manager removes it", ErrNotOurs, g.path)
-	}
-	pop, err := g.Populated()
-	if err != nil {
-		return err
-	}
-	if pop {
-		return fmt.Errorf("%w: %s", ErrPopulated, g.path)
 	}
 	dirs := append(append([]string{}, g.v1dirs...), g.v2)
 	for _, d := range dirs {
 		if d == "" {
 			continue
 		}
-		if err := rmdirRetry(d); err != nil {
+		if pids, err := subtreePids(d); err != nil {
+			return err
+		} else if len(pids) > 0 {
+			return &PopulatedError{Dir: d, PIDs: pids}
+		}
+	}
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		if err := removeTree(d, 0); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// maxNesting bounds the depth Delete and subtreePids descend to; the kernel's own default
+// (cgroup.max.depth) is unbounded, so a worker could nest deeper, and then its group is not removed.
+const maxNesting = 64
+
+// removeTree removes dir and every cgroup below it, children before parents.
+func removeTree(dir string, depth int) error {
+	if depth > maxNesting {
+		return fmt.Errorf("cgroup: %s: nested deeper than %d", dir, maxNesting)
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cgroup: delete %s: %w", dir, err)
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			if err := removeTree(filepath.Join(dir, e.Name()), depth+1); err != nil {
+				return err
+			}
+		}
+	}
+	return rmdirRetry(dir)
+}
+
+// subtreePids lists the processes in dir and every cgroup below it; a directory already gone holds none.
+func subtreePids(dir string) ([]int, error) {
+	set := map[int]struct{}{}
+	err := walkDirs(dir, 0, func(d string) error {
+		err := readPids(filepath.Join(d, "cgroup.procs"), set)
+		if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ENODEV) {
+			return nil // removed while we looked: rmdir succeeds only on an empty cgroup
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cgroup: procs of %s: %w", dir, err)
+	}
+	out := make([]int, 0, len(set))
+	for p := range set {
+		out = append(out, p)
+	}
+	sort.Ints(out)
+	return out, nil
+}
+
+// walkDirs calls fn for dir and every directory below it, parents first.
+func walkDirs(dir string, depth int, fn func(string) error) error {
+	if depth > maxNesting {
+		return fmt.Errorf("%s: nested deeper than %d", dir, maxNesting)
+	}
+	if err := fn(dir); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.IsDir() {
+			if err := walkDirs(filepath.Join(dir, e.Name()), depth+1, fn); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // rmdirRetry tolerates the short window after the last member exits in which the kernel still answers
-// EBUSY (the css is being released); a real member makes it fail with ErrPopulated.
+// EBUSY (the css is being released). Still EBUSY after that, it looks again: a process there is a
+// *PopulatedError; otherwise the rmdir's error is returned as it is.
 func rmdirRetry(d string) error {
 	var err error
 	for i := 0; i < 20; i++ {
@@ -214,5 +287,8 @@ func rmdirRetry(d string) error {
 		}
 		sleepBackoff(i)
 	}
-	return fmt.Errorf("%w: %v", ErrPopulated, err)
+	if pids, perr := subtreePids(d); perr == nil && len(pids) > 0 {
+		return &PopulatedError{Dir: d, PIDs: pids}
+	}
+	return err
 }

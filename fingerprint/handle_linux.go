@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -19,8 +18,9 @@ import (
 // with Close; Close it when done.
 type Handle struct {
 	id     Identity
-	dir    int // cgroup directory fd, -1 when the worker has no cgroup (hermes rows)
-	pidfd  int // leader pidfd, -1 when the leader had exited at Authorize time
+	dir    int    // cgroup directory fd, -1 when the worker has no cgroup (hermes rows)
+	pidfd  int    // leader pidfd, -1 when the leader had exited at Authorize time
+	lock   string // the worker's lock file (SetLock), "" for none
 	closed bool
 }
 
@@ -51,14 +51,20 @@ func (h *Handle) SignalLeader(sig syscall.Signal) error {
 	return err
 }
 
-// SignalAll sends sig to every process of the worker through the pinned cgroup fd. SIGKILL writes
-// cgroup.kill when the kernel has it (v2, 5.14+). Otherwise the cgroup is frozen (cgroup.freeze=1, waiting
-// for frozen), each process listed in cgroup.procs of the cgroup and its descendants is signalled through a
-// pidfd, and the cgroup is thawed: frozen processes cannot fork, so none escapes the sweep. Without a
-// freezer (v1 hierarchies) the sweep repeats until it finds no new process. A cgroup removed and re-created at
-// the same path is never hit: the fd refers to the old one. A handle without a cgroup (hermes rows) signals
-// only the leader. If the caller itself is in the cgroup it is skipped (even for SIGKILL: no cgroup.kill
-// then) and the cgroup is not frozen.
+// SetLock names the worker's lock file: every whole-cgroup signal through this handle holds it (flock)
+// from before its freeze until after its thaw (internal/pidsignal.Tree), so that signallers in other
+// processes holding it too neither thaw each other's freeze nor interleave their passes. Set it before
+// the handle is used.
+func (h *Handle) SetLock(path string) { h.lock = path }
+
+// SignalAll sends sig to every process of the worker through the pinned cgroup fd, the one whole-cgroup
+// path (internal/pidsignal.Tree): SIGKILL writes cgroup.kill when the kernel has it (v2, 5.14+); otherwise,
+// under the worker's lock (SetLock), the cgroup is frozen (cgroup.freeze, or a v1 freezer's freezer.state),
+// every process of the cgroup and its descendants is signalled through a pidfd, in passes until a pass finds
+// no one new, and the cgroup is thawed. A cgroup removed and re-created at the same path is never hit: the
+// fd refers to the old one. A handle without a cgroup (hermes rows) signals only the leader. If the caller
+// itself is in the cgroup it is skipped (even for SIGKILL: no cgroup.kill then) and the cgroup is not
+// frozen.
 func (h *Handle) SignalAll(ctx context.Context, sig syscall.Signal) error {
 	if h.closed {
 		return errClosed
@@ -69,20 +75,7 @@ func (h *Handle) SignalAll(ctx context.Context, sig syscall.Signal) error {
 	if gone, err := h.cgroupRemoved(); err != nil || gone {
 		return err
 	}
-	if sig == unix.SIGKILL {
-		// cgroup.kill would kill a caller that lives in the cgroup (the shim) too; sweep around it instead.
-		pids, err := walkProcs(h.dir)
-		if err != nil {
-			return err
-		}
-		if !containsPID(pids, os.Getpid()) {
-			err := writeAt(h.dir, "cgroup.kill", "1")
-			if !errors.Is(err, unix.ENOENT) {
-				return err
-			}
-		}
-	}
-	return h.sweep(ctx, sig, false)
+	return h.tree(nil).Signal(ctx, sig)
 }
 
 // SignalAllButLeader is SignalAll for a worker whose leader is a forwarding init (a sandbox's PID 1, which
@@ -96,61 +89,13 @@ func (h *Handle) SignalAllButLeader(ctx context.Context, sig syscall.Signal) err
 	if gone, err := h.cgroupRemoved(); err != nil || gone {
 		return err
 	}
-	return h.sweep(ctx, sig, true)
+	// Checked alive through its pidfd just before: an init that ends takes its namespace with it.
+	return h.tree([]int{h.id.PID}).Signal(ctx, sig)
 }
 
-// sweep is the freeze, signal, thaw path; skipLeader leaves the pinned leader out.
-func (h *Handle) sweep(ctx context.Context, sig syscall.Signal, skipLeader bool) (err error) {
-	self := os.Getpid()
-	pids, err := walkProcs(h.dir)
-	if err != nil {
-		return err
-	}
-	frozen := false
-	if !containsPID(pids, self) {
-		switch ferr := writeAt(h.dir, "cgroup.freeze", "1"); {
-		case ferr == nil:
-			frozen = true
-			// Thaw even when the wait or a signal failed: a worker must not be left frozen by us.
-			defer func() {
-				if terr := writeAt(h.dir, "cgroup.freeze", "0"); terr != nil && err == nil {
-					err = terr
-				}
-			}()
-			if err := waitEvent(ctx, h.dir, "frozen", "1"); err != nil {
-				return err
-			}
-		case errors.Is(ferr, unix.ENOENT): // v1 hierarchy: no freezer here, sweep until stable
-		default:
-			return ferr
-		}
-	}
-	done := map[int]bool{self: true}
-	if skipLeader {
-		// Checked alive through its pidfd just before: an init that ends takes its namespace with it.
-		done[h.id.PID] = true
-	}
-	rounds := 1
-	if !frozen {
-		rounds = 16
-	}
-	for r := 0; r < rounds; r++ {
-		n, err := h.signalMembers(sig, done)
-		if err != nil {
-			return err
-		}
-		if n == 0 {
-			break
-		}
-	}
-	return nil
-}
-
-// signalMembers pins every listed member with a pidfd, lists the members again, and signals through the
-// pidfd each process that was listed both times: a pidfd opened before the second listing and still
-// unreaped when signalled can only be the process that listing named. It returns how many it signalled.
-func (h *Handle) signalMembers(sig syscall.Signal, done map[int]bool) (int, error) {
-	return pidsignal.Members(func() ([]int, error) { return walkProcs(h.dir) }, sig, done)
+// tree is the worker's cgroup as pidsignal's one whole-cgroup signal path sees it.
+func (h *Handle) tree(skip []int) pidsignal.Tree {
+	return pidsignal.Tree{Dir: h.dir, List: func() ([]int, error) { return walkProcs(h.dir) }, Skip: skip, Lock: h.lock}
 }
 
 // Populated reports whether the worker still has a process: cgroup.events (or the cgroup.procs of the
@@ -259,13 +204,4 @@ func (h *Handle) Close() error {
 	closeFD(h.dir)
 	h.pidfd, h.dir = -1, -1
 	return nil
-}
-
-func containsPID(pids []int, pid int) bool {
-	for _, p := range pids {
-		if p == pid {
-			return true
-		}
-	}
-	return false
 }

@@ -136,22 +136,22 @@ func (l *Launcher) reconcileLost(ctx context.Context, rc Receipt, ident fingerpr
 // reader (on its own, or stopped by the manager at RuntimeMaxSec) is recorded ended when first seen so,
 // with no claim on how.
 func (l *Launcher) recordLostEnd(rc Receipt, ident fingerprint.Identity, enforced, killed bool) {
-	d := &state.Dir{Path: l.workersDir()}
-	var ex exitRecord
-	if d.Read(rc.ID+".exit", &ex) == nil && ex.EndedAt != "" {
-		return // recorded meanwhile (a concurrent reader)
-	}
-	ex.EndedAt, ex.ShimLost, ex.TimedOut = now(), true, enforced
-	if ex.ExitCode == nil && ex.Signal == "" && enforced {
-		ex.Signal = SignalName(syscall.SIGTERM)
-		if killed {
-			ex.Signal = SignalName(syscall.SIGKILL)
+	_ = updateExit(l.workersDir(), rc.ID, func(ex *exitRecord) bool {
+		if ex.EndedAt != "" {
+			return false // recorded meanwhile (a concurrent reader)
 		}
-	}
-	if err := finishLedger(l.ledger, rc.ID, ex); err != nil {
-		ex.LedgerError = err.Error() // the ledger lacks the end: the worker's record says why
-	}
-	_ = d.Write(rc.ID+".exit", ex, true)
+		ex.EndedAt, ex.ShimLost, ex.TimedOut = now(), true, enforced
+		if ex.ExitCode == nil && ex.Signal == "" && enforced {
+			ex.Signal = SignalName(syscall.SIGTERM)
+			if killed {
+				ex.Signal = SignalName(syscall.SIGKILL)
+			}
+		}
+		if err := finishLedger(l.ledger, rc.ID, *ex); err != nil {
+			ex.LedgerError = err.Error() // the ledger lacks the end: the worker's record says why
+		}
+		return true
+	})
 	l.removeEnded(rc, ident)
 }
 

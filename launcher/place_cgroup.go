@@ -3,7 +3,6 @@ package launcher
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"os"
 	"time"
 
@@ -23,11 +22,8 @@ func (l *Launcher) prepareCgroup(spec Spec, id string) (*cgroupPlacement, error)
 	var g *cgroup.Group
 	applied, defaults := l.limitsFor(spec)
 	err = fitDefaults(applied, defaults, func(lim cgroup.Limits) (err error) {
+		// Create itself retries a parent removed under it (a gc beside us found it empty), with one bound.
 		g, err = l.host.Create(parent, id, lim)
-		if errors.Is(err, fs.ErrNotExist) {
-			// The parent was removed between its check and our mkdir (a gc beside us found it empty): again.
-			g, err = l.host.Create(parent, id, lim)
-		}
 		return err
 	})
 	if err != nil {

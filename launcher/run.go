@@ -182,7 +182,7 @@ func (l *Launcher) enforceEnd(ctx context.Context, spec Spec, p placement, proc 
 		l.termTree(spec, g, proc)
 		kill = time.AfterFunc(grace, func() {
 			if g != nil {
-				_ = g.Kill(context.Background())
+				l.killTree(g.Kill, g.Path(), treeKillWait)
 			} else {
 				_ = proc.Signal(syscall.SIGKILL)
 			}
@@ -205,6 +205,22 @@ func (l *Launcher) enforceEnd(ctx context.Context, spec Spec, p placement, proc 
 			kill.Stop()
 		}
 		return why
+	}
+}
+
+// treeKillWait bounds the wait of a foreground worker's whole-cgroup kill for the cgroup to empty: a
+// process in uninterruptible sleep (D state) dies only when its sleep ends, which may be never.
+const treeKillWait = 10 * time.Second
+
+// killTree kills the whole cgroup (kill is Group.Kill) and waits up to bound for it to empty. Past the
+// bound it says so in one line on stderr and returns: what is left stays in the cgroup (release tries
+// once more, then leaves it for gc), and the exit status is still decided by the leader's end (124 at a
+// --timeout: docs/exit-codes.md).
+func (l *Launcher) killTree(kill func(context.Context) error, path string, bound time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	if err := kill(ctx); err != nil {
+		fmt.Fprintf(l.cfg.Stderr, "hlaunch: the worker's cgroup %s did not empty within %s of SIGKILL (a process in uninterruptible sleep?): %v\n", path, bound, err)
 	}
 }
 

@@ -185,7 +185,7 @@ func shimMain() {
 		_ = sc.Init.CPUs.ApplyToAll()
 	}
 
-	life := newShimLife(src, ident, proc, rc.Sandbox)
+	life := newShimLife(src, ident, proc, rc.Sandbox, workerLock(sc.Workers, sc.ID))
 	// The exit record, while the worker runs: the leader's status once it has ended, and the log's figures
 	// as they change. The two are written from two goroutines: each write merges into the one record.
 	var mu sync.Mutex
@@ -194,9 +194,13 @@ func shimMain() {
 		mu.Lock()
 		defer mu.Unlock()
 		update(&running)
-		if d, err := state.Open(sc.Workers); err == nil {
-			_ = d.Write(sc.ID+".exit", running, true)
-		}
+		_ = updateExit(sc.Workers, sc.ID, func(ex *exitRecord) bool {
+			if ex.EndedAt != "" {
+				return false // stop recorded the end meanwhile; finish merges into it
+			}
+			*ex = running
+			return true
+		})
 	}
 	life.leaderEnded = func(rec exitRecord) {
 		writeRunning(func(r *exitRecord) {

@@ -12,7 +12,6 @@ import (
 	"github.com/hlaunch/hlaunch/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/linux"
 	hproc "github.com/hlaunch/hlaunch/internal/proc"
-	"github.com/hlaunch/hlaunch/internal/state"
 )
 
 // The worker is its whole tree (ADR 0005, docs/identity.md): a detached worker has ended when nothing but
@@ -193,9 +192,14 @@ func (s *shimLife) finish(sc *shimConfig, group *cgroup.Group, rec exitRecord) {
 	if err := finishLedger(sc.Ledger, sc.ID, rec); err != nil {
 		rec.LedgerError = err.Error()
 	}
-	if d, err := state.Open(sc.Workers); err == nil {
-		_ = d.Write(sc.ID+".exit", rec, true)
-	}
+	// A stop that recorded the end first (it thought this shim killed with the tree) is merged into, not
+	// overwritten: this record has the leader's status and the log's figures, that one says it was stopped.
+	_ = updateExit(sc.Workers, sc.ID, func(ex *exitRecord) bool {
+		stopped := ex.Stopped
+		*ex = rec
+		ex.Stopped = ex.Stopped || stopped
+		return true
+	})
 	if s.h != nil {
 		s.h.Close()
 	}
@@ -207,12 +211,13 @@ func (s *shimLife) finish(sc *shimConfig, group *cgroup.Group, rec exitRecord) {
 
 // newShimLife pins the worker for supervision. The leader is the shim's unreaped child, so the identity
 // verifies; when it does not (an unverified capture, no cgroup), the leader alone is supervised.
-func newShimLife(src fingerprint.Sources, ident fingerprint.Identity, proc *hproc.Proc, sandbox bool) *shimLife {
+func newShimLife(src fingerprint.Sources, ident fingerprint.Identity, proc *hproc.Proc, sandbox bool, lock string) *shimLife {
 	s := &shimLife{proc: proc, sandbox: sandbox, self: os.Getpid()}
 	if ident.Unverified || ident.Cgroup == "" {
 		return s
 	}
 	if h, _, err := fingerprint.Authorize(src, ident); err == nil && h != nil {
+		h.SetLock(lock)
 		s.h = h
 	}
 	return s

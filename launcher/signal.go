@@ -52,6 +52,9 @@ func (l *Launcher) authorize(ref string) (*fingerprint.Handle, Receipt, fingerpr
 		h.Close()
 		return nil, rc, ident, err
 	}
+	if rc.ID != "" {
+		h.SetLock(workerLock(l.workersDir(), rc.ID))
+	}
 	return h, rc, ident, nil
 }
 

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/fingerprint"
-	"github.com/hlaunch/hlaunch/internal/state"
 )
 
 // Stop sends SIGTERM to the whole worker, waits up to grace for its cgroup to empty, then kills the whole
@@ -86,22 +85,24 @@ func stopHandle(ctx context.Context, h *fingerprint.Handle, sandbox bool, grace 
 }
 
 // recordStopped writes (or completes) the exit record when the shim could not (it died with the cgroup).
+// Under the worker's lock (updateExit): a shim that recorded the end first keeps its record, and one that
+// records it after merges (shimLife.finish).
 func (l *Launcher) recordStopped(rc Receipt, killed bool) {
-	d := &state.Dir{Path: l.workersDir()}
-	var ex exitRecord
-	if d.Read(rc.ID+".exit", &ex) == nil && ex.EndedAt != "" {
-		return // the shim recorded the end itself
-	}
-	// Nothing, or only the leader's status (the shim died with the tree before the end): complete it.
-	ex.EndedAt, ex.Stopped = time.Now().UTC().Format(time.RFC3339Nano), true
-	if ex.ExitCode == nil && ex.Signal == "" {
-		ex.Signal = "SIGTERM"
-		if killed {
-			ex.Signal = "SIGKILL"
+	_ = updateExit(l.workersDir(), rc.ID, func(ex *exitRecord) bool {
+		if ex.EndedAt != "" {
+			return false // the shim recorded the end itself
 		}
-	}
-	if err := finishLedger(l.ledger, rc.ID, ex); err != nil {
-		ex.LedgerError = err.Error() // the ledger lacks the end: the worker's record says why
-	}
-	_ = d.Write(rc.ID+".exit", ex, true)
+		// Nothing, or only the leader's status (the shim died with the tree before the end): complete it.
+		ex.EndedAt, ex.Stopped = time.Now().UTC().Format(time.RFC3339Nano), true
+		if ex.ExitCode == nil && ex.Signal == "" {
+			ex.Signal = "SIGTERM"
+			if killed {
+				ex.Signal = "SIGKILL"
+			}
+		}
+		if err := finishLedger(l.ledger, rc.ID, *ex); err != nil {
+			ex.LedgerError = err.Error() // the ledger lacks the end: the worker's record says why
+		}
+		return true
+	})
 }

@@ -1,9 +1,10 @@
 // Package pidsignal is the one way hlaunch signals the members of a cgroup: every member is pinned with a
 // pidfd, the members are listed again, and only a process listed both times is signalled, through its
 // pidfd. A PID number read from cgroup.procs is never passed to kill(2): between the read and the signal
-// the process could exit and its number go to a stranger. fingerprint (a worker's Handle) and cgroup
-// (Group.Signal, Kill's fallback) both signal through it, and so do the tests' cleanups (testutil.KillCgroup,
-// systemdtest's removal of its manager's tree).
+// the process could exit and its number go to a stranger. Tree is the one whole-cgroup signal built on it
+// (the worker's lock, cgroup.kill, freeze, passes until no new member, thaw): fingerprint (a worker's
+// Handle) and cgroup (Group.Signal, Kill) both signal through Tree, and the tests' cleanups
+// (testutil.KillCgroup, systemdtest's removal of its manager's tree) through Members.
 //
 // What is signalled by a plain PID elsewhere is a process's own child that it has not reaped: the
 // launcher's foreground worker and a shim's worker leader (internal/proc.Proc, which refuses a signal once

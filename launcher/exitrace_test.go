@@ -1,0 +1,45 @@
+package launcher
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hlaunch/hlaunch/internal/state"
+)
+
+// stop's completion of the exit record (recordStopped: it thinks the shim died with the tree) and the
+// shim's own final record race when the shim outlives the SIGTERM: whichever writes second must merge,
+// not overwrite. The shim's facts (the leader's exit code, the log's figures) are never lost, and a stop
+// that came first still says stopped. Before, each wrote its own record whole: a stop that read before the
+// shim's write and wrote after it dropped the exit code.
+func TestExitRecordStopAndShimRace(t *testing.T) {
+	for round := 0; round < 200; round++ {
+		dir := t.TempDir()
+		workers, ledger := filepath.Join(dir, "workers"), filepath.Join(dir, "ledger")
+		for _, d := range []string{workers, ledger} {
+			if err := os.MkdirAll(d, 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}
+		l := &Launcher{state: dir, ledger: ledger}
+		const id = "w-0123456789ab"
+		sc := &shimConfig{ID: id, Workers: workers, Ledger: ledger}
+		code := 7
+		rec := exitRecord{ExitCode: &code, EndedAt: time.Now().UTC().Format(time.RFC3339Nano), LogBytes: 42}
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); l.recordStopped(Receipt{ID: id}, false) }()
+		go func() { defer wg.Done(); (&shimLife{}).finish(sc, nil, rec) }()
+		wg.Wait()
+		var got exitRecord
+		if err := (&state.Dir{Path: workers}).Read(id+".exit", &got); err != nil {
+			t.Fatal(err)
+		}
+		if got.ExitCode == nil || *got.ExitCode != code || got.LogBytes != 42 || got.EndedAt == "" {
+			t.Fatalf("round %d: the shim's record was lost to stop's: %+v", round, got)
+		}
+	}
+}
