@@ -2,8 +2,6 @@ package launcher
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,14 +15,18 @@ import (
 
 // holdKey takes the key's lock (so two launches with one key cannot race past the check) and refuses when
 // a worker holding the key verifies as running. A holder that does not verify is released: it is never
-// signalled, and it no longer blocks the key. The returned function drops the lock.
-func (l *Launcher) holdKey(ctx context.Context, key string) (func(), error) {
+// signalled, and it no longer blocks the key. The key's holder is found through its index entry (one
+// record read and verified) and rebuilt from every record when the entry is missing, damaged or names a
+// record that does not carry the key. Before it returns, the entry names id, the worker about to start:
+// written before that worker's record, so no record with the key is ever newer than the entry (a launch
+// that fails leaves an entry naming no record, which the next launch rebuilds). The returned function
+// drops the lock.
+func (l *Launcher) holdKey(ctx context.Context, key, id string) (func(), error) {
 	dir := l.keysDir()
 	if _, err := state.Open(dir); err != nil {
 		return nil, fmt.Errorf("key lock: %w", err)
 	}
-	sum := sha256.Sum256([]byte(key))
-	f, err := os.OpenFile(filepath.Join(dir, hex.EncodeToString(sum[:16])+".lock"), os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
+	f, err := os.OpenFile(filepath.Join(dir, indexName(key)+".lock"), os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("key lock: %w", err)
 	}
@@ -33,19 +35,58 @@ func (l *Launcher) holdKey(ctx context.Context, key string) (func(), error) {
 		return nil, err
 	}
 	unlock := func() { f.Close() } // closing drops the flock
-	recs, err := l.List(ctx)
-	if err != nil {
+	if err := l.keyFree(ctx, key); err != nil {
 		unlock()
 		return nil, err
 	}
-	for _, r := range recs {
-		if r.Key == key && r.State == fingerprint.Running {
-			unlock()
-			return nil, fmt.Errorf("%w: --key %q is held by worker %s (pid %d)", ErrKeyHeld, key, r.ID, r.PID)
-		}
+	if err := (&state.Dir{Path: dir}).Write(holderName(key), indexEntry{Key: key, ID: id}, true); err != nil {
+		unlock()
+		return nil, fmt.Errorf("key index: %w", err)
 	}
 	return unlock, nil
 }
+
+// keyFree returns ErrKeyHeld when a worker holding key verifies as running; the key's lock is held.
+func (l *Launcher) keyFree(ctx context.Context, key string) error {
+	var e indexEntry
+	if err := (&state.Dir{Path: l.keysDir()}).Read(holderName(key), &e); err == nil && e.Key == key && isID(e.ID) {
+		rc, err := l.readRecord(e.ID)
+		if err == nil && rc.Key == key {
+			return l.keyHolderRuns(ctx, l.src, rc)
+		}
+	}
+	// No entry, a damaged one, or one naming a record that does not carry the key: every record is read.
+	recs, err := l.List(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if r.Key == key && r.State == fingerprint.Running {
+			_ = (&state.Dir{Path: l.keysDir()}).Write(holderName(key), indexEntry{Key: key, ID: r.ID}, true)
+			return fmt.Errorf("%w: --key %q is held by worker %s (pid %d)", ErrKeyHeld, key, r.ID, r.PID)
+		}
+	}
+	return nil
+}
+
+// keyHolderRuns verifies the key's holder rc now: ErrKeyHeld when it runs.
+func (l *Launcher) keyHolderRuns(ctx context.Context, src fingerprint.Sources, rc Receipt) error {
+	ident, err := fingerprint.ParseToken(rc.Token)
+	if err != nil {
+		return nil // a record without a valid token verifies as nothing: it holds no key (as List skips it)
+	}
+	r, err := l.reconciled(ctx, src, rc, ident)
+	if err != nil {
+		return err
+	}
+	if r.State == fingerprint.Running {
+		return fmt.Errorf("%w: --key %q is held by worker %s (pid %d)", ErrKeyHeld, r.Key, r.ID, r.PID)
+	}
+	return nil
+}
+
+// holderName is the name of key's holder entry in the keys directory.
+func holderName(key string) string { return indexName(key) + ".holder" }
 
 // flock takes an exclusive lock on f, giving up when ctx ends.
 func flock(ctx context.Context, f *os.File) error {
