@@ -104,3 +104,29 @@ func BenchmarkPs(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkHoldKey is what --key adds to a launch: the key's lock, its holder found through the index and
+// verified (an ended worker's record), and the holder entry written, over 1,000 and 10,000 kept records.
+func BenchmarkHoldKey(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		l := keptLauncher(b, n)
+		ctx := context.Background()
+		unlock, err := l.holdKey(ctx, "kept-7", newID()) // the entry rebuilt once, from every record
+		if err != nil {
+			b.Fatal(err)
+		}
+		unlock()
+		if err := (&state.Dir{Path: l.keysDir()}).Write(holderName("kept-7"), indexEntry{Key: "kept-7", ID: "w-000000000007"}, false); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				unlock, err := l.holdKey(ctx, "kept-7", "w-000000000007") // the holder: one ended record
+				if err != nil {
+					b.Fatal(err)
+				}
+				unlock()
+			}
+		})
+	}
+}
