@@ -34,3 +34,7 @@ func isID(ref string) bool {
 	}
 	return true
 }
+
+// IsID reports whether ref is spelled as a worker id (isID): for callers that take one, such as a page's
+// cursor.
+func IsID(ref string) bool { return isID(ref) }

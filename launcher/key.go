@@ -2,8 +2,6 @@ package launcher
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -17,19 +15,23 @@ import (
 
 // holdKey takes the key's lock (so two launches with one key cannot race past the check) and refuses when
 // a worker holding the key verifies as running. A holder that does not verify is released: it is never
-// signalled, and it no longer blocks the key. The returned function drops the lock.
+// signalled, and it no longer blocks the key. The key's holder is found through its index entry (one
+// record read and verified) and rebuilt from every record when the entry is missing, damaged or names a
+// record that does not carry the key. Before it returns, the entry names id, the worker about to start:
+// written before that worker's record, so no record with the key is ever newer than the entry (a launch
+// that fails leaves an entry naming no record, which the next launch rebuilds). The returned function
+// drops the lock.
 //
 // The lock file goes with the lock: the returned function removes it before it lets go, so that a caller
-// with a new key for every launch (a cron execution's) leaves no file behind; the record of the worker,
-// written by then, is what holds the key afterwards. A launch that got the lock of a file removed
-// meanwhile excludes nobody who opens the path afresh, so it locks what the path names now (lockKeyFile).
-func (l *Launcher) holdKey(ctx context.Context, key string) (func(), error) {
+// with a new key for every launch (a cron execution's) leaves no lock file behind. A launch that got the
+// lock of a file removed meanwhile excludes nobody who opens the path afresh, so it locks what the path
+// names now (lockKeyFile).
+func (l *Launcher) holdKey(ctx context.Context, key, id string) (func(), error) {
 	dir := l.keysDir()
 	if _, err := state.Open(dir); err != nil {
 		return nil, fmt.Errorf("key lock: %w", err)
 	}
-	sum := sha256.Sum256([]byte(key))
-	path := filepath.Join(dir, hex.EncodeToString(sum[:16])+".lock")
+	path := filepath.Join(dir, indexName(key)+".lock")
 	f, err := lockKeyFile(ctx, path)
 	if err != nil {
 		return nil, err
@@ -38,16 +40,13 @@ func (l *Launcher) holdKey(ctx context.Context, key string) (func(), error) {
 		_ = os.Remove(path) // the path names this file: only the holder of its lock removes it
 		f.Close()           // closing drops the flock
 	}
-	recs, err := l.List(ctx)
-	if err != nil {
+	if err := l.keyFree(ctx, key); err != nil {
 		unlock()
 		return nil, err
 	}
-	for _, r := range recs {
-		if r.Key == key && r.State == fingerprint.Running {
-			unlock()
-			return nil, fmt.Errorf("%w: --key %q is held by worker %s (pid %d)", ErrKeyHeld, key, r.ID, r.PID)
-		}
+	if err := (&state.Dir{Path: dir}).Write(holderName(key), indexEntry{Key: key, ID: id}, true); err != nil {
+		unlock()
+		return nil, fmt.Errorf("key index: %w", err)
 	}
 	return unlock, nil
 }
@@ -82,6 +81,48 @@ func lockKeyFile(ctx context.Context, path string) (*os.File, error) {
 		}
 	}
 }
+
+// keyFree returns ErrKeyHeld when a worker holding key verifies as running; the key's lock is held.
+func (l *Launcher) keyFree(ctx context.Context, key string) error {
+	var e indexEntry
+	if err := (&state.Dir{Path: l.keysDir()}).Read(holderName(key), &e); err == nil && e.Key == key && isID(e.ID) {
+		rc, err := l.readRecord(e.ID)
+		if err == nil && rc.Key == key {
+			return l.keyHolderRuns(ctx, l.src, rc)
+		}
+	}
+	// No entry, a damaged one, or one naming a record that does not carry the key: every record is read.
+	recs, err := l.List(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if r.Key == key && r.State == fingerprint.Running {
+			_ = (&state.Dir{Path: l.keysDir()}).Write(holderName(key), indexEntry{Key: key, ID: r.ID}, true)
+			return fmt.Errorf("%w: --key %q is held by worker %s (pid %d)", ErrKeyHeld, key, r.ID, r.PID)
+		}
+	}
+	return nil
+}
+
+// keyHolderRuns verifies the key's holder rc now: ErrKeyHeld when it runs.
+func (l *Launcher) keyHolderRuns(ctx context.Context, src fingerprint.Sources, rc Receipt) error {
+	ident, err := fingerprint.ParseToken(rc.Token)
+	if err != nil {
+		return nil // a record without a valid token verifies as nothing: it holds no key (as List skips it)
+	}
+	r, err := l.reconciled(ctx, src, rc, ident)
+	if err != nil {
+		return err
+	}
+	if r.State == fingerprint.Running {
+		return fmt.Errorf("%w: --key %q is held by worker %s (pid %d)", ErrKeyHeld, r.Key, r.ID, r.PID)
+	}
+	return nil
+}
+
+// holderName is the name of key's holder entry in the keys directory.
+func holderName(key string) string { return indexName(key) + ".holder" }
 
 // flock takes an exclusive lock on f, giving up when ctx ends.
 func flock(ctx context.Context, f *os.File) error {

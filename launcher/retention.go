@@ -97,6 +97,7 @@ func (l *Launcher) GC(ctx context.Context, r Retention) (GCReport, error) {
 		if err := d.Remove(rec.ID); err != nil {
 			return rep, err
 		}
+		l.unindex(rec.Receipt)
 		rep.Removed = append(rep.Removed, rec.ID)
 	}
 	// Empty worker cgroups without a record (a foreground hlaunch that was SIGKILLed could not remove its own).

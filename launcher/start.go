@@ -125,7 +125,7 @@ func (l *Launcher) detached(ctx context.Context, spec Spec, stdio Stdio, id stri
 	}
 	d := &detachedLaunch{spec: spec, id: id, env: env.Strings(), prof: prof, cwd: cwd, sb: sb, cred: who.credential(), workers: workers, unlock: func() {}, onReceipt: stdio.OnReceipt}
 	if spec.Key != "" {
-		if d.unlock, err = l.holdKey(ctx, spec.Key); err != nil {
+		if d.unlock, err = l.holdKey(ctx, spec.Key, id); err != nil {
 			return nil, err
 		}
 	}
@@ -229,6 +229,7 @@ func (l *Launcher) runShim(ctx context.Context, d *detachedLaunch, h *heldShim) 
 	if d.onReceipt != nil {
 		d.onReceipt(res.Receipt) // before Done: a held worker runs only after it
 	}
+	l.indexToken(res.Receipt)
 	h.child.Done()
 	go reapWhenEnded(h.child.Proc) // reap the shim if it ends while we live (no thread held meanwhile)
 	h.p.close()

@@ -4,14 +4,18 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/hlaunch/hlaunch/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/sysfile"
 )
 
-// Wait blocks until the worker has ended (or ctx ends) and returns its final record.
+// Wait blocks until the worker has ended (or ctx ends) and returns its final record. It reads the record
+// again after each change in the state directory (inotify) and at the end of the worker's shim or leader
+// (pidfds), not on a timer; only where inotify is not to be had does it poll.
 func (l *Launcher) Wait(ctx context.Context, ref string) (Record, error) {
+	w := newWakeup(l.workersDir())
+	defer w.close()
+	watched := false
 	for {
 		rec, err := l.Get(ctx, ref)
 		if err != nil {
@@ -20,10 +24,16 @@ func (l *Launcher) Wait(ctx context.Context, ref string) (Record, error) {
 		if rec.State != fingerprint.Running && rec.ExitSettled(ShimAlive) {
 			return rec, nil
 		}
-		select {
-		case <-ctx.Done():
-			return rec, ctx.Err()
-		case <-time.After(25 * time.Millisecond):
+		if !watched {
+			// After the first read, so that a process that ended before its pidfd was opened is seen by
+			// the read that follows the (failed or immediately ready) watch.
+			watched = true
+			w.watchPID(rec.ShimPID)
+			w.watchPID(rec.PID)
+			continue
+		}
+		if err := w.wait(ctx); err != nil {
+			return rec, err
 		}
 	}
 }

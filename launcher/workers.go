@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"syscall"
 
 	"github.com/hlaunch/hlaunch/fingerprint"
@@ -13,17 +14,9 @@ import (
 // load finds a worker by id (its record) or by token (the token alone is enough to verify and signal).
 func (l *Launcher) load(ref string) (Receipt, fingerprint.Identity, error) {
 	if isID(ref) {
-		d := &state.Dir{Path: l.workersDir()}
-		var rc Receipt
-		if err := d.Read(ref, &rc); err != nil {
-			if errors.Is(err, state.ErrNotFound) {
-				return Receipt{}, fingerprint.Identity{}, fmt.Errorf("%w: %s (state dir %s)", ErrNotFound, ref, l.state)
-			}
+		rc, err := l.readRecord(ref)
+		if err != nil {
 			return Receipt{}, fingerprint.Identity{}, err
-		}
-		if rc.ID != ref {
-			// The id names files beside the record (<id>.exit, the ledger's): it must be the file's own.
-			return Receipt{}, fingerprint.Identity{}, fmt.Errorf("%w: record %s names worker id %q", ErrInvalid, ref, rc.ID)
 		}
 		ident, err := fingerprint.ParseToken(rc.Token)
 		if err != nil {
@@ -38,13 +31,9 @@ func (l *Launcher) load(ref string) (Receipt, fingerprint.Identity, error) {
 	// A token of a worker we recorded gets its record's detail (profile, exit status). A token without a
 	// record is verified like any other (status answers), but it is no authority to signal (owns): anyone
 	// can mint one, the codec is public.
-	if ids, err := (&state.Dir{Path: l.workersDir()}).Names("w-"); err == nil {
-		for _, id := range ids {
-			var r Receipt
-			if isID(id) && (&state.Dir{Path: l.workersDir()}).Read(id, &r) == nil && r.Token == ref && r.ID == id {
-				return r, ident, nil
-			}
-		}
+	// The record is found through the token index and confirmed to carry exactly this token.
+	if rc, ok := l.byToken(ref); ok {
+		return rc, ident, nil
 	}
 	return receiptOf(ident), ident, nil
 }
@@ -126,10 +115,19 @@ func (l *Launcher) Status(ctx context.Context, ref string) (Record, error) { ret
 // List returns every worker record in the state directory, each verified now, oldest first. A cancelled
 // ctx ends it between two records: List then returns ctx's error (wrapped) and no records.
 func (l *Launcher) List(ctx context.Context) ([]Record, error) {
+	return l.ListPage(ctx, "", 0)
+}
+
+// ListPage is List for one page: at most limit records (limit <= 0: no bound) of the workers whose ids
+// sort after after ("": from the first), in id order. Only the page's records are read and verified, so a
+// page costs the same however many records the state directory keeps (one directory read aside); the
+// next page starts after the last id of this one.
+func (l *Launcher) ListPage(ctx context.Context, after string, limit int) ([]Record, error) {
 	ids, err := l.IDs(ctx)
 	if err != nil {
 		return nil, err
 	}
+	ids = ids[sort.SearchStrings(ids, after+"\x00"):]
 	if len(ids) == 0 {
 		return nil, nil
 	}
@@ -147,6 +145,9 @@ func (l *Launcher) List(ctx context.Context) ([]Record, error) {
 			return nil, err
 		}
 		out = append(out, rec)
+		if limit > 0 && len(out) == limit {
+			break
+		}
 	}
 	return out, nil
 }

@@ -11,7 +11,9 @@
 # Knobs: RUNS (hyperfine runs per command, default 200, split over ROUNDS=4 rounds), WARMUP (5 per round), BENCHTIME (go test, 1s),
 # OUT (docs/benchmarks.md), SKIP_GO=1 (no Go benchmarks), SKIP_SIDECAR=1, SOAK_SPAWNS (100000), SOAK_RATE (40 spawns/s between the closed-loop windows), SKIP_SOAK=1,
 # SOAK_FROM=DIR (render an earlier soak's soak.json, soak-load-*.txt and soak-meta.txt from DIR instead of running it:
-# the 100,000-spawn soak takes about 45 minutes and wants a machine that stays quiet for that long).
+# the 100,000-spawn soak takes about 45 minutes and wants a machine that stays quiet for that long),
+# BASE_BIN=PATH (an hlaunch built from an older commit, hlaunch-sidecar beside it: BenchmarkIndexedState then
+# measures it side by side with this one, interleaved).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -284,7 +286,7 @@ fi
 # Go benchmarks of the hot paths, allocations reported.
 if [ "${SKIP_GO:-0}" != 1 ]; then
 	log "go test -bench (benchtime $BENCHTIME)"
-	HLAUNCH_BIN=$HL go test -count=1 -run='^$' -bench=. -benchmem -benchtime="$BENCHTIME" -timeout 30m \
+	HLAUNCH_BIN=$HL HLAUNCH_BIN_BASE=${BASE_BIN:-} go test -count=1 -run='^$' -bench=. -benchmem -benchtime="$BENCHTIME" -timeout 30m \
 		$(go list ./... | grep -v -e /clients/) 2>&1 | tee "$tmp/gobench.txt" | grep -E '^(Benchmark|ok|FAIL|---)' >&2 || true
 else
 	: >"$tmp/gobench.txt"

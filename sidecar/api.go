@@ -196,14 +196,46 @@ func (s *Server) startWorker(ctx context.Context, spec launcher.Spec, stdio laun
 	return s.b.StartWith(ctx, spec, stdio)
 }
 
-// handleList: GET /v1/workers[?state=running]; every record, verified now.
+// MaxPage is the largest page GET /v1/workers answers (limit).
+const MaxPage = 10000
+
+// NextAfterHeader names the next page's cursor (after) in the answer to a full page of GET /v1/workers.
+const NextAfterHeader = "Hlaunch-Next-After"
+
+// handleList: GET /v1/workers[?state=running][&limit=N][&after=ID]; every record, verified now, or one
+// page of them: at most limit records of the workers whose ids sort after after. A full page names the
+// cursor of the next one in the NextAfterHeader header (the state filter applies within the page).
 func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
-	recs, err := s.b.List(r.Context())
+	q := r.URL.Query()
+	limit := 0
+	if q.Has("limit") {
+		n, err := strconv.Atoi(q.Get("limit"))
+		if err != nil || n < 1 || n > MaxPage {
+			writeError(w, fmt.Errorf("%w: limit %q is not a count of records from 1 to %d", launcher.ErrInvalid, q.Get("limit"), MaxPage))
+			return
+		}
+		limit = n
+	}
+	after := q.Get("after")
+	if after != "" && !launcher.IsID(after) {
+		writeError(w, fmt.Errorf("%w: after %q is not a worker id (w-<12 hex>)", launcher.ErrInvalid, after))
+		return
+	}
+	var recs []launcher.Record
+	var err error
+	if limit == 0 && after == "" {
+		recs, err = s.b.List(r.Context())
+	} else {
+		recs, err = s.b.ListPage(r.Context(), after, limit)
+	}
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	if st := r.URL.Query().Get("state"); st != "" {
+	if limit > 0 && len(recs) == limit {
+		w.Header().Set(NextAfterHeader, recs[len(recs)-1].ID)
+	}
+	if st := q.Get("state"); st != "" {
 		kept := recs[:0]
 		for _, rec := range recs {
 			if string(rec.State) == st {
@@ -285,7 +317,7 @@ func (s *Server) handleWait(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	rec, err := s.b.Wait(ctx, r.PathValue("id"))
+	rec, err := s.waitEnd(ctx, r.PathValue("id"))
 	if err != nil {
 		if ctx.Err() != nil && r.Context().Err() == nil {
 			err = fmt.Errorf("%w after %s", ErrTimeout, timeout)

@@ -3,6 +3,8 @@ package sidecar
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -185,3 +187,26 @@ func (f *fakeBackend) add(r launcher.Record) {
 }
 
 func (f *fakeBackend) MarkedCgroup(path string) (string, error) { return "", nil }
+
+// getCount returns the Get calls for id so far.
+func (f *fakeBackend) getCount(id string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.gets[id]
+}
+
+// ListPage is List paged by id, as the launcher pages it.
+func (f *fakeBackend) ListPage(ctx context.Context, after string, limit int) ([]launcher.Record, error) {
+	all, err := f.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(all, func(a, b launcher.Record) int { return strings.Compare(a.ID, b.ID) })
+	var out []launcher.Record
+	for _, r := range all {
+		if r.ID > after && (limit <= 0 || len(out) < limit) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}

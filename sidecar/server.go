@@ -126,6 +126,7 @@ type Config struct {
 type backend interface {
 	StartWith(ctx context.Context, spec launcher.Spec, stdio launcher.Stdio) (*launcher.Receipt, error)
 	List(ctx context.Context) ([]launcher.Record, error)
+	ListPage(ctx context.Context, after string, limit int) ([]launcher.Record, error)
 	IDs(ctx context.Context) ([]string, error)
 	Get(ctx context.Context, ref string) (launcher.Record, error)
 	Signal(ctx context.Context, ref string, sig syscall.Signal, all bool) error
@@ -162,9 +163,11 @@ type Server struct {
 	nextTicket, gen uint64
 	alive           func(launcher.Receipt) bool // whether a worker's shim still runs (launcher.ShimAlive)
 	lastPoll        time.Time
-	pollErr         error
-	spawnErr        string // the last host-level spawn failure (see noteSpawn); "" when spawns work
-	placementBad    bool   // spawnErr comes from checkPlacement, which clears it once the placement works
+	// polled is closed after each poll of the watcher (and replaced): what a /wait wakes on.
+	polled       chan struct{}
+	pollErr      error
+	spawnErr     string // the last host-level spawn failure (see noteSpawn); "" when spawns work
+	placementBad bool   // spawnErr comes from checkPlacement, which clears it once the placement works
 
 	// ready is closed once the listener is up and the start-up reconciliation is done.
 	ready    chan struct{}
@@ -233,6 +236,7 @@ func newServer(cfg Config, b backend) (*Server, error) {
 		inflight: map[uint64]struct{}{},
 		scopes:   map[string]string{},
 		alive:    launcher.ShimAlive,
+		polled:   make(chan struct{}),
 		ready:    make(chan struct{}),
 		shutdown: make(chan struct{}),
 	}

@@ -114,6 +114,8 @@ func (s *Server) poll(ctx context.Context, initial bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lastPoll, s.pollErr = now, err
+	close(s.polled) // every poll, even a failed one: a waiter reads its own record again
+	s.polled = make(chan struct{})
 	if err != nil {
 		return err
 	}
@@ -233,6 +235,36 @@ func (s *Server) watch(ctx context.Context) {
 			lastErr = err.Error()
 		case err == nil:
 			lastErr = ""
+		}
+	}
+}
+
+// nextPoll returns a channel closed once the watcher's next poll is done: taken before a record is read,
+// so that no change between that read and the wait on it is missed.
+func (s *Server) nextPoll() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.polled
+}
+
+// waitEnd blocks until worker ref has ended and its exit has settled (the rule Launcher.Wait uses), or ctx
+// ends. It reads the record once, then again after each of the watcher's polls, which follow the changes
+// in the state directory (inotify) and the slow poll: waiters cost no timer of their own, however many
+// there are.
+func (s *Server) waitEnd(ctx context.Context, ref string) (launcher.Record, error) {
+	for {
+		next := s.nextPoll()
+		rec, err := s.b.Get(ctx, ref)
+		if err != nil {
+			return launcher.Record{}, err
+		}
+		if rec.State != fingerprint.Running && rec.ExitSettled(s.alive) {
+			return rec, nil
+		}
+		select {
+		case <-ctx.Done():
+			return rec, ctx.Err()
+		case <-next:
 		}
 	}
 }

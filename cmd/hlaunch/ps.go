@@ -12,16 +12,24 @@ import (
 )
 
 func newPsCmd(a *app) *cobra.Command {
-	return &cobra.Command{
-		Use:   "ps",
+	var limit int
+	var after string
+	cmd := &cobra.Command{
+		Use:   "ps [--limit N] [--after ID]",
 		Short: "List detached workers, each verified now",
 		Args:  noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if limit < 0 {
+				return invalidf("--limit %d: want a count of records, 1 or more (0: all)", limit)
+			}
+			if after != "" && !launcher.IsID(after) {
+				return invalidf("--after %q: want a worker id (w-<12 hex>)", after)
+			}
 			l, err := a.newLauncher()
 			if err != nil {
 				return err
 			}
-			recs, err := l.List(cmd.Context())
+			recs, err := l.ListPage(cmd.Context(), after, limit)
 			if err != nil {
 				return err
 			}
@@ -34,6 +42,9 @@ func newPsCmd(a *app) *cobra.Command {
 			return writeWorkers(a.stdout, recs)
 		},
 	}
+	cmd.Flags().IntVar(&limit, "limit", 0, "list at most N workers, in id order (a page; 0: all)")
+	cmd.Flags().StringVar(&after, "after", "", "list the workers whose ids sort after ID (the next page: the last id of this one)")
+	return cmd
 }
 
 // writeWorkers prints the `ps` table.

@@ -120,13 +120,12 @@ func (d *Dir) Read(name string, v any) error {
 
 // Names lists the record names (without .json) that start with prefix, sorted. Temp files are skipped.
 func (d *Dir) Names(prefix string) ([]string, error) {
-	ents, err := os.ReadDir(d.Path)
+	names, err := readNames(d.Path)
 	if err != nil {
 		return nil, fmt.Errorf("list records: %w", err)
 	}
 	var out []string
-	for _, e := range ents {
-		n := e.Name()
+	for _, n := range names {
 		if strings.HasPrefix(n, ".") || !strings.HasSuffix(n, ".json") || !strings.HasPrefix(n, prefix) {
 			continue
 		}

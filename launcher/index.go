@@ -1,0 +1,136 @@
+package launcher
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/hlaunch/hlaunch/internal/state"
+)
+
+// The state directory's indexes map a --key to the worker that last took it (keys/<hash>.holder.json,
+// beside the key's lock) and a token to the worker whose record carries it (index/<hash>.json), so that a
+// keyed launch and a token lookup read one record instead of all of them. An index is a cache: every
+// entry is confirmed against the record it names, and one that is missing, damaged or names a record
+// that does not carry its key or token is rebuilt from the records (a scan of them all).
+
+// indexEntry is one index file: the worker id a key or a token maps to, and the key or token itself, so
+// that a hash collision or an entry copied to another name is never taken for a match.
+type indexEntry struct {
+	Key   string `json:"key,omitempty"`
+	Token string `json:"token,omitempty"`
+	ID    string `json:"id"`
+}
+
+// indexName is the file name (without .json) an index keeps s under.
+func indexName(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:16])
+}
+
+// indexDir is the directory of the token index.
+func (l *Launcher) indexDir() string { return filepath.Join(l.state, "index") }
+
+// readRecord reads worker id's record: the one function that reads a record from the state directory
+// (ErrNotFound, wrapped, when there is none). The record must name id itself: the id names files beside it
+// (<id>.exit, the ledger's).
+func (l *Launcher) readRecord(id string) (Receipt, error) {
+	var rc Receipt
+	if err := (&state.Dir{Path: l.workersDir()}).Read(id, &rc); err != nil {
+		if errors.Is(err, state.ErrNotFound) {
+			return Receipt{}, fmt.Errorf("%w: %s (state dir %s)", ErrNotFound, id, l.state)
+		}
+		return Receipt{}, err
+	}
+	if rc.ID != id {
+		return Receipt{}, fmt.Errorf("%w: record %s names worker id %q", ErrInvalid, id, rc.ID)
+	}
+	return rc, nil
+}
+
+// readEntry reads the index entry for s in dir; ok is false when there is none or it is damaged.
+func readEntry(dir, s string) (indexEntry, bool) {
+	var e indexEntry
+	if err := (&state.Dir{Path: dir}).Read(indexName(s), &e); err != nil || !isID(e.ID) {
+		return indexEntry{}, false
+	}
+	return e, true
+}
+
+// writeEntry stores e for s in dir (made if missing, checked as the records' directories are). durable as
+// state.Dir.Write: a key's holder is written durable, as a record is, so that a power loss cannot leave a
+// record newer than the entry that should name it.
+func writeEntry(dir, s string, e indexEntry, durable bool) error {
+	d, err := state.Open(dir)
+	if err != nil {
+		return fmt.Errorf("index: %w", err)
+	}
+	if err := d.Write(indexName(s), e, durable); err != nil {
+		return fmt.Errorf("index: %w", err)
+	}
+	return nil
+}
+
+// byToken returns the record carrying exactly token (ADR 0009's rule (a)), found through the token index
+// and confirmed; ok is false when no record carries it. A missing or wrong entry is rebuilt from a scan of
+// the records: rewritten when a record carries the token, removed when none does.
+func (l *Launcher) byToken(token string) (Receipt, bool) {
+	dir := l.indexDir()
+	if e, ok := readEntry(dir, token); ok && e.Token == token {
+		if rc, err := l.readRecord(e.ID); err == nil && rc.Token == token {
+			return rc, true
+		}
+	}
+	rc, found := l.scanToken(token)
+	if found {
+		_ = writeEntry(dir, token, indexEntry{Token: token, ID: rc.ID}, false)
+	} else {
+		_ = (&state.Dir{Path: dir}).Remove(indexName(token))
+	}
+	return rc, found
+}
+
+// scanToken reads every record for the one carrying exactly token.
+func (l *Launcher) scanToken(token string) (Receipt, bool) {
+	ids, err := (&state.Dir{Path: l.workersDir()}).Names("w-")
+	if err != nil {
+		return Receipt{}, false
+	}
+	for _, id := range ids {
+		if !isID(id) {
+			continue
+		}
+		if rc, err := l.readRecord(id); err == nil && rc.Token == token {
+			return rc, true
+		}
+	}
+	return Receipt{}, false
+}
+
+// indexToken adds a started worker's token to the index. A failure leaves the entry missing, which the
+// next lookup rebuilds.
+func (l *Launcher) indexToken(rc *Receipt) {
+	if rc != nil && rc.Token != "" && isID(rc.ID) {
+		_ = writeEntry(l.indexDir(), rc.Token, indexEntry{Token: rc.Token, ID: rc.ID}, false)
+	}
+}
+
+// unindex removes a removed worker's token entry and its key's holder entry (gc), each when it names that
+// worker, so that distinct keys and tokens leave no entries behind their records. An entry a concurrent
+// launch wrote between the read and the removal is lost: the next lookup rebuilds it from the records.
+func (l *Launcher) unindex(rc Receipt) {
+	if rc.Token != "" {
+		if e, ok := readEntry(l.indexDir(), rc.Token); ok && e.ID == rc.ID {
+			_ = (&state.Dir{Path: l.indexDir()}).Remove(indexName(rc.Token))
+		}
+	}
+	if rc.Key != "" {
+		keys := &state.Dir{Path: l.keysDir()}
+		var e indexEntry
+		if err := keys.Read(holderName(rc.Key), &e); err == nil && e.Key == rc.Key && e.ID == rc.ID {
+			_ = keys.Remove(holderName(rc.Key))
+		}
+	}
+}
