@@ -84,6 +84,8 @@ class Conn:
         if not line:
             raise self.lost(EOFError("end of file"))
         self.answered = True
+        if not line.endswith(b"\n"):
+            raise self.lost(EOFError("end of file in the middle of a line"))
         return line
 
     async def _exactly(self, n: int) -> bytes:

@@ -128,6 +128,12 @@ def cut_body(fake, conn):
     conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"id\": \"w-")
 
 
+def cut_head(fake, conn):
+    """An answer that stops in the middle of its status line."""
+    fake.requests.append(_read_request(conn))
+    conn.sendall(b"HTTP/1.")
+
+
 def events_then(lines, end):
     """An event stream of ``lines``, then ``end``: "close" (the proper end), "cut" or "hold"."""
     def b(fake, conn):
@@ -217,6 +223,13 @@ class TransportTest(unittest.TestCase):
         f = self.fake(cut_body)
         with self.assertRaises(hc.AnswerLost):
             client(f).get("w-000000000001")
+
+    @both
+    def test_cut_head_is_answer_lost(self, client):
+        f = self.fake(cut_head)
+        with self.assertRaises(hc.AnswerLost) as cm:
+            client(f).health()
+        self.assertNotIsInstance(cm.exception, hc.ProtocolError)
 
     @both
     def test_no_answer_within_timeout_is_answer_lost(self, client):
