@@ -69,7 +69,7 @@ class Sidecar:
 
     def worker(self, argv=None):
         r = hc.Client(self.sock, timeout=10).spawn({"profile": "alpha", "argv": argv or HOLDER})
-        self.pids.append(r["pid"])
+        self.pids.append((r["pid"], r.get("shim_pid")))
         return r["id"]
 
     def kill(self):
@@ -79,11 +79,16 @@ class Sidecar:
     def close(self):
         if self.proc.poll() is None:
             self.kill()
-        for pid in self.pids:
+        for pid, _ in self.pids:
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        # Each worker's shim records its exit in the state directory: it must be gone before that is removed.
+        deadline = time.monotonic() + 20
+        for _, shim in self.pids:
+            while shim and os.path.exists("/proc/%d" % shim) and time.monotonic() < deadline:
+                time.sleep(0.01)
         self.log.close()
         shutil.rmtree(self.dir, ignore_errors=True)
 
