@@ -3,7 +3,8 @@
 The points: before the call connects (dead: SidecarUnavailable; stopped: the connection waits in the
 socket's queue, so the request is sent and unanswered: AnswerLost), after the request is sent and before
 the sidecar read it (killed: the kernel resets the connection: SidecarUnavailable), after the sidecar read
-it (killed: AnswerLost), and in the middle of a stream (killed or stopped: StreamLost). A call never
+it (killed: AnswerLost), and in the middle of a stream (killed or stopped: StreamLost; shut down: the
+stream ends). A call never
 raises ProtocolError for any of these. Workers use ``--scope none`` (no cgroups); every worker a test
 started is killed by its pid at the end.
 """
@@ -286,6 +287,16 @@ class CrashTest(unittest.TestCase):
                 finally:
                     s.proc.send_signal(signal.SIGCONT)
                 self.check(got, {"events": hc.StreamLost}, kind)
+
+
+    def test_shutdown_ends_the_stream(self):
+        """A sidecar that shuts down (SIGTERM) ends the stream properly: the iteration ends, nothing raises."""
+        for kind in ("sync", "async"):
+            with self.subTest(client=kind):
+                s = self.sidecar()
+                s.worker(["true"])
+                _events_then(Drive(kind, s.sock, 5), lambda: s.proc.send_signal(signal.SIGTERM))
+                self.assertEqual(s.proc.wait(30), 0)
 
 
 _first_events = threading.Event()
