@@ -10,7 +10,7 @@ FUZZTIME  ?= 5s
 STATICCHECK_VERSION ?= v0.8.2
 STATICCHECK := $(CURDIR)/bin/staticcheck
 
-.PHONY: all build man install uninstall test unit integration fuzz bench bench-ab lint demo clean
+.PHONY: all build man install uninstall test unit integration fuzz bench bench-ab lint demo clean dist py-types
 
 all: build
 
@@ -63,6 +63,17 @@ lint: $(STATICCHECK)
 
 $(STATICCHECK):
 	GOBIN=$(CURDIR)/bin $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+
+# The Python client's wheel in bin/dist/, built with the standard library only (scripts/py_wheel.py): no
+# setuptools, wheel or package index needed; install it with pip into any Python 3.9+ virtual environment.
+PYTHON ?= python3
+dist:
+	$(PYTHON) scripts/py_wheel.py bin/dist
+
+# The Python client's TypedDicts (clients/python/hlaunch_client/_types.py) from docs/schema/*.json; make
+# test fails when the checked-in file is not what this generates.
+py-types:
+	$(PYTHON) scripts/gen_py_types.py
 
 # Builds, makes a demo hermes root with two profiles in a temporary directory, shows a clean child.
 demo: build

@@ -95,10 +95,12 @@ integration() {
 	gotest integration -count=1 -timeout "$INTEGRATION_TIMEOUT" ./integration/...
 }
 
-# The Python client as a gateway developer gets it: pip-installed offline into a fresh virtual environment
-# (Debian's python3 with its setuptools and wheel: no package index is reachable), then its tests run
-# against a real sidecar from that installed package, not from the source tree. Also: an editable
-# install imports, and mypy --strict is clean on the package and the gateway example.
+# The Python client as a gateway developer gets it: the wheel of `make dist` (standard library only)
+# pip-installed offline into a fresh virtual environment without system packages, exactly as the client's
+# README says, then its tests run against a real sidecar from that installed package, not from the source
+# tree. Also: an editable install imports; mypy --strict is clean on the package and the gateway example,
+# accepts tests/typecheck/good.py and refuses the misspelt fields of tests/typecheck/bad_*.py; the TypedDicts
+# are what scripts/gen_py_types.py generates from docs/schema.
 SYSPYTHON=${SYSPYTHON:-/usr/bin/python3}
 python_tests() {
 	if ! find clients/python -name 'test*.py' 2>/dev/null | grep -q .; then
@@ -112,11 +114,31 @@ python_tests() {
 	return "$rc"
 }
 
+# mypy --strict must accept tests/typecheck/good.py and refuse each tests/typecheck/bad_*.py, naming its misspelt
+# field: the TypedDicts catch a wrong spec or record field before anything runs.
+python_typecheck() {
+	local rc=0 f out
+	MYPYPATH=clients/python mypy --strict --no-incremental clients/python/tests/typecheck/good.py || rc=1
+	for f in clients/python/tests/typecheck/bad_*.py; do
+		if out=$(MYPYPATH=clients/python mypy --strict --no-incremental "$f" 2>&1); then
+			echo "python: mypy accepted $f, which misspells a field" >&2
+			rc=1
+		elif ! echo "$out" | grep -q 'typeddict-item'; then
+			echo "python: mypy refused $f for another reason than its misspelt field: $out" >&2
+			rc=1
+		fi
+	done
+	return "$rc"
+}
+
 python_tests_in() {
 	local venv=$1 rc=0 counts
 	counts="$(pwd)/$LOGDIR/python.counts"
-	"$SYSPYTHON" -m venv --system-site-packages "$venv/env" || return 1
-	"$venv/env/bin/pip" install -q --no-index --no-build-isolation ./clients/python || return 1
+	"$SYSPYTHON" scripts/gen_py_types.py --check || rc=1
+	local wheel
+	wheel=$("$SYSPYTHON" scripts/py_wheel.py "$venv/dist") || return 1
+	"$SYSPYTHON" -m venv "$venv/env" || return 1
+	"$venv/env/bin/pip" install -q --no-index "$wheel" || return 1
 	"$SYSPYTHON" -m venv --system-site-packages "$venv/editable" || return 1
 	"$venv/editable/bin/pip" install -q --no-index --no-build-isolation -e ./clients/python || return 1
 	local where
@@ -125,6 +147,7 @@ python_tests_in() {
 	*) echo "python: the editable install imports $where, not the source tree" >&2; rc=1 ;; esac
 	if command -v mypy >/dev/null; then
 		mypy --strict clients/python/hlaunch_client clients/python/examples/gateway.py || rc=1
+		python_typecheck || rc=1
 	else
 		echo "python: mypy not installed (Debian package mypy)" >&2
 		rc=1

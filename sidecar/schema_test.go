@@ -54,7 +54,7 @@ func propNames(s map[string]any) []string {
 	return out
 }
 
-// TestSchemasMatchTypes fails when a field is added to Spec, Receipt, Record or Limits without the schema
+// TestSchemasMatchTypes fails when a field is added to Spec, Receipt, Record, Limits or Event without the schema
 // (or the other way round): the schema is the contract the gateway validates against.
 func TestSchemasMatchTypes(t *testing.T) {
 	spec, receipt := loadSchema(t, "spec.schema.json"), loadSchema(t, "receipt.schema.json")
@@ -68,6 +68,7 @@ func TestSchemasMatchTypes(t *testing.T) {
 		{"spec.limits", spec["properties"].(map[string]any)["limits"].(map[string]any), reflect.TypeFor[cgroup.Limits]()},
 		{"receipt", receipt, reflect.TypeFor[launcher.Receipt]()},
 		{"record", record, reflect.TypeFor[launcher.Record]()},
+		{"event", loadSchema(t, "event.schema.json"), reflect.TypeFor[Event]()},
 	} {
 		if got, want := propNames(c.schema), jsonNames(c.typ); !slices.Equal(got, want) {
 			t.Errorf("%s schema properties %v\n  differ from the Go type's JSON fields %v", c.name, got, want)
@@ -91,6 +92,19 @@ func TestSchemaValidator(t *testing.T) {
 	}
 	if errs := schematest.Validate(receipt, receipt, recJSON, "receipt"); len(errs) == 0 {
 		t.Fatal("a record with state must not pass as a bare receipt (additionalProperties false)")
+	}
+	events := loadSchema(t, "event.schema.json")
+	ev := eventFor("exited", rec, true)
+	ev.Seq, ev.Time = 7, "2026-01-01T00:00:00.000000001Z"
+	var evJSON map[string]any
+	b, _ = json.Marshal(ev)
+	_ = json.Unmarshal(b, &evJSON)
+	if errs := schematest.Validate(events, events, evJSON, "event"); len(errs) > 0 {
+		t.Fatalf("an exited event fails its schema: %v", errs)
+	}
+	evJSON["type"] = "exploded"
+	if errs := schematest.Validate(events, events, evJSON, "event"); len(errs) == 0 {
+		t.Fatal("an event of an unknown type passes its schema")
 	}
 	for _, c := range []struct {
 		body  string

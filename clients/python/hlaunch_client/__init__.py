@@ -20,16 +20,23 @@ Example::
     final = await c.wait(receipt["id"], timeout=630)
     print(final["exit_code"])
 
+Both clients share one transport (the blocking one runs the asyncio one's calls on a private event loop)
+and one error model: ``SidecarUnavailable`` when the call never reached the sidecar (safe to retry),
+``AnswerLost`` when it was sent and no whole answer came (the sidecar died or stopped; it may have acted),
+``StreamLost`` when an event or log stream was cut or went silent. ``spawn`` sends an ``Idempotency-Key``
+and retries a lost connection by itself when that is safe.
+
 Errors are typed: every error answer of the sidecar raises a subclass of ``HlaunchError`` chosen by its
 stable code (``InvalidSpec`` for ``invalid``, ``KeyHeld`` for ``key_held``, ...), with ``.code``,
-``.status`` and the message; ``TooMany`` (429) and ``Busy`` (503), both ``Overloaded``, say the sidecar is
+``.status``, the message, and ``.field`` and ``.reason`` when the sidecar names them; ``TooMany`` (429) and ``Busy`` (503), both ``Overloaded``, say the sidecar is
 at one of its limits and carry ``.retry_after`` in seconds. Arguments the client can check itself raise ``InvalidSpec`` (also a
 ``ValueError``) before anything is sent.
 """
 
 from ._args import STATES, Duration, Signal
-from ._async import AsyncClient, EventStream
+from ._async import AsyncClient
 from ._errors import (
+    AnswerLost,
     Busy,
     CannotRun,
     CommandNotFound,
@@ -47,6 +54,7 @@ from ._errors import (
     ProtocolError,
     Refused,
     SidecarUnavailable,
+    StreamLost,
     TooLarge,
     TooMany,
     TooSlow,
@@ -55,7 +63,10 @@ from ._errors import (
     WaitTimeout,
     error_for,
 )
-from ._sync import Client, Record, default_socket
+from ._streams import Blocking, EventStream, LogStream
+from ._sync import Client
+from ._transport import default_socket
+from ._types import Event, Receipt, Record, Spec
 from ._version import __version__
 
 __all__ = [
@@ -63,12 +74,19 @@ __all__ = [
     "AsyncClient",
     "Client",
     "Duration",
+    "Blocking",
+    "Event",
     "EventStream",
+    "LogStream",
+    "Receipt",
     "Record",
+    "Spec",
     "Signal",
     "STATES",
     "HlaunchError",
     "SidecarUnavailable",
+    "AnswerLost",
+    "StreamLost",
     "ProtocolError",
     "InvalidSpec",
     "NotFound",

@@ -10,7 +10,7 @@ import datetime
 import re
 import signal as _signal
 import urllib.parse
-from typing import Any, Dict, List, Mapping, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Union
 
 from ._errors import InvalidSpec
 
@@ -113,13 +113,46 @@ def list_path(state: Optional[str]) -> str:
     return "/v1/workers?" + urllib.parse.urlencode({"state": state})
 
 
-def events_path(since: Optional[int]) -> str:
-    """GET /v1/events, replaying after ``since`` when given."""
-    if since is None:
-        return "/v1/events"
-    if isinstance(since, bool) or not isinstance(since, int) or since < 0:
-        raise InvalidSpec("since %r: want an event sequence number, 0 or more" % (since,))
-    return "/v1/events?" + urllib.parse.urlencode({"since": since})
+def events_path(since: Optional[int], heartbeat: Optional[Duration], idle_timeout: Optional[Duration],
+                default_heartbeat: float) -> Tuple[str, float]:
+    """GET /v1/events (replaying after ``since``, with a ``heartbeat`` period when given) and the stream's
+    idle timeout: ``idle_timeout``, else three heartbeat periods."""
+    query: Dict[str, Any] = {}
+    if since is not None:
+        if isinstance(since, bool) or not isinstance(since, int) or since < 0:
+            raise InvalidSpec("since %r: want an event sequence number, 0 or more" % (since,))
+        query["since"] = since
+    period = default_heartbeat
+    if heartbeat is not None:
+        period = seconds(heartbeat, "heartbeat")
+        if period <= 0:
+            raise InvalidSpec("heartbeat %r: want a period longer than 0" % (heartbeat,))
+        query["heartbeat"] = duration_string(heartbeat, "heartbeat")
+    idle = 3 * period if idle_timeout is None else seconds(idle_timeout, "idle_timeout")
+    if idle <= 0:
+        raise InvalidSpec("idle_timeout %r: want a time longer than 0" % (idle_timeout,))
+    path = "/v1/events" + ("?" + urllib.parse.urlencode(query) if query else "")
+    return path, idle
+
+
+def logs_path(worker_id: str, offset: int, follow: bool) -> str:
+    """GET /v1/workers/ID/logs from ``offset``, following when asked."""
+    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+        raise InvalidSpec("offset %r: want a byte offset in the log, 0 or more" % (offset,))
+    query: Dict[str, Any] = {"offset": offset}
+    if follow:
+        query["follow"] = 1
+    return worker_path(worker_id, "/logs") + "?" + urllib.parse.urlencode(query)
+
+
+_KEY = re.compile(r"[\x21-\x7e]{1,128}")
+
+
+def idempotency_key(key: str) -> str:
+    """A spawn's ``Idempotency-Key``: 1 to 128 printable ASCII characters, no space."""
+    if not isinstance(key, str) or not _KEY.fullmatch(key):
+        raise InvalidSpec("idempotency_key %r: want 1 to 128 printable ASCII characters without spaces" % (key,))
+    return key
 
 
 def wait_path(worker_id: str, timeout: Optional[Duration]) -> str:

@@ -14,25 +14,56 @@ class HlaunchError(Exception):
         code: the stable error code (``"invalid"``, ``"key_held"``, ...; see the sidecar's API document).
         status: the HTTP status, or None when no answer was received.
         message: the sidecar's one-line message.
+        field: the spec field (or argument) the error is about, when the sidecar names one; else None.
+        reason: the finer sub-code of ``code`` (``unknown_profile``, ``env_not_utf8``, ``unknown_field``,
+            ...), when the sidecar gives one; else None.
     """
 
     code: str = "internal"
 
-    def __init__(self, message: str, code: Optional[str] = None, status: Optional[int] = None) -> None:
+    def __init__(self, message: str, code: Optional[str] = None, status: Optional[int] = None,
+                 field: Optional[str] = None, reason: Optional[str] = None) -> None:
         super().__init__(message)
         self.message = message
         if code is not None:
             self.code = code
         self.status = status
+        self.field = field
+        self.reason = reason
 
     def __str__(self) -> str:
         return "%s (%s)" % (self.message, self.code)
 
 
 class SidecarUnavailable(HlaunchError):
-    """The socket could not be reached (no sidecar, wrong path, or no permission on the socket file)."""
+    """The call never reached the sidecar: nothing was done, and calling again is safe.
+
+    The socket could not be reached (no sidecar, wrong path, no permission on the socket file, no room in
+    its queue within the timeout), or the sidecar closed the connection without reading the request (it
+    died before reading it, or refused the connection over one of its limits).
+    """
 
     code = "unavailable"
+
+
+class AnswerLost(HlaunchError):
+    """The request was sent and no whole answer came back: the sidecar died, stopped answering (no answer
+    within the call's timeout) or cut its answer short.
+
+    The sidecar may have acted on the request (a spawn may have started its worker): do not repeat a call
+    that changes something blindly. ``spawn`` repeats itself safely with its ``Idempotency-Key``; for the
+    others, look first (``get``, ``list``).
+    """
+
+    code = "answer_lost"
+
+
+class StreamLost(AnswerLost):
+    """An event or log stream ended without its end: the sidecar died or the stream was silent for its idle
+    timeout (three heartbeat periods for events). Subscribe again (events: ``since`` = the last ``seq`` seen;
+    logs: ``offset`` = the stream's ``offset``)."""
+
+    code = "stream_lost"
 
 
 class ProtocolError(HlaunchError):
@@ -138,7 +169,8 @@ class TooLarge(HlaunchError):
 
 
 class WaitTimeout(HlaunchError):
-    """``wait(timeout=...)`` elapsed while the worker still runs."""
+    """``wait(timeout=...)`` elapsed while the worker still runs (the sidecar's 408), or no answer came
+    within that timeout plus the client's own (a sidecar that does not answer). Waiting is safe to repeat."""
 
     code = "timeout"
 
@@ -166,8 +198,9 @@ class Overloaded(HlaunchError):
     code = "overloaded"
 
     def __init__(self, message: str, code: Optional[str] = None, status: Optional[int] = None,
-                 retry_after: Optional[float] = None) -> None:
-        super().__init__(message, code=code, status=status)
+                 retry_after: Optional[float] = None, field: Optional[str] = None,
+                 reason: Optional[str] = None) -> None:
+        super().__init__(message, code=code, status=status, field=field, reason=reason)
         self.retry_after = retry_after
 
 
@@ -226,9 +259,13 @@ def error_for(status: int, payload: Any, retry_after: Optional[str] = None) -> H
         return ProtocolError("HTTP %d without a JSON error body" % status, status=status)
     code = str(err.get("code"))
     message = str(err.get("message", ""))
+    field = err.get("field")
+    reason = err.get("reason")
+    details = {"field": field if isinstance(field, str) else None,
+               "reason": reason if isinstance(reason, str) else None}
     cls = _BY_CODE.get(code)
     if cls is None and status == 429:
         cls = TooMany
     if cls is not None and issubclass(cls, Overloaded):
-        return cls(message, code=code, status=status, retry_after=retry_after_seconds(retry_after))
-    return (cls or HlaunchError)(message, code=code, status=status)
+        return cls(message, code=code, status=status, retry_after=retry_after_seconds(retry_after), **details)
+    return (cls or HlaunchError)(message, code=code, status=status, **details)

@@ -52,10 +52,15 @@ class ArgumentTest(unittest.TestCase):
             self.assertIn("want one of running, exited", str(cm.exception))
 
     def test_since(self):
-        self.assertEqual(_args.events_path(0), "/v1/events?since=0")
+        self.assertEqual(_args.events_path(0, None, None, 15.0), ("/v1/events?since=0", 45.0))
+        self.assertEqual(_args.events_path(None, "2s", None, 15.0), ("/v1/events?heartbeat=2s", 6.0))
+        self.assertEqual(_args.events_path(None, 0.5, 4, 15.0), ("/v1/events?heartbeat=500ms", 4.0))
         for bad in (-1, "3", 1.5, True):
             with self.assertRaises(hc.InvalidSpec):
-                _args.events_path(bad)  # type: ignore[arg-type]
+                _args.events_path(bad, None, None, 15.0)  # type: ignore[arg-type]
+        for hb in (0, "0s", -1):
+            with self.assertRaises(hc.InvalidSpec):
+                _args.events_path(None, hb, None, 15.0)
 
     def test_signals(self):
         self.assertEqual(_args.signal_name(signal.SIGUSR1), "SIGUSR1")

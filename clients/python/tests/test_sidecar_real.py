@@ -46,9 +46,12 @@ _NEEDS_BIN = unittest.skipUnless(HLAUNCH_BIN and os.access(HLAUNCH_BIN, os.X_OK)
 
 @_NEEDS_BIN
 def _remove_cgroup_parent(parent):
-    """Remove the test's cgroup parent (and the shims' exit leaf in it) from every cgroup2 mount: only what
-    the test made; the worker's own cgroup was removed by its shim."""
-    for root in ("/sys/fs/cgroup/unified", "/sys/fs/cgroup"):
+    """Remove the test's cgroup parent (and the shims' exit leaf in it) from every cgroup mount, v1
+    hierarchies included (a hybrid host has the parent in each): only what the test made; the worker's own
+    cgroup was removed by its shim."""
+    with open("/proc/self/mounts") as f:
+        roots = [line.split()[1] for line in f if line.split()[2] in ("cgroup", "cgroup2")]
+    for root in roots:
         top = os.path.join(root, parent)
         if not os.path.isdir(top):
             continue
