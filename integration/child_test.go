@@ -199,7 +199,7 @@ func report(cg string, checks []string) int {
 	if b, err := os.ReadFile("/proc/self/status"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
 			k, v, ok := strings.Cut(line, ":")
-			if ok && (k == "CapEff" || k == "CapPrm" || k == "TracerPid" || k == "NoNewPrivs" || k == "Seccomp" || k == "Seccomp_filters" || k == "Uid" || k == "Gid" || k == "Groups" || k == "Cpus_allowed_list" ||
+			if ok && (k == "CapEff" || k == "CapPrm" || k == "CapAmb" || k == "CapInh" || k == "TracerPid" || k == "NoNewPrivs" || k == "Seccomp" || k == "Seccomp_filters" || k == "Uid" || k == "Gid" || k == "Groups" || k == "Cpus_allowed_list" ||
 				k == "SigBlk" || k == "SigIgn") {
 				r.Status[k] = strings.TrimSpace(v)
 			}

@@ -143,9 +143,9 @@ func TestHostileSandboxInheritance(t *testing.T) {
 			t.Errorf("umask %q, want the launcher's 027", got)
 		}
 	})
-	// The launcher session is what it says: an unsandboxed child (the launcher's own uid, in its session)
-	// does read the key.
-	e := newEnv(t)
+	// The launcher session is what it says: an unsandboxed child of the launcher's own uid (a root-owned
+	// home), in its session, does read the key. One of another uid does not (TestRedteam4DroppedWorkerKeyring).
+	e := rootHomeEnv(t)
 	r := e.runIn("", prefix, "exec", "-p", "b", "--scope", "none", "--", selfBin, "child", "report", checks[0])
 	if got := decodeReport(t, r.Stdout).Checks[checks[0]]; got != "ok:launcher-secret" {
 		t.Fatalf("unsandboxed child of the session reads %q: the session holds no key, the check proves nothing", got)

@@ -39,10 +39,23 @@ type Proc struct {
 
 	mu     sync.Mutex
 	reaped bool
+	// reapedCh, when not nil, is closed once the child is reaped: the thread that forked it (spawnDropped)
+	// waits for it to end.
+	reapedCh chan struct{}
 }
 
-// Spawn starts c. Errors from the kernel's execve (ENOENT, EACCES, ENOEXEC) are returned as they are.
+// Spawn starts c. Errors from the kernel's execve (ENOENT, EACCES, ENOEXEC) are returned as they are. A
+// child that drops to another uid (c.Sys.Credential) starts with a fresh, empty session keyring of its
+// own rather than ours.
 func Spawn(c Command) (*Proc, error) {
+	if dropsUID(c.Sys) {
+		return spawnDropped(c)
+	}
+	return forkExec(c)
+}
+
+// forkExec starts c from the calling thread.
+func forkExec(c Command) (*Proc, error) {
 	files := make([]uintptr, len(c.Files))
 	var devnull *os.File
 	for i, f := range c.Files {
@@ -108,6 +121,9 @@ func (p *Proc) Wait() (syscall.WaitStatus, error) {
 		return 0, fmt.Errorf("wait4 %d: %w", p.Pid, err)
 	}
 	p.reaped = true
+	if p.reapedCh != nil {
+		close(p.reapedCh)
+	}
 	return ws, nil
 }
 

@@ -1,0 +1,68 @@
+package integration
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+)
+
+// The fourth round (docs/security.md, "The red team's guards"): the merged privilege drop and bounds of
+// issue 24, attacked from real children.
+
+// A root launcher whose session keyring holds a key (`child session`: root's own, as a login's
+// pam_keyinit gives it) runs B's UNSANDBOXED worker as B's owner. Possessing a keyring grants the
+// possessor's permissions on every key in it whatever the uid, and a child keeps its parent's session
+// keyring: before, the dropped worker read root's key (keyctl read). Each start path of a dropped worker
+// is tried: the direct fork (`--scope none`), the fork held at its traced exec (`--pids`: a v1 join on a
+// hybrid host, a cgroup v2 one elsewhere), and a detached worker's root shim. The worker holds no
+// capability in any set either. Root's worker (a root-owned home: the launcher's own uid) keeps the
+// session as an argv prefix does, which shows the key is there to read.
+func TestRedteam4DroppedWorkerKeyring(t *testing.T) {
+	requireRoot(t)
+	e := newEnv(t)
+	prefix := []string{selfBin, "child", "session", "--"}
+	key := "keyread:" + sessionKey
+	uid := strconv.Itoa(profileUID("b"))
+	check := func(t *testing.T, how string, rep childReport) {
+		t.Helper()
+		if rep.Status["Uid"] != uid+"\t"+uid+"\t"+uid+"\t"+uid {
+			t.Fatalf("%s: worker Uid %q, want B's owner %s: the check proves nothing", how, rep.Status["Uid"], uid)
+		}
+		if got := rep.Checks[key]; got != "required key not available" {
+			t.Errorf("%s: B's owner's worker reads root's session key: %q, want ENOKEY (a fresh session keyring)", how, got)
+		}
+		for _, c := range []string{"CapEff", "CapPrm", "CapAmb", "CapInh"} {
+			if rep.Status[c] != "0000000000000000" {
+				t.Errorf("%s: %s %q, want none", how, c, rep.Status[c])
+			}
+		}
+	}
+	for _, args := range [][]string{
+		{"-p", "b", "--scope", "none"},
+		{"-p", "b", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--pids", "64"},
+	} {
+		check(t, "foreground "+args[3], e.reportIn("", prefix, args, key))
+	}
+
+	must(t, os.MkdirAll(e.State, 0o700))
+	log := filepath.Join(e.State, "w.log")
+	r := e.runIn("", prefix, "exec", "-p", "b", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--detach", "--log", log, "--", selfBin, "child", "report", key)
+	if r.Code != 0 {
+		t.Fatalf("detached: exit %d %s", r.Code, r.Stderr)
+	}
+	var rc struct{ ID string }
+	must(t, json.Unmarshal([]byte(r.Stdout), &rc))
+	if w := e.run("wait", "--timeout", "60s", rc.ID); w.Code != 0 {
+		t.Fatalf("wait: %d %s", w.Code, w.Stderr)
+	}
+	out, err := os.ReadFile(log)
+	must(t, err)
+	check(t, "detached", decodeReport(t, string(out)))
+
+	rep := rootHomeEnv(t).reportIn("", prefix, []string{"-p", "b", "--scope", "none"}, key)
+	if got := rep.Checks[key]; got != "ok:launcher-secret" {
+		t.Fatalf("root's own worker (a root-owned home) reads %q: the session holds no key, the check proves nothing", got)
+	}
+}
