@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -64,5 +65,40 @@ func TestRedteam4DroppedWorkerKeyring(t *testing.T) {
 	rep := rootHomeEnv(t).reportIn("", prefix, []string{"-p", "b", "--scope", "none"}, key)
 	if got := rep.Checks[key]; got != "ok:launcher-secret" {
 		t.Fatalf("root's own worker (a root-owned home) reads %q: the session holds no key, the check proves nothing", got)
+	}
+}
+
+// B's owner plants, in /tmp (root's, sticky: a place anyone may add a name), a link to a directory of its
+// own, and a root worker is given TMPDIR=/tmp/<link>/.. (a path composed from a link, as "$X/.." is).
+// The kernel resolves the link first: the directory is B's. The check cleaned the path lexically first
+// ("/tmp"), passed it, and root's worker got B's directory as its TMPDIR (on the old code the worker's
+// `cd -P "$TMPDIR"; pwd -P`, a name resolved as the kernel does, printed B's directory). Now ".." is
+// walked as the kernel does: refused, exit 125, one line naming TMPDIR, nothing started.
+func TestRedteam4DotDotThroughLink(t *testing.T) {
+	requireRoot(t)
+	e := rootHomeEnv(t)
+	uid, gid := throwawayUser(t)
+	bdir, err := os.MkdirTemp("/tmp", "hl-rt4-b-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(bdir) })
+	must(t, os.Mkdir(filepath.Join(bdir, "sub"), 0o700))
+	lnk := bdir + "-link"
+	must(t, os.Symlink(filepath.Join(bdir, "sub"), lnk))
+	t.Cleanup(func() { os.Remove(lnk) })
+	for _, p := range []string{bdir, filepath.Join(bdir, "sub"), lnk} {
+		must(t, os.Lchown(p, uid, gid))
+	}
+	tmpdir := lnk + "/.."
+	pwd := `sh:cd -P "$TMPDIR" && pwd -P`
+	r := e.run("exec", "-p", "b", "--scope", "none", "--env", "TMPDIR="+tmpdir, "--", selfBin, "child", "report", pwd)
+	if r.Code == 0 {
+		t.Fatalf("root's worker ran with TMPDIR %s (%s): B's owner's directory", tmpdir, decodeReport(t, r.Stdout).Checks[pwd])
+	}
+	if r.Code != 125 || !strings.Contains(r.Stderr, "TMPDIR "+tmpdir) || strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 || r.Stdout != "" {
+		t.Errorf("TMPDIR through B's link and ..: exit %d, stdout %q, stderr %q; want 125 and one line naming TMPDIR", r.Code, r.Stdout, r.Stderr)
+	}
+	// B's own link in a path without "..": refused as before (the link's owner is not root's).
+	if r := e.run("exec", "-p", "b", "--scope", "none", "--env", "TMPDIR="+lnk, "--", "true"); r.Code != 125 {
+		t.Errorf("TMPDIR %s (B's link): exit %d %s, want 125", lnk, r.Code, r.Stderr)
 	}
 }

@@ -46,7 +46,8 @@ func Check(path string, uid uint32) error {
 	if !filepath.IsAbs(path) {
 		return fmt.Errorf("%s: not an absolute path", path)
 	}
-	p := filepath.Clean(path)
+	// Not cleaned: "link/.." is the link's target's parent to the kernel, not the link's directory.
+	p := path
 	for links := 0; ; links++ {
 		next, err := walk(p, uid)
 		if err != nil || next == "" {
@@ -59,8 +60,9 @@ func Check(path string, uid uint32) error {
 	}
 }
 
-// walk checks p's components from /. It returns "" when the walk is done, or the path to walk again
-// when it met a trusted symbolic link: its target with the rest of p appended.
+// walk checks p's components from /, a ".." as the parent of the directory reached (the kernel's, which
+// a lexical clean of a path through a link is not). It returns "" when the walk is done, or the path to
+// walk again when it met a trusted symbolic link: its target with the rest of p appended.
 func walk(p string, uid uint32) (string, error) {
 	fd, err := linux.Retry(func() (int, error) { return unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0) })
 	if err != nil {
@@ -73,10 +75,13 @@ func walk(p string, uid uint32) (string, error) {
 	done := "/"
 	comps := strings.Split(strings.TrimPrefix(p, "/"), "/")
 	for i, c := range comps {
-		if c == "" {
+		if c == "" || c == "." {
 			continue
 		}
 		cur := filepath.Join(done, c)
+		if c == ".." {
+			cur = filepath.Dir(done) // done holds no link: the walk starts again at each one
+		}
 		nfd, err := linux.Retry(func() (int, error) {
 			return unix.Openat(fd, c, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		})
@@ -103,9 +108,9 @@ func walk(p string, uid uint32) (string, error) {
 				return "", err
 			}
 			if !filepath.IsAbs(target) {
-				target = filepath.Join(done, target)
+				target = done + "/" + target
 			}
-			return filepath.Join(append([]string{target}, comps[i+1:]...)...), nil
+			return strings.Join(append([]string{target}, comps[i+1:]...), "/"), nil
 		}
 		if err := judge(fd, cur, uid); err != nil {
 			return "", err

@@ -51,6 +51,9 @@ func TestCheck(t *testing.T) {
 	link(otherDir, "l-root-to-other", 0)
 	link(rootDir, "l-other", other)
 	link("worker", "l-rel", worker)
+	link(filepath.Join(otherDir, "sub"), "l-other-sub", other)
+	link(filepath.Join(otherDir, "sub"), "l-root-to-other-sub", 0)
+	link("worker/../other/sub", "l-rel-dotdot", 0)
 	for _, tc := range []struct {
 		path string
 		bad  string // the component refused, "" when it passes
@@ -72,6 +75,14 @@ func TestCheck(t *testing.T) {
 		{filepath.Join(base, "l-root-to-other", "sub"), otherDir},
 		{filepath.Join(base, "l-other"), filepath.Join(base, "l-other")},
 		{filepath.Join(base, "l-rel", "x"), ""},
+		// ".." is the kernel's: the parent of where a link led, not the link's directory (a lexical
+		// clean made "l-other-sub/.." the base, and the kernel went to otherDir).
+		{filepath.Join(base, "l-other-sub") + "/..", filepath.Join(base, "l-other-sub")},
+		{filepath.Join(base, "l-root-to-other-sub") + "/..", otherDir},
+		{filepath.Join(base, "l-rel-dotdot") + "/..", otherDir},
+		{workerDir + "/../root/./x", ""},
+		{workerDir + "/../other", otherDir},
+		{"/../" + rootDir[1:], ""},
 	} {
 		err := Check(tc.path, worker)
 		var u *Untrusted
