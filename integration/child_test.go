@@ -38,7 +38,7 @@ type childReport struct {
 //
 //	report [CHECK...]    print a childReport; checks are open:P, write:P, ls:P, kill:PID, connect:SOCK, cpus:PID|ppid,
 //	                     syscall:NAME (a probe of syscalls_test.go), and the attacks of child_hostile_test.go
-//	                     (hostileCheck)
+//	                     (hostileCheck); "{ppid}" in a check's argument is our parent's PID
 //	session ... -- CMD   start CMD from a launcher session with things a worker must not inherit (hostileMain)
 //	connect-until F S    try connecting to socket S until file F exists, then once more (hostileMain)
 //	exit N               exit with N
@@ -226,6 +226,7 @@ func report(cg string, checks []string) int {
 }
 
 func check(kind, arg string) string {
+	arg = strings.ReplaceAll(arg, "{ppid}", strconv.Itoa(os.Getppid())) // our parent, known only here
 	var err error
 	switch kind {
 	case "open":

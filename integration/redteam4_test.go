@@ -2,7 +2,9 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -101,4 +103,66 @@ func TestRedteam4DotDotThroughLink(t *testing.T) {
 	if r := e.run("exec", "-p", "b", "--scope", "none", "--env", "TMPDIR="+lnk, "--", "true"); r.Code != 125 {
 		t.Errorf("TMPDIR %s (B's link): exit %d %s, want 125", lnk, r.Code, r.Stderr)
 	}
+}
+
+// B's unsandboxed worker of a root launcher (B's owner now) goes for the root process above it: the
+// foreground CLI launcher, a detached worker's shim (root: it supervises and records), a root sidecar's
+// shim. It cannot trace it, open its memory, read its environ (the caller's environment, the profile's
+// credentials) or its descriptors (the state directory, the log), and starts with stdio only. Root's own
+// worker can: the checks can succeed.
+func TestRedteam4DroppedWorkerVersusItsRootParent(t *testing.T) {
+	requireRoot(t)
+	e := newEnv(t)
+	uid := strconv.Itoa(profileUID("b"))
+	// The reporter (a Go test binary) opens a few descriptors of its own at start-up: started directly with
+	// only stdio, it shows what "nothing inherited" looks like.
+	out, err := exec.Command(selfBin, "child", "report").Output()
+	must(t, err)
+	stdioOnly := fmt.Sprint(decodeReport(t, string(out)).FDs)
+	checks := []string{"ptrace:{ppid}", "memopen:{ppid}", "open:/proc/{ppid}/environ", "ls:/proc/{ppid}/fd", "ls:/proc/{ppid}/cwd", "fdlinks", "sh:grep ^Uid: /proc/{ppid}/status"}
+	wantHeld := func(t *testing.T, how string, rep childReport) {
+		t.Helper()
+		if rep.Status["Uid"] != uid+"\t"+uid+"\t"+uid+"\t"+uid || rep.PPID <= 1 {
+			t.Fatalf("%s: worker Uid %q, parent %d; want B's owner %s under its root parent: the checks prove nothing", how, rep.Status["Uid"], rep.PPID, uid)
+		}
+		if got := rep.Checks[checks[6]]; got != "ok:Uid:\t0\t0\t0\t0" {
+			t.Fatalf("%s: the worker's parent %d: %q, not root's: the checks prove nothing", how, rep.PPID, got)
+		}
+		for _, c := range checks[:5] {
+			if got := rep.Checks[c]; strings.HasPrefix(got, "ok") || got == "" {
+				t.Errorf("%s: %s of its root parent: %q, want a refusal", how, c, got)
+			}
+		}
+		if fmt.Sprint(rep.FDs) != stdioOnly || strings.Contains(rep.Checks["fdlinks"], "socket:") {
+			t.Errorf("%s: the worker's descriptors %v (%s), want %s (stdio and the reporter's own)", how, rep.FDs, rep.Checks["fdlinks"], stdioOnly)
+		}
+	}
+	// Root's own worker (a root-owned home) opens its parent's environ and memory: the checks can succeed.
+	ctl := rootHomeEnv(t).reportIn("", nil, []string{"-p", "b", "--scope", "none"}, checks[1], checks[2])
+	if ctl.Checks[checks[1]] != "ok" || ctl.Checks[checks[2]] != "ok" {
+		t.Fatalf("root's own worker: %s %q, %s %q; want ok: the checks prove nothing", checks[1], ctl.Checks[checks[1]], checks[2], ctl.Checks[checks[2]])
+	}
+	// The parent is still there while the worker reports: the CLI waits for it, the shim supervises it.
+	wantHeld(t, "foreground", e.reportIn("", nil, []string{"-p", "b", "--scope", "none"}, checks...))
+
+	must(t, os.MkdirAll(e.State, 0o700))
+	log := filepath.Join(e.State, "w.log")
+	r := e.run(append([]string{"exec", "-p", "b", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--detach", "--log", log, "--", selfBin, "child", "report"}, checks...)...)
+	if r.Code != 0 {
+		t.Fatalf("detached: exit %d %s", r.Code, r.Stderr)
+	}
+	var rc struct{ ID string }
+	must(t, json.Unmarshal([]byte(r.Stdout), &rc))
+	if w := e.run("wait", "--timeout", "60s", rc.ID); w.Code != 0 {
+		t.Fatalf("wait: %d %s", w.Code, w.Stderr)
+	}
+	out, err = os.ReadFile(log)
+	must(t, err)
+	wantHeld(t, "detached", decodeReport(t, string(out)))
+
+	t.Run("sidecar", func(t *testing.T) {
+		requireCgroup2(t)
+		p := startSidecarProc(t, e.with(t), filepath.Join(scSocketDir(t), "s.sock"))
+		wantHeld(t, "sidecar", p.report(map[string]any{}, checks...))
+	})
 }
