@@ -1,7 +1,9 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The fourth round (docs/security.md, "The red team's guards"): the merged privilege drop and bounds of
@@ -165,4 +168,57 @@ func TestRedteam4DroppedWorkerVersusItsRootParent(t *testing.T) {
 		p := startSidecarProc(t, e.with(t), filepath.Join(scSocketDir(t), "s.sock"))
 		wantHeld(t, "sidecar", p.report(map[string]any{}, checks...))
 	})
+}
+
+// Root runs B's unsandboxed worker from an interactive shell: the worker, B's owner now, was in root's
+// session with root's terminal as its controlling terminal, so TIOCSTI typed into root's shell's input
+// (a line that root's shell runs, as root, once hlaunch ends: the su/sudo pty-pushback), and it read what
+// is typed there. On the old code its TIOCSTI left bytes in root's terminal. Now a worker that runs as
+// another uid than the launcher's gets a pty of its own that hlaunch relays, as a sandbox does: the
+// leader of its own session, nothing is left in the caller's terminal. Root's own worker (a root-owned
+// home, the launcher's uid) still types into it: the check is not vacuous. A detached worker of another
+// uid given the caller's terminal (--stdio inherit) has no relay: refused, exit 125, one line.
+func TestRedteam4DroppedWorkerTypesIntoRootsTerminal(t *testing.T) {
+	requireRoot(t)
+	legacy, _ := os.ReadFile("/proc/sys/dev/tty/legacy_tiocsti")
+	uid := strconv.Itoa(profileUID("b"))
+	run := func(e *env, args ...string) ptyRun {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, hlaunchBin, append([]string{"--root", e.Root, "--state-dir", e.State}, args...)...)
+		cmd.Env = e.Launcher
+		return onPTY(t, cmd, 0, 0, func(string, *os.File) string { return "" })
+	}
+	e := newEnv(t)
+	for _, flags := range [][]string{{"--scope", "none"}, {"--scope", "cgroup", "--cgroup-parent", e.Parent, "--pids", "64"}} {
+		r := run(e, append(append([]string{"exec", "-p", "b"}, flags...), "--", selfBin, "child", "report", "tiocsti:0", "ctty:0")...)
+		if r.err != nil {
+			t.Fatalf("%v: %v: %s", flags, r.err, r.shown)
+		}
+		rep := r.report(t)
+		if rep.Status["Uid"] != uid+"\t"+uid+"\t"+uid+"\t"+uid {
+			t.Fatalf("%v: worker Uid %q, want B's owner %s", flags, rep.Status["Uid"], uid)
+		}
+		if r.pending != 0 {
+			t.Errorf("%v: B's owner's worker typed %d bytes into root's terminal: TIOCSTI %q, TIOCSCTTY+TIOCSTI %q", flags, r.pending, rep.Checks["tiocsti:0"], rep.Checks["ctty:0"])
+		}
+		if rep.SID != rep.PID {
+			t.Errorf("%v: the worker (pid %d) is in session %d, want a session of its own", flags, rep.PID, rep.SID)
+		}
+	}
+	if strings.TrimSpace(string(legacy)) != "0" {
+		r := run(rootHomeEnv(t), "exec", "-p", "b", "--scope", "none", "--", selfBin, "child", "report", "tiocsti:0")
+		if c := r.report(t).Checks["tiocsti:0"]; c != "ok" || r.pending == 0 {
+			t.Fatalf("root's own worker cannot type into its terminal (%s, %d bytes left): the check proves nothing", c, r.pending)
+		}
+	}
+	must(t, os.MkdirAll(e.State, 0o700))
+	r := run(e, "exec", "-p", "b", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--detach", "--stdio", "inherit", "--", selfBin, "child", "report", "tiocsti:0")
+	var ee *exec.ExitError
+	if !errors.As(r.err, &ee) || ee.ExitCode() != 125 || !strings.Contains(r.shown, "terminal") || strings.Count(strings.TrimSpace(r.shown), "\n") != 0 {
+		t.Errorf("detached --stdio inherit of root's terminal for B's owner's worker: %v %q; want exit 125 and one line", r.err, r.shown)
+	}
+	if r.pending != 0 {
+		t.Errorf("the detached worker typed %d bytes into root's terminal", r.pending)
+	}
 }
