@@ -222,3 +222,53 @@ func TestRedteam4DroppedWorkerTypesIntoRootsTerminal(t *testing.T) {
 		t.Errorf("the detached worker typed %d bytes into root's terminal", r.pending)
 	}
 }
+
+// A root worker is given a TMPDIR in /tmp that does not exist yet (a tool makes it with `mkdir -p` when
+// it first needs it). The check judged a missing name by the directory above it, root's sticky /tmp,
+// and passed; B's owner then creates the name, a directory of its own, and root's worker writes its
+// temporary files where B swaps them. On the old code the launch ran and the worker, once B had made
+// the directory, found it owned by B. Now a missing name in a directory others may write is refused:
+// exit 125, one line naming TMPDIR, nothing started.
+func TestRedteam4MissingTMPDIRInSticky(t *testing.T) {
+	requireRoot(t)
+	e := rootHomeEnv(t)
+	uid, gid := throwawayUser(t)
+	dir, err := os.MkdirTemp("/tmp", "hl-rt4-") // root's sticky /tmp, as on every host
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	started := filepath.Join(dir, "started")
+	tmpdir := dir + "-tmp" // in /tmp, not there yet
+	t.Cleanup(func() { os.RemoveAll(tmpdir) })
+	// B's owner takes the name as soon as the worker runs (past the check); bounded by the launch.
+	claimed := make(chan error, 1)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				claimed <- nil
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+			if _, err := os.Stat(started); err == nil {
+				claimed <- asUser(exec.Command("mkdir", tmpdir), uid, gid).Run()
+				return
+			}
+		}
+	}()
+	owner := `sh:touch ` + started + `; i=0; while [ ! -d "$TMPDIR" ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done; stat -c %u "$TMPDIR"`
+	r := e.run("exec", "-p", "b", "--scope", "none", "--env", "TMPDIR="+tmpdir, "--", selfBin, "child", "report", owner)
+	close(done)
+	if err := <-claimed; err != nil {
+		t.Fatalf("B's owner creating %s: %v", tmpdir, err)
+	}
+	if r.Code == 0 {
+		t.Fatalf("root's worker ran with TMPDIR %s that anyone could create: its owner once the worker used it: %s", tmpdir, decodeReport(t, r.Stdout).Checks[owner])
+	}
+	if r.Code != 125 || !strings.Contains(r.Stderr, "TMPDIR "+tmpdir) || !strings.Contains(r.Stderr, "does not exist") || strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 {
+		t.Errorf("a missing TMPDIR in /tmp: exit %d %q; want 125, one line naming TMPDIR", r.Code, r.Stderr)
+	}
+	if _, err := os.Stat(started); err == nil {
+		t.Error("the worker ran")
+	}
+}

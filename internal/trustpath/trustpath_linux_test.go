@@ -10,8 +10,8 @@ import (
 )
 
 // TestCheck: every component from / must be root's or the worker's and writable by nobody else, except a
-// root-owned sticky directory; a missing tail is judged by its deepest existing ancestor; a link is
-// followed only when its owner passes.
+// root-owned sticky directory; a missing tail is judged by its deepest existing ancestor, and refused
+// in one others may write; a link is followed only when its owner passes.
 func TestCheck(t *testing.T) {
 	testutil.RequireRoot(t, "chown to another uid")
 	const worker, other = 54320, 54321
@@ -69,7 +69,9 @@ func TestCheck(t *testing.T) {
 		{groupW, groupW},
 		{otherW, otherW},
 		{sticky, ""},
-		{filepath.Join(sticky, "missing"), ""},
+		// Anyone may create a missing name in a sticky directory, after the check: refused.
+		{filepath.Join(sticky, "missing"), filepath.Join(sticky, "missing")},
+		{filepath.Join(sticky, "missing", "deeper"), filepath.Join(sticky, "missing")},
 		{stickyOther, stickyOther},
 		{filepath.Join(base, "l-root"), ""},
 		{filepath.Join(base, "l-root-to-other", "sub"), otherDir},
