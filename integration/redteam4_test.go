@@ -272,3 +272,44 @@ func TestRedteam4MissingTMPDIRInSticky(t *testing.T) {
 		t.Error("the worker ran")
 	}
 }
+
+// B's owner writes the policy file a root launcher is given (`--policy`, a file it can write: here in B's
+// home) and lists HOME in its "foreign_allow": root's worker (--as 0:0) then takes HOME from B's .env,
+// and with it whatever B planted there to run (a Python .pth, a git pager: "Privilege follows the
+// profile"). On the old code the launch ran with B's HOME. Now the policy file, like every path a root
+// launcher trusts, must be root's or the launcher's own and writable by nobody else on every component
+// from /: refused, exit 125... one line naming --policy. The same file in a directory of root's is used.
+func TestRedteam4PolicyFileOfTheOwner(t *testing.T) {
+	requireRoot(t)
+	e := newEnv(t)
+	uid, gid, home := hermesHome(t, e)
+	write := func(p, data string) {
+		t.Helper()
+		c := asUser(exec.Command("sh", "-c", "cat > "+p), uid, gid)
+		c.Stdin = strings.NewReader(data)
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("B's owner writing %s: %v %s", p, err, out)
+		}
+	}
+	write(filepath.Join(home, ".env"), "HOME="+home+"\n")
+	pol := filepath.Join(home, "policy.json")
+	write(pol, `{"foreign_allow": ["HOME"]}`)
+	args := []string{"exec", "-p", "b", "--scope", "none", "--as", "0:0", "--env", "TMPDIR=/tmp", "--env", "TMP=/tmp", "--env", "TEMP=/tmp", "--", selfBin, "child", "report"}
+	r := e.run(append([]string{"--policy", pol}, args...)...)
+	if r.Code == 0 {
+		t.Fatalf("root's worker ran under B's owner's policy file: HOME %q", decodeReport(t, r.Stdout).Env["HOME"])
+	}
+	if r.Code != 125 || !strings.Contains(r.Stderr, "--policy "+pol) || strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 {
+		t.Errorf("B's owner's policy file: exit %d %q; want 125 and one line naming --policy", r.Code, r.Stderr)
+	}
+	// Root's copy of the same file is the operator's: used (the foreign HOME passes).
+	rootPol := filepath.Join(t.TempDir(), "policy.json")
+	must(t, os.WriteFile(rootPol, []byte(`{"foreign_allow": ["HOME"]}`), 0o644))
+	r = e.run(append([]string{"--policy", rootPol}, args...)...)
+	if r.Code != 0 {
+		t.Fatalf("root's policy file: exit %d %s", r.Code, r.Stderr)
+	}
+	if got := decodeReport(t, r.Stdout).Env["HOME"]; got != home {
+		t.Errorf("root's policy file: HOME %q, want the foreign_allow'd %s", got, home)
+	}
+}

@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/user"
@@ -12,6 +13,7 @@ import (
 	"github.com/hlaunch/hlaunch/cgroup"
 	"github.com/hlaunch/hlaunch/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/state"
+	"github.com/hlaunch/hlaunch/internal/trustpath"
 	"github.com/hlaunch/hlaunch/nsenv/profile"
 )
 
@@ -36,6 +38,9 @@ func New(cfg Config) (*Launcher, error) {
 	l.root = root
 	l.policy = profile.DefaultPolicy()
 	if cfg.PolicyFile != "" {
+		if err := trustedPolicyFile(cfg.PolicyFile); err != nil {
+			return nil, err
+		}
 		if l.policy, err = profile.LoadPolicyFile(cfg.PolicyFile); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
@@ -171,4 +176,21 @@ func (l *Launcher) compose(spec Spec) (profile.Environ, *profile.Profile, identi
 		return nil, nil, identity{}, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	return env, p, id, nil
+}
+
+// trustedPolicyFile refuses a --policy file that someone with less privilege than the launcher could
+// write: its "foreign_allow" decides which names of another owner's .env reach a worker (root's too), so
+// the file and every directory from / down must be root's or the launcher's own and writable by nobody
+// else (internal/trustpath's rule, as for a root worker's directories).
+func trustedPolicyFile(path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return fmt.Errorf("%w: --policy %s: %w", ErrInvalid, path, err)
+	}
+	euid := uint32(os.Geteuid())
+	var u *trustpath.Untrusted
+	if err := trustpath.Check(abs, euid); errors.As(err, &u) {
+		return fmt.Errorf("%w: --policy %s: %v, and hlaunch runs as uid %d: pass a policy file that only root or uid %d may write, in directories only they may write", ErrInvalid, path, u, euid, euid)
+	}
+	return nil // other failures (a missing file) are LoadPolicyFile's to report
 }
