@@ -313,3 +313,71 @@ func TestRedteam4PolicyFileOfTheOwner(t *testing.T) {
 		t.Errorf("root's policy file: HOME %q, want the foreign_allow'd %s", got, home)
 	}
 }
+
+// B's owner puts names that choose the code a program runs, none of them credential-shaped, in B's
+// .env; root's worker of B (--as 0:0) is refused each, naming it, before anything starts (the foreign
+// .env's allow list: "Privilege follows the profile"). Holds on the old code: a row in the red team's table.
+func TestRedteam4ForeignEnvChoosesCode(t *testing.T) {
+	requireRoot(t)
+	e := newEnv(t)
+	uid, gid, home := hermesHome(t, e)
+	pwned := filepath.Join(home, "pwned")
+	for _, name := range []string{"GIT_SSH_COMMAND", "GIT_SSH", "SSH_ASKPASS", "GIT_ASKPASS", "GIT_EXEC_PATH", "GIT_PAGER",
+		"EDITOR", "LD_PRELOAD", "LD_AUDIT", "BASH_ENV", "ENV", "PROMPT_COMMAND", "PYTHONSTARTUP", "PYTHONPATH",
+		"PYTHONWARNINGS", "NODE_OPTIONS", "PERL5OPT", "RUBYOPT", "XDG_CONFIG_HOME", "OPENSSL_CONF", "CURL_HOME",
+		"NPM_CONFIG_USERCONFIG", "LESSOPEN", "http_proxy", "SSL_CERT_FILE"} {
+		c := asUser(exec.Command("sh", "-c", "cat > "+filepath.Join(home, ".env")), uid, gid)
+		c.Stdin = strings.NewReader(name + "=touch " + pwned + "\nFIRECRAWL_API_KEY=b\n")
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("B's owner writing its .env: %v %s", err, out)
+		}
+		r := e.run("exec", "-p", "b", "--scope", "none", "--as", "0:0", "--env", "TMPDIR=/tmp", "--env", "TMP=/tmp", "--env", "TEMP=/tmp", "--", "/bin/sh", "-c", "git --version >/dev/null 2>&1; true")
+		if r.Code != 125 || !strings.Contains(r.Stderr, name) || strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 {
+			t.Errorf("%s from B's owner's .env for root's worker: exit %d %q; want 125, one line naming it", name, r.Code, r.Stderr)
+		}
+	}
+	if _, err := os.Stat(pwned); err == nil {
+		t.Error("a name from B's owner's .env ran as root")
+	}
+}
+
+// B's unsandboxed worker (B's owner) of a root launcher writes into the state directory's filesystem
+// through hlaunch's own directories: the state directory, its logs/ and workers' records, the ledger.
+// Each is root's 0700: refused, so only the shim's bounded log takes the worker's output there. Holds on
+// the old code: a row in the red team's table.
+func TestRedteam4DroppedWorkerWritesState(t *testing.T) {
+	requireRoot(t)
+	e := newEnv(t)
+	must(t, os.MkdirAll(e.State, 0o700))
+	log := filepath.Join(e.State, "w.log")
+	// A first detached launch makes the state's directories (records, logs, the ledger).
+	r := e.run("exec", "-p", "b", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--detach", "--log", log, "--", "true")
+	if r.Code != 0 {
+		t.Fatalf("detached: exit %d %s", r.Code, r.Stderr)
+	}
+	ents, err := os.ReadDir(e.State)
+	must(t, err)
+	checks := []string{"write:" + e.State, "ls:" + e.State, "openw:" + log}
+	for _, d := range ents {
+		if d.IsDir() {
+			checks = append(checks, "write:"+filepath.Join(e.State, d.Name()))
+		}
+	}
+	if len(checks) < 5 {
+		t.Fatalf("state directory %s holds %v: no directories to attack", e.State, ents)
+	}
+	rep, _ := e.report([]string{"-p", "b", "--scope", "none"}, checks...)
+	if rep.UID != profileUID("b") {
+		t.Fatalf("worker uid %d, want B's owner %d", rep.UID, profileUID("b"))
+	}
+	for _, c := range checks {
+		if got := rep.Checks[c]; strings.HasPrefix(got, "ok") || got == "" {
+			t.Errorf("B's owner's worker: %s: %q, want a refusal", c, got)
+		}
+	}
+	// Root's own worker writes there: the checks can succeed.
+	ctl, _ := rootHomeEnv(t).report([]string{"-p", "b", "--scope", "none"}, checks[0])
+	if ctl.Checks[checks[0]] != "ok" {
+		t.Fatalf("root's worker: %s %q: the check proves nothing", checks[0], ctl.Checks[checks[0]])
+	}
+}
