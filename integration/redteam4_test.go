@@ -381,3 +381,32 @@ func TestRedteam4DroppedWorkerWritesState(t *testing.T) {
 		t.Fatalf("root's worker: %s %q: the check proves nothing", checks[0], ctl.Checks[checks[0]])
 	}
 }
+
+// The same TMPDIR as a relative path: a program resolves it against its working directory, and the check
+// skipped every value that was not absolute. Root's worker starting in /tmp (its launcher's directory)
+// with TMPDIR=<name of B's directory there> got B's directory (on the old code: run, `cd -P "$TMPDIR"`
+// landed in it). Now a relative value is checked as the worker resolves it, from its working directory:
+// refused, exit 125, one line naming TMPDIR.
+func TestRedteam4RelativeTMPDIR(t *testing.T) {
+	requireRoot(t)
+	e := rootHomeEnv(t)
+	uid, gid := throwawayUser(t)
+	bdir, err := os.MkdirTemp("/tmp", "hl-rt4-b-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(bdir) })
+	must(t, os.Lchown(bdir, uid, gid))
+	pwd := `sh:cd -P "$TMPDIR" && pwd -P`
+	for _, rel := range []string{filepath.Base(bdir), "./" + filepath.Base(bdir) + "/."} {
+		r := e.runIn("/tmp", nil, "exec", "-p", "b", "--scope", "none", "--env", "TMPDIR="+rel, "--", selfBin, "child", "report", pwd)
+		if r.Code == 0 {
+			t.Fatalf("root's worker in /tmp ran with TMPDIR %s: %s", rel, decodeReport(t, r.Stdout).Checks[pwd])
+		}
+		if r.Code != 125 || !strings.Contains(r.Stderr, "TMPDIR "+rel) || strings.Count(strings.TrimSpace(r.Stderr), "\n") != 0 {
+			t.Errorf("relative TMPDIR %s: exit %d %q; want 125, one line naming TMPDIR", rel, r.Code, r.Stderr)
+		}
+	}
+	// A relative TMPDIR in a directory of root's passes.
+	if r := e.runIn("/", nil, "exec", "-p", "b", "--scope", "none", "--env", "TMPDIR=tmp", "--", "true"); r.Code != 0 {
+		t.Errorf("TMPDIR=tmp from /: exit %d %s, want 0", r.Code, r.Stderr)
+	}
+}
