@@ -38,7 +38,7 @@ type childReport struct {
 //
 //	report [CHECK...]    print a childReport; checks are open:P, write:P, ls:P, kill:PID, connect:SOCK, cpus:PID|ppid,
 //	                     syscall:NAME (a probe of syscalls_test.go), and the attacks of child_hostile_test.go
-//	                     (hostileCheck)
+//	                     (hostileCheck); "{ppid}" in a check's argument is our parent's PID
 //	session ... -- CMD   start CMD from a launcher session with things a worker must not inherit (hostileMain)
 //	connect-until F S    try connecting to socket S until file F exists, then once more (hostileMain)
 //	exit N               exit with N
@@ -201,7 +201,7 @@ func report(cg string, checks []string) int {
 	if b, err := os.ReadFile("/proc/self/status"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
 			k, v, ok := strings.Cut(line, ":")
-			if ok && (k == "CapEff" || k == "CapPrm" || k == "TracerPid" || k == "NoNewPrivs" || k == "Seccomp" || k == "Seccomp_filters" || k == "Uid" || k == "Gid" || k == "Groups" || k == "Cpus_allowed_list" ||
+			if ok && (k == "CapEff" || k == "CapPrm" || k == "CapAmb" || k == "CapInh" || k == "TracerPid" || k == "NoNewPrivs" || k == "Seccomp" || k == "Seccomp_filters" || k == "Uid" || k == "Gid" || k == "Groups" || k == "Cpus_allowed_list" ||
 				k == "SigBlk" || k == "SigIgn") {
 				r.Status[k] = strings.TrimSpace(v)
 			}
@@ -228,6 +228,7 @@ func report(cg string, checks []string) int {
 }
 
 func check(kind, arg string) string {
+	arg = strings.ReplaceAll(arg, "{ppid}", strconv.Itoa(os.Getppid())) // our parent, known only here
 	var err error
 	switch kind {
 	case "open":

@@ -70,8 +70,8 @@ func (e *env) onTerminal(args ...string) (int, string) {
 // controlling terminal: it runs behind a pty of its own, the leader of its own session, and holds no
 // capability. TIOCSTI into its own pty (the filter off) succeeds and is harmless: the test's check is
 // that no byte was left in the caller's terminal's input when hlaunch ended. An unsandboxed root child of
-// the same terminal does leave one (it is in the caller's session, with CAP_SYS_ADMIN): the check is not
-// vacuous.
+// the same terminal (a root-owned home) does leave one (it is in the caller's session, with
+// CAP_SYS_ADMIN): the check is not vacuous.
 func TestHostileSandboxTerminal(t *testing.T) {
 	requireRoot(t)
 	e := newEnv(t)
@@ -86,7 +86,14 @@ func TestHostileSandboxTerminal(t *testing.T) {
 		{"--scope", "none"},
 	} {
 		sandboxed := flags[0] == "--sandbox"
-		args := append(append([]string{"--root", e.Root, "--state-dir", e.State, "exec", "-p", "b"}, flags...), "--", selfBin, "child", "report", "tiocsti:0", "ctty:0")
+		root, stateDir := e.Root, e.State
+		if !sandboxed {
+			// Root's own worker: a worker of another uid gets a pty of its own too
+			// (TestRedteam5DroppedWorkerTypesIntoRootsTerminal).
+			re := rootHomeEnv(t)
+			root, stateDir = re.Root, re.State
+		}
+		args := append(append([]string{"--root", root, "--state-dir", stateDir, "exec", "-p", "b"}, flags...), "--", selfBin, "child", "report", "tiocsti:0", "ctty:0")
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		cmd := exec.CommandContext(ctx, hlaunchBin, args...)
 		cmd.Env = e.Launcher
@@ -143,9 +150,9 @@ func TestHostileSandboxInheritance(t *testing.T) {
 			t.Errorf("umask %q, want the launcher's 027", got)
 		}
 	})
-	// The launcher session is what it says: an unsandboxed child (the launcher's own uid, in its session)
-	// does read the key.
-	e := newEnv(t)
+	// The launcher session is what it says: an unsandboxed child of the launcher's own uid (a root-owned
+	// home), in its session, does read the key. One of another uid does not (TestRedteam5DroppedWorkerKeyring).
+	e := rootHomeEnv(t)
 	r := e.runIn("", prefix, "exec", "-p", "b", "--scope", "none", "--", selfBin, "child", "report", checks[0])
 	if got := decodeReport(t, r.Stdout).Checks[checks[0]]; got != "ok:launcher-secret" {
 		t.Fatalf("unsandboxed child of the session reads %q: the session holds no key, the check proves nothing", got)

@@ -77,6 +77,11 @@ func (id identity) credential() *syscall.Credential {
 	return &syscall.Credential{Uid: id.uid, Gid: id.gid, Groups: []uint32{}}
 }
 
+// otherUID reports whether the worker runs as another uid than the launcher's (a root launcher's worker of
+// a user's home). Such a worker must not be in the launcher's terminal session: it gets a pty of its own,
+// as a sandbox does (docs/security.md, "The terminal and the session").
+func (id identity) otherUID() bool { return id.drop && id.uid != uint32(os.Geteuid()) }
+
 // identity is the one rule for every worker's credentials, sandboxed or not, foreground or detached, every
 // placement, CLI and sidecar:
 //   - --as UID:GID (spec field user) when given. An unprivileged launcher's unsandboxed worker cannot be

@@ -172,3 +172,4 @@ func (l *Launcher) compose(spec Spec) (profile.Environ, *profile.Profile, identi
 	}
 	return env, p, id, nil
 }
+

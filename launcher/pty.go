@@ -55,16 +55,21 @@ func isTerminal(f *os.File) bool {
 	return err == nil
 }
 
-// noTerminal refuses a terminal as the stdio a detached sandboxed worker inherits (--stdio inherit): a
-// detached worker has no relay, and holding the caller's terminal without being in its job control it
-// would read what is typed at the caller's shell (docs/security.md, "The terminal and the session").
-func noTerminal(spec Spec, stdio Stdio) error {
-	if spec.Stdio != StdioInherit || !spec.Sandbox {
+// noTerminal refuses a terminal as the stdio a detached worker inherits (--stdio inherit) when it is
+// sandboxed or runs as another uid than the launcher's (otherUID): a detached worker has no relay, and
+// holding the caller's terminal without being in its job control it would read what is typed at the
+// caller's shell (docs/security.md, "The terminal and the session").
+func noTerminal(spec Spec, stdio Stdio, otherUID bool) error {
+	if spec.Stdio != StdioInherit || (!spec.Sandbox && !otherUID) {
 		return nil
+	}
+	who := "sandboxed worker"
+	if !spec.Sandbox {
+		who = "worker of another uid than the launcher's"
 	}
 	for i, f := range []*os.File{stdio.Stdin, stdio.Stdout, stdio.Stderr} {
 		if isTerminal(f) {
-			return fmt.Errorf("%w: --stdio inherit: %s is a terminal, and a detached sandboxed worker gets none (run it in the foreground, where it gets a terminal of its own, or give it pipes or files)", ErrInvalid, [...]string{"stdin", "stdout", "stderr"}[i])
+			return fmt.Errorf("%w: --stdio inherit: %s is a terminal, and a detached %s gets none (run it in the foreground, where it gets a terminal of its own, or give it pipes or files)", ErrInvalid, [...]string{"stdin", "stdout", "stderr"}[i], who)
 		}
 	}
 	return nil

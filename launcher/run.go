@@ -83,8 +83,10 @@ func (l *Launcher) Run(ctx context.Context, spec Spec, stdio Stdio, sigs Signals
 	// locked to this goroutine until the child has been waited for.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	// The caller's terminal: a sandbox's pty of its own, or the terminal's foreground for the child.
-	term, out, err := openTerminal(sb != nil, spec.TTYTitles, stdio.Stdin, out, &attr)
+	// The caller's terminal: a pty of its own for a sandbox and for a worker of another uid (in the
+	// caller's session it could type into the caller's shell with TIOCSTI), else the terminal's foreground
+	// for the child.
+	term, out, err := openTerminal(sb != nil || who.otherUID(), spec.TTYTitles, stdio.Stdin, out, &attr)
 	if err != nil {
 		return ExitCode(err), err
 	}

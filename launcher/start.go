@@ -95,7 +95,7 @@ func (l *Launcher) detached(ctx context.Context, spec Spec, stdio Stdio, id stri
 	if spec.Stdio == StdioInherit && (stdio.Stdin == nil || stdio.Stdout == nil || stdio.Stderr == nil) {
 		return nil, fmt.Errorf("%w: stdio inherit: the caller passed no stdin, stdout and stderr", ErrInvalid)
 	}
-	if err := noTerminal(spec, stdio); err != nil {
+	if err := noTerminal(spec, stdio, who.otherUID()); err != nil {
 		return nil, err
 	}
 	// Before anything is made for it: a spawn never takes the space running workers end with.

@@ -26,22 +26,29 @@ func workerCwd(spec Spec, launcherCwd, home string, id identity) string {
 
 // checkWorkerDirs refuses, before anything starts, a directory the worker is given that someone with less
 // privilege than the worker could change under it (docs/security.md, "Privilege follows the profile"): the
-// final working directory, TMPDIR, TMP and TEMP as composed (whatever their source), and the directory of
-// --log. Each must be, on every component from / down, owned by root or the worker's uid and writable by
+// final working directory, TMPDIR, TMP and TEMP as composed (whatever their source; a relative value as
+// the worker resolves it, from its working directory), and the directory of --log. Each must be, on every component from / down, owned by root or the worker's uid and writable by
 // neither group nor others, except a root-owned sticky directory (internal/trustpath).
 func checkWorkerDirs(spec Spec, env profile.Environ, cwd string, id identity) error {
-	type dir struct{ what, path, pass string }
-	dirs := []dir{{"--cwd", cwd, "--cwd DIR"}}
+	type dir struct{ what, path, pass, resolved string }
+	dirs := []dir{{"--cwd", cwd, "--cwd DIR", cwd}}
 	for _, name := range []string{"TMPDIR", "TMP", "TEMP"} {
-		if e, ok := env.Lookup(name); ok && filepath.IsAbs(e.Value) {
-			dirs = append(dirs, dir{name, e.Value, "--env " + name + "=DIR"})
+		e, ok := env.Lookup(name)
+		if !ok || e.Value == "" {
+			continue
 		}
+		resolved := e.Value
+		if !filepath.IsAbs(resolved) {
+			// The worker resolves it from its working directory; not cleaned: ".." is the kernel's.
+			resolved = cwd + "/" + resolved
+		}
+		dirs = append(dirs, dir{name, e.Value, "--env " + name + "=DIR", resolved})
 	}
 	if spec.Log != "" {
-		dirs = append(dirs, dir{"--log", filepath.Dir(spec.Log), "--log FILE"})
+		dirs = append(dirs, dir{"--log", filepath.Dir(spec.Log), "--log FILE", filepath.Dir(spec.Log)})
 	}
 	for _, d := range dirs {
-		err := trustpath.Check(d.path, id.uid)
+		err := trustpath.Check(d.resolved, id.uid)
 		var u *trustpath.Untrusted
 		switch {
 		case errors.As(err, &u):

@@ -54,7 +54,17 @@ func Hold(c Command) (*Held, error) {
 	}
 	sys.Ptrace = true
 	c.Sys = &sys
-	proc, err := Spawn(c)
+	if dropsUID(c.Sys) {
+		// The tracer must be this thread, so it takes the fresh session keyring (Spawn's spawnDropped) and
+		// stays this goroutine's for good: locked once more, never unlocked, it ends with the goroutine.
+		runtime.LockOSThread()
+		if err := joinFreshSessionKeyring(); err != nil {
+			runtime.UnlockOSThread() // the keyring is unchanged: the thread may serve others
+			runtime.UnlockOSThread()
+			return nil, err
+		}
+	}
+	proc, err := forkExec(c)
 	if err != nil {
 		runtime.UnlockOSThread()
 		if errors.Is(err, syscall.EPERM) {

@@ -42,10 +42,23 @@ type Proc struct {
 	reaped bool
 	// status, when set (ReportedBy), is where the child may leave the status Wait returns.
 	status *os.File
+	// reapedCh, when not nil, is closed once the child is reaped: the thread that forked it (spawnDropped)
+	// waits for it to end.
+	reapedCh chan struct{}
 }
 
-// Spawn starts c. Errors from the kernel's execve (ENOENT, EACCES, ENOEXEC) are returned as they are.
+// Spawn starts c. Errors from the kernel's execve (ENOENT, EACCES, ENOEXEC) are returned as they are. A
+// child that drops to another uid (c.Sys.Credential) starts with a fresh, empty session keyring of its
+// own rather than ours.
 func Spawn(c Command) (*Proc, error) {
+	if dropsUID(c.Sys) {
+		return spawnDropped(c)
+	}
+	return forkExec(c)
+}
+
+// forkExec starts c from the calling thread.
+func forkExec(c Command) (*Proc, error) {
 	files := make([]uintptr, len(c.Files))
 	var devnull *os.File
 	for i, f := range c.Files {
@@ -117,6 +130,9 @@ func (p *Proc) Wait() (syscall.WaitStatus, error) {
 		}
 		p.status.Close()
 		p.status = nil
+	}
+	if p.reapedCh != nil {
+		close(p.reapedCh)
 	}
 	return ws, nil
 }

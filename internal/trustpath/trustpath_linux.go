@@ -18,10 +18,13 @@ const maxLinks = 40
 
 // Untrusted is a component of a checked path that a worker of UID must not be given: its owner is
 // neither root nor UID, or its group or others may write it (and it is not a root-owned sticky
-// directory).
+// directory), or it does not exist in a directory others may write (a root-owned sticky one: anyone
+// may create it there after the check).
 type Untrusted struct {
 	// Dir is the component at fault (an ancestor of the checked path, or the path itself).
 	Dir string
+	// Missing says that Dir does not exist; Owner and Mode are then its parent directory's.
+	Missing bool
 	// Owner and Mode are the component's owner uid and mode bits (fstat).
 	Owner uint32
 	Mode  uint32
@@ -32,7 +35,10 @@ type Untrusted struct {
 // Error says what is wrong with the component: "/x is owned by uid 1001 (mode 0755)".
 func (e *Untrusted) Error() string {
 	why := fmt.Sprintf("is owned by uid %d", e.Owner)
-	if e.Owner == 0 || e.Owner == e.UID {
+	switch {
+	case e.Missing:
+		return fmt.Sprintf("%s does not exist, and anyone may create it in %s (mode %04o)", e.Dir, filepath.Dir(e.Dir), e.Mode&0o7777)
+	case e.Owner == 0 || e.Owner == e.UID:
 		why = fmt.Sprintf("is writable by its group or others (owner uid %d)", e.Owner)
 	}
 	return fmt.Sprintf("%s %s (mode %04o)", e.Dir, why, e.Mode&0o7777)
@@ -40,13 +46,15 @@ func (e *Untrusted) Error() string {
 
 // Check walks path (absolute) from / and returns an *Untrusted for the first component a worker of uid
 // must not be given, or nil when every existing component passes. A component that does not exist ends
-// the walk: what exists above it passed. Other failures (a component that is not a directory, too many
-// links, an unreadable directory) are returned as they are, wrapped with the path.
+// the walk: what exists above it passed, unless others may write the directory it would be created in.
+// Other failures (a component that is not a directory, too many links, an unreadable directory) are
+// returned as they are, wrapped with the path.
 func Check(path string, uid uint32) error {
 	if !filepath.IsAbs(path) {
 		return fmt.Errorf("%s: not an absolute path", path)
 	}
-	p := filepath.Clean(path)
+	// Not cleaned: "link/.." is the link's target's parent to the kernel, not the link's directory.
+	p := path
 	for links := 0; ; links++ {
 		next, err := walk(p, uid)
 		if err != nil || next == "" {
@@ -59,8 +67,9 @@ func Check(path string, uid uint32) error {
 	}
 }
 
-// walk checks p's components from /. It returns "" when the walk is done, or the path to walk again
-// when it met a trusted symbolic link: its target with the rest of p appended.
+// walk checks p's components from /, a ".." as the parent of the directory reached (the kernel's, which
+// a lexical clean of a path through a link is not). It returns "" when the walk is done, or the path to
+// walk again when it met a trusted symbolic link: its target with the rest of p appended.
 func walk(p string, uid uint32) (string, error) {
 	fd, err := linux.Retry(func() (int, error) { return unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0) })
 	if err != nil {
@@ -73,15 +82,18 @@ func walk(p string, uid uint32) (string, error) {
 	done := "/"
 	comps := strings.Split(strings.TrimPrefix(p, "/"), "/")
 	for i, c := range comps {
-		if c == "" {
+		if c == "" || c == "." {
 			continue
 		}
 		cur := filepath.Join(done, c)
+		if c == ".." {
+			cur = filepath.Dir(done) // done holds no link: the walk starts again at each one
+		}
 		nfd, err := linux.Retry(func() (int, error) {
 			return unix.Openat(fd, c, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		})
 		if errors.Is(err, unix.ENOENT) {
-			return "", nil
+			return "", missing(fd, cur, uid)
 		}
 		if err != nil {
 			return "", &os.PathError{Op: "open", Path: cur, Err: err}
@@ -103,9 +115,9 @@ func walk(p string, uid uint32) (string, error) {
 				return "", err
 			}
 			if !filepath.IsAbs(target) {
-				target = filepath.Join(done, target)
+				target = done + "/" + target
 			}
-			return filepath.Join(append([]string{target}, comps[i+1:]...)...), nil
+			return strings.Join(append([]string{target}, comps[i+1:]...), "/"), nil
 		}
 		if err := judge(fd, cur, uid); err != nil {
 			return "", err
@@ -125,6 +137,20 @@ func judge(fd int, name string, uid uint32) error {
 	sticky := isDir && st.Uid == 0 && st.Mode&unix.S_ISVTX != 0
 	if (st.Uid != 0 && st.Uid != uid) || (st.Mode&0o022 != 0 && !sticky) {
 		return &Untrusted{Dir: name, Owner: st.Uid, Mode: st.Mode, UID: uid}
+	}
+	return nil
+}
+
+// missing judges the component name that does not exist in the directory open as fd: nil, unless others
+// may write that directory (judge let only a root-owned sticky one pass), where anyone may create name
+// once the walk is done.
+func missing(fd int, name string, uid uint32) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return &os.PathError{Op: "fstat", Path: filepath.Dir(name), Err: err}
+	}
+	if st.Mode&0o022 != 0 {
+		return &Untrusted{Dir: name, Missing: true, Owner: st.Uid, Mode: st.Mode, UID: uid}
 	}
 	return nil
 }

@@ -10,8 +10,8 @@ import (
 )
 
 // TestCheck: every component from / must be root's or the worker's and writable by nobody else, except a
-// root-owned sticky directory; a missing tail is judged by its deepest existing ancestor; a link is
-// followed only when its owner passes.
+// root-owned sticky directory; a missing tail is judged by its deepest existing ancestor, and refused
+// in one others may write; a link is followed only when its owner passes.
 func TestCheck(t *testing.T) {
 	testutil.RequireRoot(t, "chown to another uid")
 	const worker, other = 54320, 54321
@@ -51,6 +51,9 @@ func TestCheck(t *testing.T) {
 	link(otherDir, "l-root-to-other", 0)
 	link(rootDir, "l-other", other)
 	link("worker", "l-rel", worker)
+	link(filepath.Join(otherDir, "sub"), "l-other-sub", other)
+	link(filepath.Join(otherDir, "sub"), "l-root-to-other-sub", 0)
+	link("worker/../other/sub", "l-rel-dotdot", 0)
 	for _, tc := range []struct {
 		path string
 		bad  string // the component refused, "" when it passes
@@ -66,12 +69,22 @@ func TestCheck(t *testing.T) {
 		{groupW, groupW},
 		{otherW, otherW},
 		{sticky, ""},
-		{filepath.Join(sticky, "missing"), ""},
+		// Anyone may create a missing name in a sticky directory, after the check: refused.
+		{filepath.Join(sticky, "missing"), filepath.Join(sticky, "missing")},
+		{filepath.Join(sticky, "missing", "deeper"), filepath.Join(sticky, "missing")},
 		{stickyOther, stickyOther},
 		{filepath.Join(base, "l-root"), ""},
 		{filepath.Join(base, "l-root-to-other", "sub"), otherDir},
 		{filepath.Join(base, "l-other"), filepath.Join(base, "l-other")},
 		{filepath.Join(base, "l-rel", "x"), ""},
+		// ".." is the kernel's: the parent of where a link led, not the link's directory (a lexical
+		// clean made "l-other-sub/.." the base, and the kernel went to otherDir).
+		{filepath.Join(base, "l-other-sub") + "/..", filepath.Join(base, "l-other-sub")},
+		{filepath.Join(base, "l-root-to-other-sub") + "/..", otherDir},
+		{filepath.Join(base, "l-rel-dotdot") + "/..", otherDir},
+		{workerDir + "/../root/./x", ""},
+		{workerDir + "/../other", otherDir},
+		{"/../" + rootDir[1:], ""},
 	} {
 		err := Check(tc.path, worker)
 		var u *Untrusted
