@@ -172,4 +172,3 @@ func (l *Launcher) compose(spec Spec) (profile.Environ, *profile.Profile, identi
 	}
 	return env, p, id, nil
 }
-
