@@ -17,7 +17,9 @@ import (
 
 // holdKey takes the key's lock (so two launches with one key cannot race past the check) and refuses when
 // a worker holding the key verifies as running. A holder that does not verify is released: it is never
-// signalled, and it no longer blocks the key. The returned function drops the lock.
+// signalled, and it no longer blocks the key. A damaged record (Damaged) that names the key blocks it: with
+// no identity to verify, it cannot be proven not to hold it; one that does not decode names no key and
+// blocks none. The returned function drops the lock.
 func (l *Launcher) holdKey(ctx context.Context, key string) (func(), error) {
 	dir := l.keysDir()
 	if _, err := state.Open(dir); err != nil {
@@ -42,6 +44,10 @@ func (l *Launcher) holdKey(ctx context.Context, key string) (func(), error) {
 		if r.Key == key && r.State == fingerprint.Running {
 			unlock()
 			return nil, fmt.Errorf("%w: --key %q is held by worker %s (pid %d)", ErrKeyHeld, key, r.ID, r.PID)
+		}
+		if r.Key == key && Damaged(r.State) {
+			unlock()
+			return nil, fmt.Errorf("%w: --key %q is named by worker %s, whose record is %s (%s): it cannot be proven not to hold it", ErrKeyHeld, key, r.ID, r.State, r.RecordError)
 		}
 	}
 	return unlock, nil

@@ -10,12 +10,16 @@ import (
 	"github.com/hlaunch/hlaunch/internal/sysfile"
 )
 
-// Wait blocks until the worker has ended (or ctx ends) and returns its final record.
+// Wait blocks until the worker has ended (or ctx ends) and returns its final record. A record that cannot
+// be read or verified (Damaged) is ErrRefused at once: its worker's end cannot be known.
 func (l *Launcher) Wait(ctx context.Context, ref string) (Record, error) {
 	for {
 		rec, err := l.Get(ctx, ref)
 		if err != nil {
 			return Record{}, err
+		}
+		if Damaged(rec.State) {
+			return rec, fmt.Errorf("%w: worker %s: record is %s (%s): its end cannot be known", ErrRefused, rec.ID, rec.State, rec.RecordError)
 		}
 		if rec.State != fingerprint.Running && rec.ExitSettled(ShimAlive) {
 			return rec, nil

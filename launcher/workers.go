@@ -15,19 +15,13 @@ func (l *Launcher) load(ref string) (Receipt, fingerprint.Identity, error) {
 	if isID(ref) {
 		d := &state.Dir{Path: l.workersDir()}
 		var rc Receipt
-		if err := d.Read(ref, &rc); err != nil {
-			if errors.Is(err, state.ErrNotFound) {
-				return Receipt{}, fingerprint.Identity{}, fmt.Errorf("%w: %s (state dir %s)", ErrNotFound, ref, l.state)
-			}
-			return Receipt{}, fingerprint.Identity{}, err
+		err := d.Read(ref, &rc)
+		if errors.Is(err, state.ErrNotFound) {
+			return Receipt{}, fingerprint.Identity{}, fmt.Errorf("%w: %s (state dir %s)", ErrNotFound, ref, l.state)
 		}
-		if rc.ID != ref {
-			// The id names files beside the record (<id>.exit, the ledger's): it must be the file's own.
-			return Receipt{}, fingerprint.Identity{}, fmt.Errorf("%w: record %s names worker id %q", ErrInvalid, ref, rc.ID)
-		}
-		ident, err := fingerprint.ParseToken(rc.Token)
+		ident, err := checkRecord(ref, rc, err)
 		if err != nil {
-			return Receipt{}, fingerprint.Identity{}, fmt.Errorf("record %s: %w", ref, err)
+			return Receipt{ID: ref}, fingerprint.Identity{}, err // a *damagedError
 		}
 		return rc, ident, nil
 	}
@@ -101,7 +95,8 @@ func (r *Record) applyExit(ex exitRecord) {
 	}
 }
 
-// Get returns one worker's record, verified now; ref is a worker id or a token.
+// Get returns one worker's record, verified now; ref is a worker id or a token. A record that cannot be
+// read or verified is returned in state StateCorrupt or StateUnknownVersion (Damaged), without an error.
 func (l *Launcher) Get(ctx context.Context, ref string) (Record, error) {
 	return l.get(ctx, l.src, ref)
 }
@@ -109,6 +104,10 @@ func (l *Launcher) Get(ctx context.Context, ref string) (Record, error) {
 // get is Get verified against src.
 func (l *Launcher) get(ctx context.Context, src fingerprint.Sources, ref string) (Record, error) {
 	rc, ident, err := l.load(ref)
+	var de *damagedError
+	if errors.As(err, &de) {
+		return damagedRecord(de), nil // shown for what it is: it does not blind a list
+	}
 	if err != nil {
 		return Record{}, err
 	}
