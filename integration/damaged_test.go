@@ -182,6 +182,21 @@ func TestDamagedRecordsServeTheRest(t *testing.T) {
 		strings.Contains(r.Stdout, "w-00000000d001") {
 		t.Errorf("ps after gc: exit %d: %s %s", r.Code, r.Stdout, r.Stderr)
 	}
+	// The sidecar's own collection quarantines too.
+	p.stop()
+	must(t, os.WriteFile(filepath.Join(workers, "w-00000000d008.json"), []byte(`{"id":`), 0o600))
+	startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s2.sock"), "--gc-interval", "50ms", "--keep", "100")
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Lstat(filepath.Join(workers, "w-00000000d008.json")); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the sidecar's collection did not quarantine w-00000000d008 within 20s")
+		}
+	}
+	if n := countFiles(t, filepath.Join(e.State, "quarantine"), "", "-w-00000000d008.json"); n != 1 {
+		t.Errorf("quarantine holds %d copies of w-00000000d008, want 1", n)
+	}
 }
 
 // damagedEvents reads the sidecar's events from the start until it has seen a corrupt event for every

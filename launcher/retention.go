@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"sort"
@@ -110,12 +111,9 @@ func (l *Launcher) GC(ctx context.Context, r Retention) (GCReport, error) {
 	}
 	rep.LedgerPruned = l.pruneLedger(r)
 	rep.Quarantined, rep.QuarantineDropped, err = l.quarantineDamaged(recs)
-	if err != nil {
-		return rep, err
-	}
-	n, err := l.sweepTemps()
+	n, serr := l.sweepTemps()
 	rep.TempsRemoved = n
-	return rep, err
+	return rep, errors.Join(err, serr) // a quarantine that failed does not keep the sweep from running
 }
 
 // tempSweep is when a Launcher last swept its directories for dead writers' temp files.
