@@ -9,6 +9,9 @@ var (
 	// ErrMalformed reports a token or hermes fingerprint that is not well formed, or that was altered or
 	// truncated (its checksum does not match).
 	ErrMalformed = errors.New("fingerprint: malformed")
+	// ErrUnknownVersion reports, along with ErrMalformed, a token of a format this build does not know: a
+	// version prefix or payload version other than its own, or flags it does not define (a newer hlaunch's).
+	ErrUnknownVersion = errors.New("fingerprint: unknown token version")
 	// ErrUnverifiedRow reports a hermes fingerprint column holding "unverified": hermes could not capture the
 	// identity, so the process may be held while it lives but must never be signalled.
 	ErrUnverifiedRow = errors.New("fingerprint: hermes row is unverified")
@@ -48,4 +51,14 @@ func (e *RefusalError) Unwrap() []error {
 	default:
 		return []error{ErrRefused}
 	}
+}
+
+// unknownVersion is the error of a token of an unknown format: it reads as ErrMalformed and is both
+// ErrMalformed and ErrUnknownVersion.
+type unknownVersion struct{}
+
+func (unknownVersion) Error() string { return ErrMalformed.Error() }
+
+func (unknownVersion) Is(target error) bool {
+	return target == ErrMalformed || target == ErrUnknownVersion
 }

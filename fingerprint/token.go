@@ -84,6 +84,8 @@ func (i Identity) Token() string {
 
 // ParseToken decodes a token made by Token. Anything else - another version, bad base64, a checksum
 // mismatch, truncation, trailing bytes, an out-of-range field - is ErrMalformed with a message saying what.
+// A well-formed token of another format (version prefix, payload version or flags this build does not
+// know: a newer hlaunch's) is ErrUnknownVersion as well.
 func ParseToken(s string) (Identity, error) {
 	if len(s) > maxTokenLen {
 		return Identity{}, fmt.Errorf("%w: token is %d bytes, longer than %d", ErrMalformed, len(s), maxTokenLen)
@@ -91,7 +93,7 @@ func ParseToken(s string) (Identity, error) {
 	rest, ok := strings.CutPrefix(s, tokenPrefix)
 	if !ok {
 		if strings.HasPrefix(s, "hl") && strings.Contains(s, ".") {
-			return Identity{}, fmt.Errorf("%w: token version %q is not supported (want %q)", ErrMalformed, s[:strings.IndexByte(s, '.')], "hl1")
+			return Identity{}, fmt.Errorf("%w: token version %q is not supported (want %q)", unknownVersion{}, s[:strings.IndexByte(s, '.')], "hl1")
 		}
 		return Identity{}, fmt.Errorf("%w: not an hlaunch token (want prefix %q)", ErrMalformed, tokenPrefix)
 	}
@@ -114,11 +116,11 @@ func ParseToken(s string) (Identity, error) {
 	}
 	d := decoder{b: body}
 	if v := d.byte(); v != FormatVersion {
-		return Identity{}, fmt.Errorf("%w: token payload version %d is not supported", ErrMalformed, v)
+		return Identity{}, fmt.Errorf("%w: token payload version %d is not supported", unknownVersion{}, v)
 	}
 	flags := d.byte()
 	if flags&^flagUnverified != 0 {
-		return Identity{}, fmt.Errorf("%w: token has unknown flags %#x", ErrMalformed, flags)
+		return Identity{}, fmt.Errorf("%w: token has unknown flags %#x", unknownVersion{}, flags)
 	}
 	id := Identity{Version: FormatVersion, Unverified: flags&flagUnverified != 0}
 	id.MachineID = d.id("machine id", idHex)

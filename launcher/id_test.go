@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/hlaunch/hlaunch/internal/state"
@@ -41,10 +42,12 @@ func TestRecordIDMustBeItsName(t *testing.T) {
 	if err := d.Write("w-0123456789ab", Receipt{ID: "../../../tmp/x"}, false); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Get(context.Background(), "w-0123456789ab"); !errors.Is(err, ErrInvalid) {
-		t.Fatalf("Get of a record naming another id = %v, want ErrInvalid", err)
+	// It is listed as corrupt under its file's name, never under the id it names.
+	if rec, err := l.Get(context.Background(), "w-0123456789ab"); err != nil || rec.State != StateCorrupt || rec.ID != "w-0123456789ab" ||
+		!strings.Contains(rec.RecordError, "../../../tmp/x") {
+		t.Fatalf("Get of a record naming another id = %+v, %v; want state corrupt under its file's name", rec, err)
 	}
-	if _, err := l.Stop(context.Background(), "w-0123456789ab", 0); !errors.Is(err, ErrInvalid) {
-		t.Fatalf("Stop of a record naming another id = %v, want ErrInvalid", err)
+	if _, err := l.Stop(context.Background(), "w-0123456789ab", 0); !errors.Is(err, ErrInvalid) || !errors.Is(err, ErrRefused) {
+		t.Fatalf("Stop of a record naming another id = %v, want ErrInvalid and ErrRefused", err)
 	}
 }

@@ -30,6 +30,19 @@ func indexName(s string) string {
 	return hex.EncodeToString(sum[:16])
 }
 
+// readRaw reads worker id's record file as it is: ErrNotFound when there is none, the read's or decode's
+// error (state.ErrDamaged ...) when it cannot be read; nothing in it is checked (checkRecord does that).
+func (l *Launcher) readRaw(id string) (Receipt, error) {
+	var rc Receipt
+	if err := (&state.Dir{Path: l.workersDir()}).Read(id, &rc); err != nil {
+		if errors.Is(err, state.ErrNotFound) {
+			return Receipt{}, fmt.Errorf("%w: %s (state dir %s)", ErrNotFound, id, l.state)
+		}
+		return rc, err
+	}
+	return rc, nil
+}
+
 // indexDir is the directory of the token index.
 func (l *Launcher) indexDir() string { return filepath.Join(l.state, "index") }
 
@@ -37,11 +50,8 @@ func (l *Launcher) indexDir() string { return filepath.Join(l.state, "index") }
 // (ErrNotFound, wrapped, when there is none). The record must name id itself: the id names files beside it
 // (<id>.exit, the ledger's).
 func (l *Launcher) readRecord(id string) (Receipt, error) {
-	var rc Receipt
-	if err := (&state.Dir{Path: l.workersDir()}).Read(id, &rc); err != nil {
-		if errors.Is(err, state.ErrNotFound) {
-			return Receipt{}, fmt.Errorf("%w: %s (state dir %s)", ErrNotFound, id, l.state)
-		}
+	rc, err := l.readRaw(id)
+	if err != nil {
 		return Receipt{}, err
 	}
 	if rc.ID != id {

@@ -15,12 +15,13 @@ import (
 
 // holdKey takes the key's lock (so two launches with one key cannot race past the check) and refuses when
 // a worker holding the key verifies as running. A holder that does not verify is released: it is never
-// signalled, and it no longer blocks the key. The key's holder is found through its index entry (one
-// record read and verified) and rebuilt from every record when the entry is missing, damaged or names a
-// record that does not carry the key. Before it returns, the entry names id, the worker about to start:
-// written before that worker's record, so no record with the key is ever newer than the entry (a launch
-// that fails leaves an entry naming no record, which the next launch rebuilds). The returned function
-// drops the lock.
+// signalled, and it no longer blocks the key. A damaged record (Damaged) that names the key blocks it: with
+// no identity to verify, it cannot be proven not to hold it; one that does not decode names no key and
+// blocks none. The key's holder is found through its index entry (one record read and verified) and
+// rebuilt from every record when the entry is missing, damaged or names a record that does not carry the
+// key. Before it returns, the entry names id, the worker about to start: written before that worker's
+// record, so no record with the key is ever newer than the entry (a launch that fails leaves an entry
+// naming no record, which the next launch rebuilds). The returned function drops the lock.
 //
 // The lock file goes with the lock: the returned function removes it before it lets go, so that a caller
 // with a new key for every launch (a cron execution's) leaves no lock file behind. A launch that got the
@@ -88,7 +89,9 @@ func (l *Launcher) keyFree(ctx context.Context, key string) error {
 	if err := (&state.Dir{Path: l.keysDir()}).Read(holderName(key), &e); err == nil && e.Key == key && isID(e.ID) {
 		rc, err := l.readRecord(e.ID)
 		if err == nil && rc.Key == key {
-			return l.keyHolderRuns(ctx, l.src, rc)
+			if _, err := checkRecord(e.ID, rc, nil); err == nil {
+				return l.keyHolderRuns(ctx, l.src, rc)
+			}
 		}
 	}
 	// No entry, a damaged one, or one naming a record that does not carry the key: every record is read.
@@ -100,6 +103,9 @@ func (l *Launcher) keyFree(ctx context.Context, key string) error {
 		if r.Key == key && r.State == fingerprint.Running {
 			_ = (&state.Dir{Path: l.keysDir()}).Write(holderName(key), indexEntry{Key: key, ID: r.ID}, true)
 			return fmt.Errorf("%w: --key %q is held by worker %s (pid %d)", ErrKeyHeld, key, r.ID, r.PID)
+		}
+		if r.Key == key && Damaged(r.State) {
+			return fmt.Errorf("%w: --key %q is named by worker %s, whose record is %s (%s): it cannot be proven not to hold it", ErrKeyHeld, key, r.ID, r.State, r.RecordError)
 		}
 	}
 	return nil

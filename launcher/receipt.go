@@ -59,14 +59,17 @@ type Receipt struct {
 // Record is a receipt plus what is known about the worker now; `hlaunch ps --json` prints a list of them.
 type Record struct {
 	Receipt
-	State         fingerprint.State `json:"state"`                     // fingerprint.Running, Exited, ForeignBoot, ForeignMachine, Recycled, Unverified
-	Reason        string            `json:"reason,omitempty"`          // one line: why this state
-	ExitCode      *int              `json:"exit_code,omitempty"`       // when it exited normally and the status is known
-	Signal        string            `json:"signal,omitempty"`          // when a signal ended it, e.g. "SIGKILL"
-	EndedAt       string            `json:"ended_at,omitempty"`        // when the worker ended: nothing of its tree left
-	LeaderEndedAt string            `json:"leader_ended_at,omitempty"` // when its leader ended (exit_code, signal are the leader's)
-	TimedOut      bool              `json:"timed_out,omitempty"`
-	OOMKilled     bool              `json:"oom_killed,omitempty"`
+	State  fingerprint.State `json:"state"`            // fingerprint.Running, Exited, ForeignBoot, ForeignMachine, Recycled, Unverified; StateCorrupt, StateUnknownVersion
+	Reason string            `json:"reason,omitempty"` // one line: why this state
+	// RecordError is, for a record in state StateCorrupt or StateUnknownVersion, why it cannot be read or
+	// verified (the decode, file type or token error); such a record shows only its id and the key it names.
+	RecordError   string `json:"record_error,omitempty"`
+	ExitCode      *int   `json:"exit_code,omitempty"`       // when it exited normally and the status is known
+	Signal        string `json:"signal,omitempty"`          // when a signal ended it, e.g. "SIGKILL"
+	EndedAt       string `json:"ended_at,omitempty"`        // when the worker ended: nothing of its tree left
+	LeaderEndedAt string `json:"leader_ended_at,omitempty"` // when its leader ended (exit_code, signal are the leader's)
+	TimedOut      bool   `json:"timed_out,omitempty"`
+	OOMKilled     bool   `json:"oom_killed,omitempty"`
 	// ShimLost says the worker's shim is gone without recording its end (Reason starts with
 	// ReasonShimLost): running, its deadline enforced by hlaunch's next reader; exited, its end recorded
 	// by that reader.

@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"sort"
@@ -55,6 +56,11 @@ type GCReport struct {
 	// TempsRemoved counts the temp files of dead writers removed from the worker and ledger directories
 	// (state.Dir.SweepTemps: a writer killed between its temp file and the rename leaves one).
 	TempsRemoved int `json:"temps_removed"`
+	// Quarantined are the ids of damaged records (Damaged) moved into <state-dir>/quarantine; a damaged
+	// record that names a key stays in place. QuarantineDropped counts the oldest quarantined records
+	// removed to keep QuarantineKeep.
+	Quarantined       []string `json:"quarantined"`
+	QuarantineDropped int      `json:"quarantine_dropped"`
 }
 
 // GC applies r in one pass: the records of ended workers beyond it, with their exit records, the logs
@@ -62,7 +68,8 @@ type GCReport struct {
 // once empty; the ledger records beyond its bound; and the temp files of writers that died mid-write
 // (sweepTemps: state.Dir.SweepTemps' rule, at most once a minute). Running workers, and workers whose
 // identity does not verify, are never touched (they are shown, never removed). It is safe beside a live
-// sidecar and another gc: a record removed meanwhile is skipped.
+// sidecar and another gc: a record removed meanwhile is skipped. A record that cannot be read or verified
+// is never deleted: it is moved into <state-dir>/quarantine (quarantineDamaged).
 func (l *Launcher) GC(ctx context.Context, r Retention) (GCReport, error) {
 	var rep GCReport
 	recs, err := l.List(ctx)
@@ -107,9 +114,10 @@ func (l *Launcher) GC(ctx context.Context, r Retention) (GCReport, error) {
 		_ = l.host.RemoveParentIfEmpty(l.cfg.Defaults.CgroupParent)
 	}
 	rep.LedgerPruned = l.pruneLedger(r)
-	n, err := l.sweepTemps()
+	rep.Quarantined, rep.QuarantineDropped, err = l.quarantineDamaged(recs)
+	n, serr := l.sweepTemps()
 	rep.TempsRemoved = n
-	return rep, err
+	return rep, errors.Join(err, serr) // a quarantine that failed does not keep the sweep from running
 }
 
 // tempSweep is when a Launcher last swept its directories for dead writers' temp files.

@@ -11,7 +11,8 @@ import (
 
 // Wait blocks until the worker has ended (or ctx ends) and returns its final record. It reads the record
 // again after each change in the state directory (inotify) and at the end of the worker's shim or leader
-// (pidfds), not on a timer; only where inotify is not to be had does it poll.
+// (pidfds), not on a timer; only where inotify is not to be had does it poll. A record that cannot be read
+// or verified (Damaged) is ErrRefused at once: its worker's end cannot be known.
 func (l *Launcher) Wait(ctx context.Context, ref string) (Record, error) {
 	w := newWakeup(l.workersDir())
 	defer w.close()
@@ -20,6 +21,9 @@ func (l *Launcher) Wait(ctx context.Context, ref string) (Record, error) {
 		rec, err := l.Get(ctx, ref)
 		if err != nil {
 			return Record{}, err
+		}
+		if Damaged(rec.State) {
+			return rec, fmt.Errorf("%w: worker %s: record is %s (%s): its end cannot be known", ErrRefused, rec.ID, rec.State, rec.RecordError)
 		}
 		if rec.State != fingerprint.Running && rec.ExitSettled(ShimAlive) {
 			return rec, nil

@@ -14,13 +14,13 @@ import (
 // load finds a worker by id (its record) or by token (the token alone is enough to verify and signal).
 func (l *Launcher) load(ref string) (Receipt, fingerprint.Identity, error) {
 	if isID(ref) {
-		rc, err := l.readRecord(ref)
-		if err != nil {
+		rc, err := l.readRaw(ref)
+		if errors.Is(err, ErrNotFound) {
 			return Receipt{}, fingerprint.Identity{}, err
 		}
-		ident, err := fingerprint.ParseToken(rc.Token)
+		ident, err := checkRecord(ref, rc, err)
 		if err != nil {
-			return Receipt{}, fingerprint.Identity{}, fmt.Errorf("record %s: %w", ref, err)
+			return Receipt{ID: ref}, fingerprint.Identity{}, err // a *damagedError
 		}
 		return rc, ident, nil
 	}
@@ -90,7 +90,8 @@ func (r *Record) applyExit(ex exitRecord) {
 	}
 }
 
-// Get returns one worker's record, verified now; ref is a worker id or a token.
+// Get returns one worker's record, verified now; ref is a worker id or a token. A record that cannot be
+// read or verified is returned in state StateCorrupt or StateUnknownVersion (Damaged), without an error.
 func (l *Launcher) Get(ctx context.Context, ref string) (Record, error) {
 	return l.get(ctx, l.src, ref)
 }
@@ -98,6 +99,10 @@ func (l *Launcher) Get(ctx context.Context, ref string) (Record, error) {
 // get is Get verified against src.
 func (l *Launcher) get(ctx context.Context, src fingerprint.Sources, ref string) (Record, error) {
 	rc, ident, err := l.load(ref)
+	var de *damagedError
+	if errors.As(err, &de) {
+		return damagedRecord(de), nil // shown for what it is: it does not blind a list
+	}
 	if err != nil {
 		return Record{}, err
 	}

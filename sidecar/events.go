@@ -16,7 +16,8 @@ const (
 	EventAdopted = "adopted" // a running worker this sidecar did not start (a restart, or the CLI) is tracked
 	EventRefused = "refused" // a record that does not verify (foreign boot or machine, recycled, unverified),
 	// or a connection from a peer that may not use the socket
-	EventLost = "lost" // the requested backlog is gone or this stream fell behind: re-list, then reconnect
+	EventCorrupt = "corrupt" // a record that cannot be read or verified (state corrupt or unknown-version): never signalled
+	EventLost    = "lost"    // the requested backlog is gone or this stream fell behind: re-list, then reconnect
 )
 
 // Event is one line of the NDJSON stream. Seq increases by one per event for the life of the process; a

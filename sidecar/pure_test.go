@@ -51,6 +51,8 @@ func TestTransition(t *testing.T) {
 	oom := launcher.Record{Receipt: launcher.Receipt{ID: "w-1"}, State: "exited", Signal: "SIGKILL", OOMKilled: true}
 	recycled := launcher.Record{Receipt: launcher.Receipt{ID: "w-1"}, State: "recycled"}
 	unverified := launcher.Record{Receipt: launcher.Receipt{ID: "w-1"}, State: "unverified"}
+	corrupt := launcher.Record{Receipt: launcher.Receipt{ID: "w-1"}, State: launcher.StateCorrupt, RecordError: "torn"}
+	future := launcher.Record{Receipt: launcher.Receipt{ID: "w-1"}, State: launcher.StateUnknownVersion, RecordError: "hl2"}
 	tests := []struct {
 		name  string
 		prev  fingerprint.State
@@ -67,6 +69,10 @@ func TestTransition(t *testing.T) {
 		{"foreign at start-up", "", false, recycled, []string{"refused"}},
 		{"unverified is refused", "", false, unverified, []string{"refused"}},
 		{"running turned recycled", "running", true, recycled, []string{"refused"}},
+		{"corrupt record, first seen", "", false, corrupt, []string{"corrupt"}},
+		{"corrupt record, seen before", launcher.StateCorrupt, true, corrupt, nil},
+		{"newer record, first seen", "", false, future, []string{"corrupt"}},
+		{"running record torn since", "running", true, corrupt, []string{"corrupt"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -76,6 +82,9 @@ func TestTransition(t *testing.T) {
 				got = append(got, e.Type)
 				if e.ID != tt.rec.ID || !e.Initial {
 					t.Errorf("event %+v: want id %s and initial", e, tt.rec.ID)
+				}
+				if e.Type == "corrupt" && (e.Reason != string(tt.rec.State)+": "+tt.rec.RecordError || e.State != tt.rec.State) {
+					t.Errorf("corrupt event reason %q state %q, want the state and record error", e.Reason, e.State)
 				}
 				if e.Type == "refused" && (e.Reason != string(tt.rec.State) || e.State != tt.rec.State) {
 					t.Errorf("refused event reason %q state %q, want the state %q", e.Reason, e.State, tt.rec.State)

@@ -25,6 +25,10 @@ func transition(prev fingerprint.State, known bool, r launcher.Record, initial b
 			evs = append(evs, eventFor(EventOOM, r, initial))
 		}
 		return append(evs, eventFor(EventExited, r, initial))
+	case launcher.StateCorrupt, launcher.StateUnknownVersion:
+		e := eventFor(EventCorrupt, r, initial)
+		e.Reason = string(r.State) + ": " + r.RecordError
+		return []Event{e}
 	default: // foreign-boot, foreign-machine, recycled, unverified: never signalled, reported once
 		e := eventFor(EventRefused, r, initial)
 		e.Reason = string(r.State)

@@ -36,10 +36,23 @@ func newGCCmd(a *app) *cobra.Command {
 				if rep.Removed == nil {
 					rep.Removed = []string{}
 				}
+				if rep.Quarantined == nil {
+					rep.Quarantined = []string{}
+				}
 				return printJSON(a.stdout, rep)
 			}
 			for _, id := range rep.Removed {
 				if _, err := fmt.Fprintf(a.stdout, "removed %s\n", id); err != nil {
+					return err
+				}
+			}
+			for _, id := range rep.Quarantined {
+				if _, err := fmt.Fprintf(a.stdout, "quarantined %s\n", id); err != nil {
+					return err
+				}
+			}
+			if rep.QuarantineDropped > 0 {
+				if _, err := fmt.Fprintf(a.stdout, "removed %d oldest quarantined records\n", rep.QuarantineDropped); err != nil {
 					return err
 				}
 			}

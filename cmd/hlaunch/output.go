@@ -20,7 +20,8 @@ func stateExitCode(state fingerprint.State) int {
 		return launcher.ExitOK
 	case fingerprint.Exited:
 		return launcher.ExitExited
-	case fingerprint.ForeignBoot, fingerprint.ForeignMachine, fingerprint.Recycled:
+	case fingerprint.ForeignBoot, fingerprint.ForeignMachine, fingerprint.Recycled,
+		launcher.StateCorrupt, launcher.StateUnknownVersion:
 		return launcher.ExitRefused
 	case fingerprint.Unverified:
 		return launcher.ExitUnverified
@@ -61,6 +62,7 @@ func writeRecord(w io.Writer, r launcher.Record) error {
 	row("id", r.ID)
 	row("state", string(r.State))
 	row("reason", r.Reason)
+	row("record_error", r.RecordError)
 	if r.ExitCode != nil || r.Signal != "" || r.TimedOut || r.OOMKilled {
 		row("result", outcome(r))
 	}

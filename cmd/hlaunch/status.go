@@ -15,7 +15,8 @@ func newStatusCmd(a *app) *cobra.Command {
 		Use:   "status (ID|TOKEN | --pid N --fingerprint FP)",
 		Short: "Verify one worker now; the exit code is the answer",
 		Long: `status verifies a worker's identity now and prints what is known about it.
-Exit code: 0 running, 1 exited, 3 foreign boot or machine or recycled PID, 4 unverified, 125 malformed.
+Exit code: 0 running, 1 exited, 3 foreign boot or machine or recycled PID or a record that cannot be
+read or verified (corrupt, unknown-version), 4 unverified, 125 malformed.
 
 --pid N --fingerprint "<boot_id>:<pid1 start>|<start>" applies the same rules to a row of the hermes
 gateway's process table: another boot is foreign, "unverified" and an empty (NULL) fingerprint are refused.`,

@@ -25,6 +25,11 @@ type Dir struct {
 // ErrNotFound is returned by Read for a record that does not exist.
 var ErrNotFound = errors.New("record not found")
 
+// ErrDamaged is returned by Read for a record whose damage is its own, not a failure of the moment: its
+// bytes do not decode into the value asked for, or its name holds something other than a regular file (a
+// directory, a symbolic link, a FIFO). Reading it again gives the same answer.
+var ErrDamaged = errors.New("record damaged")
+
 // Open makes sure dir exists (mode 0700) and is the launcher's alone (Check), and returns it.
 func Open(dir string) (*Dir, error) {
 	if err := Check(dir); err != nil {
@@ -103,17 +108,21 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// Read decodes <name>.json into v; ErrNotFound when it does not exist.
+// Read decodes <name>.json into v; ErrNotFound when it does not exist, ErrDamaged when it is not a regular
+// file or does not decode.
 func (d *Dir) Read(name string, v any) error {
 	b, err := readNoFollow(filepath.Join(d.Path, name+".json"))
 	if errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%s: %w", name, ErrNotFound)
 	}
+	if errors.Is(err, syscall.ELOOP) {
+		return fmt.Errorf("read record %s: %w: a symbolic link", name, ErrDamaged)
+	}
 	if err != nil {
 		return fmt.Errorf("read record: %w", err)
 	}
 	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("read record %s: %w", filepath.Join(d.Path, name+".json"), err)
+		return fmt.Errorf("read record %s: %w: %w", filepath.Join(d.Path, name+".json"), ErrDamaged, err)
 	}
 	return nil
 }
@@ -159,12 +168,35 @@ func (d *Dir) Remove(name string) error {
 }
 
 // readNoFollow reads a record, refusing a symbolic link in its place (ELOOP): a record is a file hlaunch
-// renamed into place, never a link to somewhere else.
+// renamed into place, never a link to somewhere else. Anything else that is not a regular file is
+// ErrDamaged; O_NONBLOCK keeps the open of a FIFO in its place from waiting for a writer.
 func readNoFollow(p string) ([]byte, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s is a %s, not a regular file", ErrDamaged, filepath.Base(p), kindOf(st.Mode()))
+	}
 	return io.ReadAll(f)
+}
+
+// kindOf names a file's type for a message.
+func kindOf(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "FIFO"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "special file"
 }

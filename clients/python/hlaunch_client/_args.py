@@ -21,7 +21,8 @@ Duration = Union[int, float, datetime.timedelta, str]
 Signal = Union[str, int, _signal.Signals]
 
 #: The states a worker record can be in (``list(state=...)``).
-STATES = ("running", "exited", "foreign-boot", "foreign-machine", "recycled", "unverified", "malformed")
+STATES = ("running", "exited", "foreign-boot", "foreign-machine", "recycled", "unverified", "malformed",
+          "corrupt", "unknown-version")
 
 #: The spec fields that are durations: seconds or strings are both accepted and sent as Go strings.
 DURATION_FIELDS = ("timeout", "grace")
