@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -131,6 +132,26 @@ func osHome(getenv func(string) string) string {
 	return "/"
 }
 
+// workerAccount is the launcher's environment as the base of a worker that runs as another uid: HOME,
+// USER and LOGNAME name the worker's own account (its passwd entry), not the launcher's, whose home the
+// worker cannot use (root's /root). A uid without an entry gets HOME=fallback (the profile's home/, hermes'
+// child HOME) and no USER or LOGNAME. It also returns the worker's OS home for HERMES_REAL_HOME ("" leaves
+// it unset).
+func workerAccount(environ []string, uid uint32, fallback string) ([]string, string) {
+	out := make([]string, 0, len(environ)+3)
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if name != "HOME" && name != "USER" && name != "LOGNAME" {
+			out = append(out, kv)
+		}
+	}
+	u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10))
+	if err != nil || !filepath.IsAbs(u.HomeDir) {
+		return append(out, "HOME="+fallback), ""
+	}
+	return append(out, "HOME="+u.HomeDir, "USER="+u.Username, "LOGNAME="+u.Username), u.HomeDir
+}
+
 // Environ composes the environ the child of spec would get, each entry with its provenance
 // (`hlaunch env`). Nothing is started. A ctx already cancelled returns its error (wrapped) before the
 // profile is read; the composition itself is one read of the profile's files and is not interrupted.
@@ -156,14 +177,18 @@ func (l *Launcher) compose(spec Spec) (profile.Environ, *profile.Profile, identi
 	if err != nil {
 		return nil, nil, identity{}, err
 	}
+	base, home := l.cfg.Environ, osHome(envLookup(l.cfg.Environ))
+	if id.otherUID() {
+		base, home = workerAccount(base, id.uid, filepath.Join(p.Home, "home"))
+	}
 	env, err := profile.Compose(profile.Request{
 		Profile:   p,
 		Secrets:   string(spec.Secrets),
 		Pass:      spec.Pass,
 		Env:       spec.Env,
 		Inherit:   spec.Inherit,
-		Launcher:  l.cfg.Environ,
-		OSHome:    osHome(envLookup(l.cfg.Environ)),
+		Launcher:  base,
+		OSHome:    home,
 		Policy:    l.policy,
 		WorkerUID: id.uid,
 	})

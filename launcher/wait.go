@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/hlaunch/hlaunch/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/sysfile"
@@ -11,7 +12,8 @@ import (
 
 // Wait blocks until the worker has ended (or ctx ends) and returns its final record. It reads the record
 // again after each change in the state directory (inotify) and at the end of the worker's shim or leader
-// (pidfds), not on a timer; only where inotify is not to be had does it poll. A record that cannot be read
+// (pidfds), not on a timer; only where inotify is not to be had, or for a worker whose shim is gone (whose
+// end and deadline nothing signals), does it poll. A record that cannot be read
 // or verified (Damaged) is ErrRefused at once: its worker's end cannot be known.
 func (l *Launcher) Wait(ctx context.Context, ref string) (Record, error) {
 	w := newWakeup(l.workersDir())
@@ -27,6 +29,16 @@ func (l *Launcher) Wait(ctx context.Context, ref string) (Record, error) {
 		}
 		if rec.State != fingerprint.Running && rec.ExitSettled(ShimAlive) {
 			return rec, nil
+		}
+		if rec.ShimLost {
+			// Nothing signals the end of a worker whose shim is gone, nor its deadline, which the next reader
+			// enforces (orphan.go): read it again on a timer.
+			select {
+			case <-ctx.Done():
+				return rec, ctx.Err()
+			case <-time.After(waitPoll):
+			}
+			continue
 		}
 		if !watched {
 			// After the first read, so that a process that ended before its pidfd was opened is seen by
