@@ -34,3 +34,6 @@ func isID(ref string) bool {
 	}
 	return true
 }
+
+// NewWorkerID returns a fresh worker id for StartWithID.
+func NewWorkerID() string { return newID() }

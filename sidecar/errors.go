@@ -66,6 +66,8 @@ func Code(err error) string {
 		return "busy"
 	case errors.Is(err, ErrSlowBody):
 		return "too_slow"
+	case errors.Is(err, ErrIdemMismatch):
+		return "idempotency_mismatch"
 	}
 	return launcher.Code(err)
 }
@@ -88,7 +90,7 @@ func statusOf(code string) int {
 		return http.StatusConflict
 	case "too_large":
 		return http.StatusRequestEntityTooLarge
-	case "cannot_run", "command_not_found":
+	case "cannot_run", "command_not_found", "idempotency_mismatch":
 		return http.StatusUnprocessableEntity
 	case "not_implemented":
 		return http.StatusNotImplemented

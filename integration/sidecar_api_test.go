@@ -1,0 +1,221 @@
+package integration
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// scRawSpawn writes one POST /v1/workers request (with an Idempotency-Key when key is not "") on a fresh
+// connection to sock and returns the connection: the request is in the sidecar's socket once this returns,
+// whether or not the sidecar runs.
+func scRawSpawn(t *testing.T, sock, key, body string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("unix", sock)
+	must(t, err)
+	t.Cleanup(func() { c.Close() })
+	hdr := ""
+	if key != "" {
+		hdr = "Idempotency-Key: " + key + "\r\n"
+	}
+	req := fmt.Sprintf("POST /v1/workers HTTP/1.1\r\nHost: sidecar\r\nContent-Type: application/json\r\n%sContent-Length: %d\r\nConnection: close\r\n\r\n%s", hdr, len(body), body)
+	_, err = io.WriteString(c, req)
+	must(t, err)
+	return c
+}
+
+// scRawAnswer reads the answer to scRawSpawn's request: its status, its Idempotent-Replay header and body.
+func scRawAnswer(t *testing.T, c net.Conn, timeout time.Duration) (int, string, []byte) {
+	t.Helper()
+	must(t, c.SetReadDeadline(time.Now().Add(timeout)))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("reading a spawn's answer: %v", err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("Idempotent-Replay"), b
+}
+
+// scSpawnKeyed sends one spawn with an Idempotency-Key through the sidecar's client; it returns the status,
+// the Idempotent-Replay header and the body.
+func (p *scProc) spawnKeyed(key, body string) (int, string, []byte) {
+	p.t.Helper()
+	req, err := http.NewRequest("POST", "http://sidecar/v1/workers", strings.NewReader(body))
+	must(p.t, err)
+	req.Header.Set("Idempotency-Key", key)
+	resp, err := p.client.Do(req)
+	must(p.t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header.Get("Idempotent-Replay"), b
+}
+
+// markerLines returns the lines of the marker file each worker appends its PID to ("" lines dropped).
+func markerLines(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	must(t, err)
+	return strings.Fields(string(b))
+}
+
+// waitMarker waits until every PID in pids has appended itself to the marker file (a worker that started
+// writes it first thing), failing after 30 s.
+func waitMarker(t *testing.T, path string, pids []int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		have := map[string]bool{}
+		for _, l := range markerLines(t, path) {
+			have[l] = true
+		}
+		all := true
+		for _, pid := range pids {
+			all = all && have[fmt.Sprint(pid)]
+		}
+		if all {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("marker %s: %q after 30s, want the PIDs %v in it", path, markerLines(t, path), pids)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestSidecarIdempotentSpawn: a gateway that retries a spawn with the same Idempotency-Key gets one worker.
+// The first request is in the sidecar's socket when the sidecar is stopped (SIGSTOP), the retry comes while
+// it is stopped, then it goes on: both answers are 201 with the same receipt, one of them marked
+// Idempotent-Replay, and exactly one worker ran (its marker written once). After a SIGKILL and a restart
+// the same key is still answered that receipt, the same key with another body is 422
+// idempotency_mismatch, and a bad key is 400.
+func TestSidecarIdempotentSpawn(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	sock := filepath.Join(scSocketDir(t), "s.sock")
+	p := startSidecarProc(t, e, sock)
+	// The marker is in profile b's own workspace: the worker runs as that home's owner.
+	marker := filepath.Join(e.Root, "profiles", "b", "workspace", "marker")
+	body := scSpec("b", "/bin/sh", "-c", "echo $$ >> "+marker+"; exec /bin/sleep 120")
+	const key = "cron-42 run/7"
+
+	first := scRawSpawn(t, sock, key, body)
+	must(t, p.cmd.Process.Signal(syscall.SIGSTOP))
+	stopped := true
+	defer func() {
+		if stopped {
+			_ = p.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	}()
+	retry := scRawSpawn(t, sock, key, body)
+	must(t, p.cmd.Process.Signal(syscall.SIGCONT))
+	stopped = false
+	st1, replay1, b1 := scRawAnswer(t, first, 2*time.Minute)
+	st2, replay2, b2 := scRawAnswer(t, retry, 2*time.Minute)
+	if st1 != 201 || st2 != 201 {
+		t.Fatalf("first %d %s, retry %d %s: want 201 twice", st1, b1, st2, b2)
+	}
+	var rc1, rc2 receipt
+	must(t, json.Unmarshal(b1, &rc1))
+	must(t, json.Unmarshal(b2, &rc2))
+	if rc1.ID != rc2.ID || rc1.Token != rc2.Token || rc1.PID != rc2.PID {
+		t.Fatalf("the two answers name two workers: %s (pid %d) and %s (pid %d)", rc1.ID, rc1.PID, rc2.ID, rc2.PID)
+	}
+	if (replay1 == "true") == (replay2 == "true") {
+		t.Fatalf("Idempotent-Replay: first %q, retry %q: want exactly one \"true\"", replay1, replay2)
+	}
+	recs := p.list()
+	pids := []int{}
+	for _, r := range recs {
+		pids = append(pids, r.PID)
+	}
+	waitMarker(t, marker, pids)
+	if len(recs) != 1 || len(markerLines(t, marker)) != 1 {
+		t.Fatalf("%d records, marker %q: want exactly one worker", len(recs), markerLines(t, marker))
+	}
+
+	// The key outlives the sidecar: killed (as a crash) and started again on the same state directory.
+	p.kill9()
+	p2 := startSidecarProc(t, e, sock)
+	st, replay, b := p2.spawnKeyed(key, body)
+	var rc3 receipt
+	if st != 201 || replay != "true" || json.Unmarshal(b, &rc3) != nil || rc3.ID != rc1.ID {
+		t.Fatalf("after a restart: %d replay %q %s, want 201 replay true of %s", st, replay, b, rc1.ID)
+	}
+	other := scSpec("b", "/bin/sh", "-c", "echo other >> "+marker)
+	if st, _, b := p2.spawnKeyed(key, other); st != 422 || scErrCode(b) != "idempotency_mismatch" {
+		t.Fatalf("same key, another body: %d %s, want 422 idempotency_mismatch", st, b)
+	}
+	for _, bad := range []string{strings.Repeat("k", 129), "tab\there"} {
+		if st, _, b := p2.spawnKeyed(bad, body); st != 400 || scErrCode(b) != "invalid" || !strings.Contains(string(b), "Idempotency-Key") {
+			t.Fatalf("key %q: %d %s, want 400 invalid naming the header", bad, st, b)
+		}
+	}
+	if n := len(p2.list()); n != 1 || len(markerLines(t, marker)) != 1 {
+		t.Fatalf("after the repeats: %d records, marker %q: want the one worker", n, markerLines(t, marker))
+	}
+	// Another key is another spawn.
+	st, replay, b = p2.spawnKeyed("cron-43", body)
+	var rc4 receipt
+	if st != 201 || replay != "" || json.Unmarshal(b, &rc4) != nil || rc4.ID == rc1.ID {
+		t.Fatalf("a new key: %d replay %q %s, want a new worker", st, replay, b)
+	}
+	waitMarker(t, marker, []int{rc1.PID, rc4.PID})
+}
+
+// TestSidecarEventHeartbeat: an idle /v1/events stream sends {"type":"heartbeat","seq":0} lines at its
+// ?heartbeat period, so that a gateway tells a quiet stream from a dead connection; a period outside
+// 1s..60s is 400 invalid naming the parameter.
+func TestSidecarEventHeartbeat(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	p := startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s.sock"))
+	for _, bad := range []string{"100ms", "61s", "soon"} {
+		// Bounded: a sidecar that takes the period as a stream answers 200 and sends no end.
+		bctx, bcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		req, _ := http.NewRequestWithContext(bctx, "GET", "http://sidecar/v1/events?heartbeat="+bad, nil)
+		resp, err := p.client.Do(req)
+		must(t, err)
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		bcancel()
+		if st := resp.StatusCode; st != 400 || scErrCode(b) != "invalid" || !strings.Contains(string(b), "heartbeat") {
+			t.Fatalf("heartbeat=%s: %d %s, want 400 invalid naming heartbeat", bad, resp.StatusCode, b)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://sidecar/v1/events?heartbeat=1s", nil)
+	resp, err := p.client.Do(req)
+	must(t, err)
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("events: %d", resp.StatusCode)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for i := 0; i < 2; i++ {
+		if !sc.Scan() {
+			t.Fatalf("heartbeat %d: the stream ended or stayed silent for 30s: %v", i, sc.Err())
+		}
+		var ev map[string]any
+		must(t, json.Unmarshal(sc.Bytes(), &ev))
+		if ev["type"] != "heartbeat" || ev["seq"] != float64(0) {
+			t.Fatalf("line %d on an idle stream: %s, want a heartbeat with seq 0", i, sc.Bytes())
+		}
+	}
+}
