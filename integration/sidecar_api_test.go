@@ -219,3 +219,96 @@ func TestSidecarEventHeartbeat(t *testing.T) {
 		}
 	}
 }
+
+// scErr is a JSON error answer with its optional field and reason.
+type scErr struct {
+	Code, Message, Field, Reason string
+}
+
+func scErrOf(t *testing.T, b []byte) scErr {
+	t.Helper()
+	var eb struct {
+		Error scErr `json:"error"`
+	}
+	if err := json.Unmarshal(b, &eb); err != nil || eb.Error.Code == "" {
+		t.Fatalf("not a JSON error: %s", b)
+	}
+	return eb.Error
+}
+
+// TestSidecarTypedErrors: every refusal of a spawn says which spec field is at fault ("field") and why
+// ("reason"), in spec field names and never in the CLI's flags: an unknown profile, a .env that is not
+// UTF-8, a symbolic link for a .env and an unknown field are told apart by reason; a detached worker's
+// pids at or below its shim's share and a held key name limits.pids and key, not --pids and --key. A size
+// in limits is taken as the CLI takes it ("512M"), and a bad one names limits.memory.
+func TestSidecarTypedErrors(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	e.profile("c", "C=1\n")
+	must(t, os.WriteFile(filepath.Join(e.Root, "profiles", "c", ".env"), []byte("C=\xff\xfe\n"), 0o600))
+	dHome := e.profile("d", "D=1\n")
+	must(t, os.Remove(filepath.Join(dHome, ".env")))
+	must(t, os.Symlink(filepath.Join(e.Root, ".env"), filepath.Join(dHome, ".env")))
+	p := startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s.sock"))
+
+	sleep := []string{"/bin/sleep", "120"}
+	spec := func(profile string, extra map[string]any) string {
+		m := map[string]any{"profile": profile, "argv": sleep}
+		for k, v := range extra {
+			m[k] = v
+		}
+		b, _ := json.Marshal(m)
+		return string(b)
+	}
+	var held receipt
+	p.mustDo("POST", "/v1/workers", spec("b", map[string]any{"key": "cron-42"}), 201, &held)
+
+	for _, tc := range []struct {
+		name, body          string
+		status              int
+		code, reason, field string
+	}{
+		{"unknown profile", spec("nosuch", nil), 400, "invalid", "unknown_profile", "profile"},
+		{"env not UTF-8", spec("c", nil), 400, "invalid", "env_not_utf8", ""},
+		{"env symlink", spec("d", nil), 400, "invalid", "env_symlink", ""},
+		{"unknown field", spec("b", map[string]any{"sandbx": true}), 400, "invalid", "unknown_field", "sandbx"},
+		{"unknown limit", spec("b", map[string]any{"limits": map[string]any{"memroy": 1}}), 400, "invalid", "unknown_field", "limits.memroy"},
+		{"bad size", spec("b", map[string]any{"limits": map[string]any{"memory": "lots"}}), 400, "invalid", "bad_size", "limits.memory"},
+		{"bad duration", spec("b", map[string]any{"timeout": "10"}), 400, "invalid", "bad_duration", "timeout"},
+		{"wrong type", spec("b", map[string]any{"sandbox": "yes"}), 400, "invalid", "bad_type", "sandbox"},
+		{"pids for the shim", spec("b", map[string]any{"limits": map[string]any{"pids": 4}}), 400, "invalid", "", "limits.pids"},
+		{"key held", spec("b", map[string]any{"key": "cron-42"}), 409, "key_held", "key_held", "key"},
+	} {
+		st, b := p.do("POST", "/v1/workers", tc.body)
+		if st != tc.status {
+			t.Errorf("%s: %d %s, want %d", tc.name, st, b, tc.status)
+			continue
+		}
+		got := scErrOf(t, b)
+		if got.Code != tc.code || got.Reason != tc.reason || got.Field != tc.field {
+			t.Errorf("%s: code %q reason %q field %q (%s), want %q %q %q", tc.name, got.Code, got.Reason, got.Field, got.Message, tc.code, tc.reason, tc.field)
+		}
+		for _, w := range strings.Fields(got.Message) {
+			if strings.HasPrefix(strings.Trim(w, `"'(`), "--") {
+				t.Errorf("%s: the message names a CLI flag (%s): %s", tc.name, w, got.Message)
+			}
+		}
+	}
+	if n := len(p.list()); n != 1 {
+		t.Fatalf("%d workers after the refusals, want only the key's holder", n)
+	}
+
+	// Sizes as the CLI takes them, and as numbers.
+	for _, mem := range []any{"512M", 536870912} {
+		var rc struct {
+			Limits struct {
+				Memory int64 `json:"memory"`
+			} `json:"limits"`
+		}
+		p.mustDo("POST", "/v1/workers", spec("b", map[string]any{"limits": map[string]any{"memory": mem}}), 201, &rc)
+		if rc.Limits.Memory != 512<<20 {
+			t.Fatalf("limits.memory %v: applied %d, want %d", mem, rc.Limits.Memory, 512<<20)
+		}
+	}
+}

@@ -138,12 +138,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, err error) {
-	code := Code(err)
 	if errors.Is(err, ErrSlowBody) {
 		w.Header().Set("Connection", "close") // the rest of the body is not read: the connection is not reused
 	}
-	// A spec the launcher refused is worded with its JSON fields, not the exec flags (launcher.FieldError).
-	writeJSON(w, statusOf(code), errorBody{Error: errorDetail{Code: code, Message: launcher.SpecMessage(err)}})
+	// A spec the launcher refused is worded with its JSON fields, not the exec flags (launcher.SpecMessage).
+	d := errDetail(err)
+	writeJSON(w, statusOf(d.Code), errorBody{Error: d})
 }
 
 // spawnTimeout bounds one launch (a systemd job that never finishes, a stuck key lock).

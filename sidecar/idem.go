@@ -31,6 +31,9 @@ const (
 var (
 	// ErrIdemMismatch: an Idempotency-Key came again with another body (422 idempotency_mismatch).
 	ErrIdemMismatch = errors.New("idempotency key reused with another body")
+	// errBadIdemKey: an Idempotency-Key header that is not 1..128 printable ASCII (400 invalid, reason
+	// bad_idempotency_key).
+	errBadIdemKey = errors.New("bad idempotency key")
 )
 
 // idemEntry is one remembered key, a file of its own in the key directory, written atomically: first
@@ -94,11 +97,11 @@ func newIdemStore(dir string, now func() time.Time) (*idemStore, error) {
 // checkIdemKey checks an Idempotency-Key header: 1 to 128 printable ASCII characters.
 func checkIdemKey(k string) error {
 	if k == "" || len(k) > idemMaxKeyLen {
-		return fmt.Errorf("header %s: want 1 to %d printable ASCII characters, got %d bytes", headerIdemKey, idemMaxKeyLen, len(k))
+		return fmt.Errorf("%w: header %s: want 1 to %d printable ASCII characters, got %d bytes", errBadIdemKey, headerIdemKey, idemMaxKeyLen, len(k))
 	}
 	for i := 0; i < len(k); i++ {
 		if k[i] < 0x20 || k[i] > 0x7e {
-			return fmt.Errorf("header %s: byte %d (0x%02x) is not printable ASCII", headerIdemKey, i, k[i])
+			return fmt.Errorf("%w: header %s: byte %d (0x%02x) is not printable ASCII", errBadIdemKey, headerIdemKey, i, k[i])
 		}
 	}
 	return nil
