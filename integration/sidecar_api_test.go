@@ -177,14 +177,26 @@ func TestSidecarIdempotentSpawn(t *testing.T) {
 	waitMarker(t, marker, []int{rc1.PID, rc4.PID})
 }
 
-// TestSidecarEventHeartbeat: an idle /v1/events stream sends {"type":"heartbeat","seq":0} lines at its
+// TestSidecarEventHeartbeat: the sidecar's started log line names its socket path; an idle /v1/events stream sends {"type":"heartbeat","seq":0} lines at its
 // ?heartbeat period, so that a gateway tells a quiet stream from a dead connection; a period outside
 // 1s..60s is 400 invalid naming the parameter.
 func TestSidecarEventHeartbeat(t *testing.T) {
 	requireRoot(t)
 	requireCgroup2(t)
 	e := newEnv(t)
-	p := startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s.sock"))
+	sock := filepath.Join(scSocketDir(t), "s.sock")
+	p := startSidecarProc(t, e, sock)
+	// Its started line names the socket clients use, not the name it was bound to before the rename.
+	deadline := time.Now().Add(15 * time.Second)
+	for !strings.Contains(p.log.String(), "msg=started") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no started line within 15s: %s", p.log.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !strings.Contains(p.log.String(), "socket="+sock+" ") {
+		t.Fatalf("the started line does not name the socket %s: %s", sock, p.log.String())
+	}
 	for _, bad := range []string{"100ms", "61s", "soon"} {
 		// Bounded: a sidecar that takes the period as a stream answers 200 and sends no end.
 		bctx, bcancel := context.WithTimeout(context.Background(), 10*time.Second)

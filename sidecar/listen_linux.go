@@ -103,8 +103,19 @@ func createSocket(path string, mode os.FileMode, gid int) (net.Listener, func(),
 			os.Remove(path)
 		}
 	}
-	return ln, cleanup, nil
+	// The listener was bound to the temporary name: its Addr is the path clients use (the started log
+	// line, Server.Addr).
+	return pathListener{Listener: ln, addr: &net.UnixAddr{Name: path, Net: "unix"}}, cleanup, nil
 }
+
+// pathListener is a listener whose Addr is the socket's final path, not the name it was bound to.
+type pathListener struct {
+	net.Listener
+	addr net.Addr
+}
+
+// Addr is the socket's path.
+func (l pathListener) Addr() net.Addr { return l.addr }
 
 // liveServer reports whether an HTTP server answers on path. A successful connect is not enough: a crashed
 // sidecar's listening socket can outlive it for a moment in a child caught between fork and exec, and the
