@@ -54,6 +54,9 @@ type idemEntry struct {
 type idemStore struct {
 	dir string
 	now func() time.Time
+	// maxKeys and maxAge are the bounds: IdemMaxKeys and IdemMaxAge.
+	maxKeys int
+	maxAge  time.Duration
 
 	mu    sync.Mutex
 	locks map[string]*idemLock
@@ -70,7 +73,7 @@ func newIdemStore(dir string, now func() time.Time) (*idemStore, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("idempotency keys: %w", err)
 	}
-	st := &idemStore{dir: dir, now: now, locks: map[string]*idemLock{}, known: map[string]time.Time{}}
+	st := &idemStore{dir: dir, now: now, maxKeys: IdemMaxKeys, maxAge: IdemMaxAge, locks: map[string]*idemLock{}, known: map[string]time.Time{}}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("idempotency keys: %w", err)
@@ -150,7 +153,7 @@ func (st *idemStore) get(key string) (*idemEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ent.Key != key || st.now().Sub(ent.Created) > IdemMaxAge {
+	if ent.Key != key || st.now().Sub(ent.Created) > st.maxAge {
 		return nil, nil // another key of the same hash prefix, or expired: this key starts afresh
 	}
 	return ent, nil
@@ -214,16 +217,16 @@ func (st *idemStore) forget(key string) {
 	st.mu.Unlock()
 }
 
-// pruneLocked drops entries older than IdemMaxAge, then the oldest past IdemMaxKeys.
+// pruneLocked drops entries older than maxAge, then the oldest past maxKeys.
 func (st *idemStore) pruneLocked() {
 	now := st.now()
 	for name, at := range st.known {
-		if now.Sub(at) > IdemMaxAge {
+		if now.Sub(at) > st.maxAge {
 			_ = os.Remove(filepath.Join(st.dir, name))
 			delete(st.known, name)
 		}
 	}
-	if len(st.known) <= IdemMaxKeys {
+	if len(st.known) <= st.maxKeys {
 		return
 	}
 	names := make([]string, 0, len(st.known))
@@ -231,7 +234,7 @@ func (st *idemStore) pruneLocked() {
 		names = append(names, n)
 	}
 	sort.Slice(names, func(i, j int) bool { return st.known[names[i]].Before(st.known[names[j]]) })
-	for _, n := range names[:len(names)-IdemMaxKeys] {
+	for _, n := range names[:len(names)-st.maxKeys] {
 		_ = os.Remove(filepath.Join(st.dir, n))
 		delete(st.known, n)
 	}
