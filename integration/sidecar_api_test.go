@@ -324,3 +324,49 @@ func TestSidecarTypedErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestSidecarInheritStdioGatewayGone: what a worker with "stdio": "inherit" does when the gateway that
+// passed its stdout dies (docs/sidecar.md, "Worker output and passed descriptors"): the next write gets
+// EPIPE with SIGPIPE, and a worker that does not ignore SIGPIPE ends by it. A worker with the default log
+// writes on through the same end of its gateway. Both are the documented behaviour a gateway is steered by.
+func TestSidecarInheritStdioGatewayGone(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	p := startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s.sock"))
+	loop := []string{"/bin/sh", "-c", "while :; do echo tick; /bin/sleep 0.05; done"}
+	inherit, _ := json.Marshal(map[string]any{"profile": "b", "stdio": "inherit", "argv": loop})
+	logged, _ := json.Marshal(map[string]any{"profile": "b", "argv": loop})
+
+	c := scDialRaw(t, p.sock)
+	pr, pw, err := os.Pipe()
+	must(t, err)
+	devnull, err := os.Open(os.DevNull)
+	must(t, err)
+	defer devnull.Close()
+	st, body := scRawExchange(t, c, scPost(string(inherit)), int(devnull.Fd()), int(pw.Fd()), int(pw.Fd()))
+	pw.Close()
+	if st != 201 {
+		t.Fatalf("inherit spawn: %d %s", st, body)
+	}
+	var piped receipt
+	must(t, json.Unmarshal([]byte(body), &piped))
+	var withLog receipt
+	p.mustDo("POST", "/v1/workers", string(logged), 201, &withLog)
+	must(t, pr.SetReadDeadline(time.Now().Add(30*time.Second)))
+	if line, err := bufio.NewReader(pr).ReadString('\n'); line != "tick\n" {
+		t.Fatalf("the inherit worker's output on the gateway's pipe: %q %v", line, err)
+	}
+	pr.Close() // the gateway is gone: nothing reads the worker's stdout any more
+
+	var end receipt
+	p.mustDo("GET", "/v1/workers/"+piped.ID+"/wait?timeout=60s", "", 200, &end)
+	if end.State != "exited" || end.Signal != "SIGPIPE" {
+		t.Fatalf("the inherit worker after its gateway's pipe closed: %s signal %q code %v, want ended by SIGPIPE", end.State, end.Signal, end.ExitCode)
+	}
+	var rec receipt
+	p.mustDo("GET", "/v1/workers/"+withLog.ID, "", 200, &rec)
+	if rec.State != "running" {
+		t.Fatalf("the logged worker: %s, want running", rec.State)
+	}
+}
