@@ -91,6 +91,7 @@ func (l *Launcher) GC(ctx context.Context, r Retention) (GCReport, error) {
 		}
 		l.removeOwnLog(rec.Log)
 		_ = d.Remove(rec.ID + ".exit")
+		_ = d.Remove(rec.ID + logPosSuffix)
 		if err := d.Remove(rec.ID); err != nil {
 			return rep, err
 		}
