@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -491,6 +492,28 @@ func TestSidecarWorkerLogs(t *testing.T) {
 	p2 := startSidecarProc(t, e, sock)
 	if st, ls2, b2 := p2.getLog(rc.ID, "", 30*time.Second); st != 200 || ls2 != ls || string(b2) != string(b) {
 		t.Fatalf("after a restart: %d Log-Start %s, %d bytes, want %s and the same %d bytes", st, ls2, len(b2), ls, len(b))
+	}
+	// hlaunch logs reads the same bytes by the same offsets, and refuses an unknown worker with 125.
+	cli := func(args ...string) ([]byte, int) {
+		cmd := exec.Command(hlaunchBin, append([]string{"--root", e.Root, "--state-dir", e.State, "logs"}, args...)...)
+		cmd.Env = e.Launcher
+		out, err := cmd.Output()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("hlaunch logs: %v", err)
+		}
+		return out, code
+	}
+	if out, code := cli("--offset", fmt.Sprint(end+5), rc.ID); code != 0 || string(out) != full[end+5:] {
+		t.Fatalf("hlaunch logs --offset %d: exit %d, %d bytes, want %d", end+5, code, len(out), len(full)-int(end)-5)
+	}
+	if out, code := cli("-f", rc.ID); code != 0 || string(out) != full[end:] {
+		t.Fatalf("hlaunch logs -f of an ended worker: exit %d, %d bytes, want %d and the end", code, len(out), len(full)-int(end))
+	}
+	if _, code := cli("w-000000000000"); code != 125 {
+		t.Fatalf("hlaunch logs of an unknown worker: exit %d, want 125", code)
 	}
 	if st, _, b := p2.getLog("w-000000000000", "", 30*time.Second); st != 404 || scErrCode(b) != "not_found" {
 		t.Fatalf("unknown worker: %d %s, want 404 not_found", st, b)
