@@ -91,7 +91,7 @@ func (l *Launcher) GC(ctx context.Context, r Retention) (GCReport, error) {
 		}
 		l.removeOwnLog(rec.Log)
 		_ = d.Remove(rec.ID + ".exit")
-		_ = d.Remove(rec.ID + logPosSuffix)
+		_ = d.Remove(logPosName(rec.ID))
 		if err := d.Remove(rec.ID); err != nil {
 			return rep, err
 		}
