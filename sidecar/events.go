@@ -18,6 +18,9 @@ const (
 	// or a connection from a peer that may not use the socket
 	EventCorrupt = "corrupt" // a record that cannot be read or verified (state corrupt or unknown-version): never signalled
 	EventLost    = "lost"    // the requested backlog is gone or this stream fell behind: re-list, then reconnect
+	// EventHeartbeat is sent on a stream that had nothing else to send for its heartbeat period; its seq is
+	// 0 (it is not in the ring and is never replayed).
+	EventHeartbeat = "heartbeat"
 )
 
 // Event is one line of the NDJSON stream. Seq increases by one per event for the life of the process; a
