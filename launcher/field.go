@@ -47,8 +47,12 @@ func (e *FieldError) Unwrap() error { return ErrInvalid }
 
 // SpecMessage is the sentence with every flag replaced by its spec field; the first one leads as
 // "spec field NAME".
-func (e *FieldError) SpecMessage() string {
-	msg := strings.Replace(e.Msg, "-p/--profile", "--profile", 1)
+func (e *FieldError) SpecMessage() string { return specWords(e.Msg) }
+
+// specWords is msg with every flag word replaced by its spec field, the first one as "spec field NAME";
+// a message that names no flag is returned as it is.
+func specWords(msg string) string {
+	msg = strings.Replace(msg, "-p/--profile", "--profile", 1)
 	words := strings.Fields(msg)
 	first := true
 	for i, w := range words {
@@ -73,14 +77,15 @@ func (e *FieldError) SpecMessage() string {
 	return out
 }
 
-// SpecMessage is err's message as the sidecar gives it for a JSON spec: a FieldError names spec fields,
-// anything else is err.Error() without the "invalid launch: " lead.
+// SpecMessage is err's message as the sidecar gives it for a JSON spec: a FieldError's sentence with spec
+// fields; anything else is err.Error() without the "invalid launch: " lead, with every flag it names
+// (a held --key, a detached worker's --pids, a --log that cannot be opened) worded as its spec field.
 func SpecMessage(err error) string {
 	var fe *FieldError
 	if errors.As(err, &fe) {
 		return fe.SpecMessage()
 	}
-	return strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": ")
+	return specWords(strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": "))
 }
 
 // DurationAccepted is what every duration setting takes, for its error line.

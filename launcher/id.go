@@ -38,3 +38,6 @@ func isID(ref string) bool {
 // IsID reports whether ref is spelled as a worker id (isID): for callers that take one, such as a page's
 // cursor.
 func IsID(ref string) bool { return isID(ref) }
+
+// NewWorkerID returns a fresh worker id for StartWithID.
+func NewWorkerID() string { return newID() }

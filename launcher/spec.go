@@ -1,7 +1,10 @@
 package launcher
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/hlaunch/hlaunch/cgroup"
 	"github.com/hlaunch/hlaunch/internal/strictjson"
@@ -89,10 +92,42 @@ type Spec struct {
 // refused. A lenient decoder would let a body that a proxy or the JSON Schema reads as
 // {"profile":"b","sandbox":true} run as another profile, unsandboxed ({"Profile":"c"} or a second
 // "sandbox":false). The error wraps ErrInvalid and names the key or byte offset.
+//
+// The sizes in "limits" (memory, memory_high) are a number of bytes or a string the flags take ("512M",
+// "max"), parsed by the flags' own parser (specLimits).
 func DecodeSpec(data []byte) (Spec, error) {
-	var s Spec
-	if err := strictjson.Decode(data, &s); err != nil {
+	var w struct {
+		Spec
+		Limits specLimits `json:"limits,omitempty"` // shadows Spec.Limits, as encoding/json's rules say
+	}
+	w.Limits.Memory.flag, w.Limits.MemoryHigh.flag = "--memory", "--memory-high"
+	if err := strictjson.Decode(data, &w); err != nil {
+		var fe *FieldError
+		if errors.As(err, &fe) {
+			return Spec{}, fe
+		}
+		if fe := typeError(err); fe != nil {
+			return Spec{}, fe
+		}
 		return Spec{}, fmt.Errorf("%w: spec: %w", ErrInvalid, err)
 	}
+	s := w.Spec
+	s.Limits = w.Limits.limits()
 	return s, nil
+}
+
+// typeError words a JSON value of the wrong type as a FieldError naming its setting ("--sandbox: want a
+// JSON bool, got string"), or is nil for any other error or a field no setting names.
+func typeError(err error) *FieldError {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return nil
+	}
+	field := strings.TrimPrefix(strings.TrimPrefix(te.Field, "."), "Spec.")
+	for _, st := range Settings() {
+		if st.Field == field && st.Flag != "" {
+			return &FieldError{Msg: fmt.Sprintf("%s: want a JSON %s, got %s", st.Flag, te.Type, te.Value)}
+		}
+	}
+	return nil
 }

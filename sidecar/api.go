@@ -1,6 +1,7 @@
 package sidecar
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -137,21 +138,27 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, err error) {
-	code := Code(err)
 	if errors.Is(err, ErrSlowBody) {
 		w.Header().Set("Connection", "close") // the rest of the body is not read: the connection is not reused
 	}
-	// A spec the launcher refused is worded with its JSON fields, not the exec flags (launcher.FieldError).
-	writeJSON(w, statusOf(code), errorBody{Error: errorDetail{Code: code, Message: launcher.SpecMessage(err)}})
+	// A spec the launcher refused is worded with its JSON fields, not the exec flags (launcher.SpecMessage).
+	d := errDetail(err)
+	writeJSON(w, statusOf(d.Code), errorBody{Error: d})
 }
 
 // spawnTimeout bounds one launch (a systemd job that never finishes, a stuck key lock).
 const spawnTimeout = 2 * time.Minute
 
-// handleSpawn: POST /v1/workers, body = launcher.Spec; 201 with the receipt.
+// handleSpawn: POST /v1/workers, body = launcher.Spec; 201 with the receipt. With an Idempotency-Key
+// header the spawn is idempotent (spawnIdempotent).
 func (s *Server) handleSpawn(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(r.Body)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	var spec launcher.Spec
-	if err := decodeStrict(r.Body, &spec, false); err != nil {
+	if err := decodeStrict(bytes.NewReader(body), &spec, false); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -172,28 +179,55 @@ func (s *Server) handleSpawn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer closeStdio()
-	ticket := s.beginSpawn()
-	began := time.Now()
-	rc, err := s.startWorker(ctx, spec, stdio)
-	s.obs.spawned(&spec, rc, time.Since(began), err)
-	s.endSpawn(ticket, rc)
-	s.noteSpawn(err)
+	if _, ok := r.Header[headerIdemKey]; ok {
+		s.spawnIdempotent(ctx, w, r.Header.Get(headerIdemKey), body, spec, stdio)
+		return
+	}
+	rc, err := s.spawn(ctx, spec, stdio, nil)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
+	writeReceipt(w, rc, false)
+}
+
+// spawn starts one worker with the sidecar's bookkeeping (tickets, metrics, health). before, when not nil,
+// is called with the worker's id before it is launched.
+func (s *Server) spawn(ctx context.Context, spec launcher.Spec, stdio launcher.Stdio, before func(string) error) (*launcher.Receipt, error) {
+	ticket := s.beginSpawn()
+	began := time.Now()
+	rc, err := s.startWorker(ctx, spec, stdio, before)
+	s.obs.spawned(&spec, rc, time.Since(began), err)
+	s.endSpawn(ticket, rc)
+	s.noteSpawn(err)
+	return rc, err
+}
+
+// writeReceipt answers a spawn: 201 with the receipt (replay: a repeat of an idempotent spawn).
+func writeReceipt(w http.ResponseWriter, rc *launcher.Receipt, replay bool) {
 	w.Header().Set("Location", "/v1/workers/"+rc.ID)
+	if replay {
+		w.Header().Set(headerIdemReplay, "true")
+	}
 	writeJSON(w, http.StatusCreated, rc)
 }
 
-// startWorker starts spec in a warm slot when one is ready and fits, else the ordinary way.
-func (s *Server) startWorker(ctx context.Context, spec launcher.Spec, stdio launcher.Stdio) (*launcher.Receipt, error) {
+// startWorker starts spec in a warm slot when one is ready and fits, else the ordinary way; before, when
+// not nil, sees the worker's id first.
+func (s *Server) startWorker(ctx context.Context, spec launcher.Spec, stdio launcher.Stdio, before func(string) error) (*launcher.Receipt, error) {
 	if s.pool != nil && spec.Stdio != launcher.StdioInherit {
-		if rc, ok, err := s.pool.start(ctx, spec); ok {
+		if rc, ok, err := s.pool.start(ctx, spec, before); ok {
 			return rc, err
 		}
 	}
-	return s.b.StartWith(ctx, spec, stdio)
+	if before == nil {
+		return s.b.StartWith(ctx, spec, stdio)
+	}
+	id := launcher.NewWorkerID()
+	if err := before(id); err != nil {
+		return nil, err
+	}
+	return s.b.StartWithID(ctx, spec, stdio, id)
 }
 
 // MaxPage is the largest page GET /v1/workers answers (limit).
@@ -342,6 +376,11 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		since = n
 	}
+	heartbeat, err := parseHeartbeat(q.Get("heartbeat"))
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	if _, ok := w.(http.Flusher); !ok {
 		writeError(w, errors.New("streaming unsupported"))
 		return
@@ -388,10 +427,18 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	if rc.Flush() != nil {
 		return
 	}
+	// A heartbeat after every idle period: a client tells a quiet stream from a dead one without a poll.
+	idle := time.NewTimer(heartbeat)
+	defer idle.Stop()
 	for {
 		select {
 		case <-r.Context().Done():
 			return
+		case <-idle.C:
+			if !send(Event{Type: EventHeartbeat, Time: s.now().UTC().Format(time.RFC3339Nano)}) {
+				return
+			}
+			idle.Reset(heartbeat)
 		case e, ok := <-sub.ch:
 			if !ok {
 				if sub.lost {
@@ -403,8 +450,29 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 			if !send(e) {
 				return
 			}
+			idle.Reset(heartbeat)
 		}
 	}
+}
+
+// Bounds of GET /v1/events?heartbeat=DUR.
+const (
+	DefaultHeartbeat = 15 * time.Second
+	MinHeartbeat     = time.Second
+	MaxHeartbeat     = 60 * time.Second
+)
+
+// parseHeartbeat is the heartbeat query parameter: a duration within MinHeartbeat..MaxHeartbeat; empty is
+// DefaultHeartbeat.
+func parseHeartbeat(v string) (time.Duration, error) {
+	d, err := parseDuration("heartbeat", v, DefaultHeartbeat)
+	if err != nil {
+		return 0, err
+	}
+	if d < MinHeartbeat || d > MaxHeartbeat {
+		return 0, fmt.Errorf("%w: heartbeat %q: want %s to %s", launcher.ErrInvalid, v, MinHeartbeat, MaxHeartbeat)
+	}
+	return d, nil
 }
 
 // Health is the answer of GET /v1/health.

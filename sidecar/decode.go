@@ -21,15 +21,9 @@ import (
 // dropped "limits" would start an unlimited worker), and a body a proxy reads as one spec must not run
 // as another.
 func decodeStrict(r io.Reader, v any, allowEmpty bool) error {
-	data, err := io.ReadAll(r)
+	data, err := readBody(r)
 	if err != nil {
-		if isMaxBytes(err) {
-			return fmt.Errorf("%w: %w", ErrTooLarge, err)
-		}
-		if errors.Is(err, ErrSlowBody) {
-			return err
-		}
-		return fmt.Errorf("%w: body: %w", launcher.ErrInvalid, err)
+		return err
 	}
 	if allowEmpty && len(bytes.TrimSpace(data)) == 0 {
 		return nil
@@ -46,6 +40,21 @@ func decodeStrict(r io.Reader, v any, allowEmpty bool) error {
 		return fmt.Errorf("%w: body: %w", launcher.ErrInvalid, err)
 	}
 	return nil
+}
+
+// readBody reads a request's whole body: over --max-body is ErrTooLarge, past --body-timeout ErrSlowBody.
+func readBody(r io.Reader) ([]byte, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		if isMaxBytes(err) {
+			return nil, fmt.Errorf("%w: %w", ErrTooLarge, err)
+		}
+		if errors.Is(err, ErrSlowBody) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: body: %w", launcher.ErrInvalid, err)
+	}
+	return data, nil
 }
 
 // signalRequest is the body of POST /v1/workers/{id}/signal.

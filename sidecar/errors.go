@@ -43,6 +43,20 @@ type errorBody struct {
 type errorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	// Field is the spec field at fault, when one is ("limits.memory", "profile"); Reason a finer, stable
+	// sub-code of Code ("unknown_profile", "env_not_utf8", "unknown_field"; launcher.ErrorReason).
+	Field  string `json:"field,omitempty"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// errDetail is err's JSON error detail: its code, its message in spec field names, its field and reason.
+func errDetail(err error) errorDetail {
+	d := errorDetail{Code: Code(err), Message: launcher.SpecMessage(err)}
+	d.Reason, d.Field = launcher.ErrorReason(err)
+	if errors.Is(err, errBadIdemKey) {
+		d.Reason = "bad_idempotency_key"
+	}
+	return d
 }
 
 // Code maps an error to its stable JSON code: the sidecar's own sentinels first, then launcher.Code.
@@ -66,6 +80,8 @@ func Code(err error) string {
 		return "busy"
 	case errors.Is(err, ErrSlowBody):
 		return "too_slow"
+	case errors.Is(err, ErrIdemMismatch):
+		return "idempotency_mismatch"
 	}
 	return launcher.Code(err)
 }
@@ -88,7 +104,7 @@ func statusOf(code string) int {
 		return http.StatusConflict
 	case "too_large":
 		return http.StatusRequestEntityTooLarge
-	case "cannot_run", "command_not_found":
+	case "cannot_run", "command_not_found", "idempotency_mismatch":
 		return http.StatusUnprocessableEntity
 	case "not_implemented":
 		return http.StatusNotImplemented

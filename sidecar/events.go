@@ -17,6 +17,9 @@ const (
 	EventRefused = "refused" // a record that does not verify (foreign boot or machine, recycled, unverified),
 	// or a connection from a peer that may not use the socket
 	EventLost = "lost" // the requested backlog is gone or this stream fell behind: re-list, then reconnect
+	// EventHeartbeat is sent on a stream that had nothing else to send for its heartbeat period; its seq is
+	// 0 (it is not in the ring and is never replayed).
+	EventHeartbeat = "heartbeat"
 )
 
 // Event is one line of the NDJSON stream. Seq increases by one per event for the life of the process; a

@@ -38,7 +38,11 @@ func (f *fakeBackend) spec() launcher.Spec {
 	return f.lastSpec
 }
 
-func (f *fakeBackend) StartWith(ctx context.Context, spec launcher.Spec, _ launcher.Stdio) (*launcher.Receipt, error) {
+func (f *fakeBackend) StartWith(ctx context.Context, spec launcher.Spec, stdio launcher.Stdio) (*launcher.Receipt, error) {
+	return f.StartWithID(ctx, spec, stdio, "")
+}
+
+func (f *fakeBackend) StartWithID(ctx context.Context, spec launcher.Spec, _ launcher.Stdio, id string) (*launcher.Receipt, error) {
 	f.mu.Lock()
 	f.lastSpec = spec
 	if f.startErr != nil {
@@ -50,7 +54,10 @@ func (f *fakeBackend) StartWith(ctx context.Context, spec launcher.Spec, _ launc
 		return nil, fmt.Errorf("%w: profile and argv are required", launcher.ErrInvalid)
 	}
 	f.n++
-	rc := launcher.Receipt{ID: fmt.Sprintf("w-%012x", f.n), Token: "tok", PID: 1000 + f.n, Mode: "cgroup",
+	if id == "" {
+		id = fmt.Sprintf("w-%012x", f.n)
+	}
+	rc := launcher.Receipt{ID: id, Token: "tok", PID: 1000 + f.n, Mode: "cgroup",
 		Profile: spec.Profile, Argv: spec.Argv, Key: spec.Key}
 	f.recs[rc.ID] = launcher.Record{Receipt: rc, State: "running"}
 	f.order = append(f.order, rc.ID)

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/user"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -119,12 +120,17 @@ type Config struct {
 	// "off"). Zero value: they are refused (400 invalid), because the sidecar's clients pass it work for
 	// hostile code and the filter is the sandbox's defence in depth; the receipt says which a worker got.
 	AllowSeccompOff bool
+	// IdempotencyDir is the directory that keeps the Idempotency-Key of spawns (IdemMaxKeys keys for
+	// IdemMaxAge), so that a repeat is answered the first receipt across a restart of the sidecar. Empty with
+	// a Launcher means "sidecar-keys" in its state directory; empty otherwise means no idempotent spawns.
+	IdempotencyDir string
 }
 
 // backend is what the server needs from a launcher. *launcher.Launcher is the production implementation;
 // the unit tests provide a second one so routing, decoding and auth run without a kernel.
 type backend interface {
 	StartWith(ctx context.Context, spec launcher.Spec, stdio launcher.Stdio) (*launcher.Receipt, error)
+	StartWithID(ctx context.Context, spec launcher.Spec, stdio launcher.Stdio, id string) (*launcher.Receipt, error)
 	List(ctx context.Context) ([]launcher.Record, error)
 	ListPage(ctx context.Context, after string, limit int) ([]launcher.Record, error)
 	IDs(ctx context.Context) ([]string, error)
@@ -145,7 +151,8 @@ type Server struct {
 	events *broker
 	// conns counts the connections per peer uid (fdListener), streams the open /v1/events streams.
 	conns, streams *limiter
-	pool           *warmPool // nil without Config.Warm
+	pool           *warmPool  // nil without Config.Warm
+	idem           *idemStore // nil without Config.IdempotencyDir
 	obs            *observer
 	now            func() time.Time
 	start          time.Time
@@ -176,13 +183,17 @@ type Server struct {
 	shutdown chan struct{}
 }
 
-// New checks cfg and returns a Server; it does not touch the socket or the state directory yet.
+// New checks cfg and returns a Server; it does not touch the socket or the worker records yet (it opens
+// Config.IdempotencyDir).
 func New(cfg Config) (*Server, error) {
 	if cfg.Launcher == nil {
 		return nil, fmt.Errorf("%w: no launcher", ErrConfig)
 	}
 	if cfg.WatchDir == "" {
 		cfg.WatchDir = cfg.Launcher.WorkersDir()
+	}
+	if cfg.IdempotencyDir == "" {
+		cfg.IdempotencyDir = filepath.Join(cfg.Launcher.StateDir(), "sidecar-keys")
 	}
 	return newServer(cfg, cfg.Launcher)
 }
@@ -239,6 +250,11 @@ func newServer(cfg Config, b backend) (*Server, error) {
 		polled:   make(chan struct{}),
 		ready:    make(chan struct{}),
 		shutdown: make(chan struct{}),
+	}
+	if cfg.IdempotencyDir != "" {
+		if s.idem, err = newIdemStore(cfg.IdempotencyDir, func() time.Time { return s.now() }); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
 	}
 	if s.selfNS, err = os.Readlink("/proc/self/ns/pid"); err != nil {
 		return nil, fmt.Errorf("%w: own pid namespace: %w", ErrConfig, err)

@@ -108,12 +108,20 @@ func (p *warmPool) drain() {
 
 // start starts spec in a warm slot. ok is false when it did not: the pool was empty, or spec does not fit
 // a slot (the slot goes back); the caller then starts spec the ordinary way.
-func (p *warmPool) start(ctx context.Context, spec launcher.Spec) (rc *launcher.Receipt, ok bool, err error) {
+// before, when not nil, is called with the slot's worker id before the slot is used; its error fails the
+// start and returns the slot.
+func (p *warmPool) start(ctx context.Context, spec launcher.Spec, before func(id string) error) (rc *launcher.Receipt, ok bool, err error) {
 	var w *launcher.Warm
 	select {
 	case w = <-p.slots:
 	default:
 		return nil, false, nil
+	}
+	if before != nil {
+		if err := before(w.ID()); err != nil {
+			p.put(w)
+			return nil, true, err
+		}
 	}
 	rc, err = p.w.StartWarm(ctx, w, spec)
 	switch {

@@ -183,7 +183,7 @@ func TestDecodeSpecStrict(t *testing.T) {
 		"not an object":      `["b"]`,
 		"empty":              ``,
 		"truncated":          `{"profile":"b"`,
-		"string for a limit": `{"limits":{"memory":"512M"}}`,
+		"bad size for limit": `{"limits":{"memory":"lots"}}`,
 	}
 	for name, doc := range bad {
 		if _, err := decodeSpec([]byte(doc)); err == nil {

@@ -15,7 +15,7 @@ import (
 const CountAccepted = "a whole number, 0 or more, or max"
 
 // SizeAccepted is what a size flag (--memory, --default-memory) takes.
-const SizeAccepted = "a size in bytes with an optional K, M, G or T suffix (512M, 2G), or max"
+const SizeAccepted = launcher.SizeAccepted
 
 // ParseCount parses the value v of the count flag named flag ("--pids"): decimal digits, or "max" (no
 // limit), which is cgroup.Unlimited. Its error is the one line that names the flag and what it takes.
@@ -35,15 +35,9 @@ func ParseCount(flag, v string) (int64, error) {
 
 // ParseSize parses the value v of the size flag named flag ("--memory") as cgroup.ParseSize does, except
 // that "max" (no limit) is cgroup.Unlimited.
+// It is launcher.ParseLimitSize, which parses a spec's limits.memory written as a string too.
 func ParseSize(flag, v string) (int64, error) {
-	if strings.EqualFold(strings.TrimSpace(v), "max") {
-		return cgroup.Unlimited, nil
-	}
-	n, err := cgroup.ParseSize(v)
-	if err != nil {
-		return 0, fmt.Errorf("%s %q: want %s", flag, v, SizeAccepted)
-	}
-	return n, nil
+	return launcher.ParseLimitSize(flag, v)
 }
 
 // DefaultLimits holds the sidecar's --default-pids, --default-memory and --default-cpu-weight: the limits

@@ -1,0 +1,241 @@
+package sidecar
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Bounds of the idempotency keys a sidecar remembers (POST /v1/workers with Idempotency-Key). A key is
+// forgotten IdemMaxAge after its first spawn, or earlier when IdemMaxKeys newer ones are kept.
+const (
+	IdemMaxKeys   = 10000
+	IdemMaxAge    = 24 * time.Hour
+	idemMaxKeyLen = 128
+)
+
+// Headers of an idempotent spawn.
+const (
+	headerIdemKey    = "Idempotency-Key"
+	headerIdemReplay = "Idempotent-Replay"
+)
+
+var (
+	// ErrIdemMismatch: an Idempotency-Key came again with another body (422 idempotency_mismatch).
+	ErrIdemMismatch = errors.New("idempotency key reused with another body")
+	// errBadIdemKey: an Idempotency-Key header that is not 1..128 printable ASCII (400 invalid, reason
+	// bad_idempotency_key).
+	errBadIdemKey = errors.New("bad idempotency key")
+)
+
+// idemEntry is one remembered key, a file of its own in the key directory, written atomically: first
+// before the launch (ID set, Receipt empty), then with the receipt once the launch answered. An entry
+// without a receipt after a restart is a launch the sidecar did not see the end of; the worker record
+// under ID says whether it started.
+type idemEntry struct {
+	Key     string          `json:"key"`
+	Body    string          `json:"body_sha256"`
+	ID      string          `json:"id"`
+	Created time.Time       `json:"created"`
+	Receipt json.RawMessage `json:"receipt,omitempty"`
+}
+
+// idemStore remembers idempotency keys in dir (one file per key, named by the key's hash) and serializes
+// the spawns of one key in this process: a retry that arrives while the first spawn with its key is still
+// in flight waits for that spawn's end and then gets its answer.
+type idemStore struct {
+	dir string
+	now func() time.Time
+	// maxKeys and maxAge are the bounds: IdemMaxKeys and IdemMaxAge.
+	maxKeys int
+	maxAge  time.Duration
+
+	mu    sync.Mutex
+	locks map[string]*idemLock
+	known map[string]time.Time // file name -> created, for the bounds
+}
+
+type idemLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// newIdemStore opens (making it 0700) dir and reads what keys it holds, dropping those past the bounds.
+func newIdemStore(dir string, now func() time.Time) (*idemStore, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("idempotency keys: %w", err)
+	}
+	st := &idemStore{dir: dir, now: now, maxKeys: IdemMaxKeys, maxAge: IdemMaxAge, locks: map[string]*idemLock{}, known: map[string]time.Time{}}
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("idempotency keys: %w", err)
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".json") {
+			_ = os.Remove(filepath.Join(dir, name)) // a temp file of a write that did not finish
+			continue
+		}
+		ent, err := st.read(name)
+		if err != nil {
+			_ = os.Remove(filepath.Join(dir, name))
+			continue
+		}
+		st.known[name] = ent.Created
+	}
+	st.mu.Lock()
+	st.pruneLocked()
+	st.mu.Unlock()
+	return st, nil
+}
+
+// checkIdemKey checks an Idempotency-Key header: 1 to 128 printable ASCII characters.
+func checkIdemKey(k string) error {
+	if k == "" || len(k) > idemMaxKeyLen {
+		return fmt.Errorf("%w: header %s: want 1 to %d printable ASCII characters, got %d bytes", errBadIdemKey, headerIdemKey, idemMaxKeyLen, len(k))
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x20 || k[i] > 0x7e {
+			return fmt.Errorf("%w: header %s: byte %d (0x%02x) is not printable ASCII", errBadIdemKey, headerIdemKey, i, k[i])
+		}
+	}
+	return nil
+}
+
+func idemFile(key string) string {
+	h := sha256.Sum256([]byte(key))
+	return hex.EncodeToString(h[:16]) + ".json"
+}
+
+// bodyHash is the hash a repeat's body is compared by: byte for byte.
+func bodyHash(body []byte) string {
+	h := sha256.Sum256(body)
+	return hex.EncodeToString(h[:])
+}
+
+// lock serializes key's spawns in this process; the returned func releases it.
+func (st *idemStore) lock(key string) func() {
+	st.mu.Lock()
+	l := st.locks[key]
+	if l == nil {
+		l = &idemLock{}
+		st.locks[key] = l
+	}
+	l.refs++
+	st.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		st.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(st.locks, key)
+		}
+		st.mu.Unlock()
+	}
+}
+
+// get returns key's entry, or nil when the key is not remembered (never, or past IdemMaxAge). Call it
+// under lock(key).
+func (st *idemStore) get(key string) (*idemEntry, error) {
+	name := idemFile(key)
+	ent, err := st.read(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if ent.Key != key || st.now().Sub(ent.Created) > st.maxAge {
+		return nil, nil // another key of the same hash prefix, or expired: this key starts afresh
+	}
+	return ent, nil
+}
+
+func (st *idemStore) read(name string) (*idemEntry, error) {
+	b, err := os.ReadFile(filepath.Join(st.dir, name))
+	if err != nil {
+		return nil, err
+	}
+	var ent idemEntry
+	if err := json.Unmarshal(b, &ent); err != nil {
+		return nil, fmt.Errorf("idempotency key file %s: %w", name, err)
+	}
+	return &ent, nil
+}
+
+// put writes ent atomically (a temp file, synced, renamed over the old one, the directory synced) so that
+// a crash leaves the old entry or the new one. Call it under lock(ent.Key).
+func (st *idemStore) put(ent *idemEntry) error {
+	b, err := json.Marshal(ent)
+	if err != nil {
+		return err
+	}
+	name := idemFile(ent.Key)
+	tmp, err := os.CreateTemp(st.dir, ".tmp-")
+	if err != nil {
+		return fmt.Errorf("idempotency key: %w", err)
+	}
+	_, err = tmp.Write(b)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), filepath.Join(st.dir, name))
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("idempotency key: %w", err)
+	}
+	if d, err := os.Open(st.dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	st.mu.Lock()
+	st.known[name] = ent.Created
+	st.pruneLocked()
+	st.mu.Unlock()
+	return nil
+}
+
+// forget removes key's entry (a launch that failed is not remembered: a retry launches again).
+func (st *idemStore) forget(key string) {
+	name := idemFile(key)
+	_ = os.Remove(filepath.Join(st.dir, name))
+	st.mu.Lock()
+	delete(st.known, name)
+	st.mu.Unlock()
+}
+
+// pruneLocked drops entries older than maxAge, then the oldest past maxKeys.
+func (st *idemStore) pruneLocked() {
+	now := st.now()
+	for name, at := range st.known {
+		if now.Sub(at) > st.maxAge {
+			_ = os.Remove(filepath.Join(st.dir, name))
+			delete(st.known, name)
+		}
+	}
+	if len(st.known) <= st.maxKeys {
+		return
+	}
+	names := make([]string, 0, len(st.known))
+	for n := range st.known {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool { return st.known[names[i]].Before(st.known[names[j]]) })
+	for _, n := range names[:len(names)-st.maxKeys] {
+		_ = os.Remove(filepath.Join(st.dir, n))
+		delete(st.known, n)
+	}
+}
