@@ -3,6 +3,8 @@ package integration
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -86,9 +88,14 @@ func TestGatewayAcceptance(t *testing.T) {
 		sc := bufio.NewScanner(cmdR)
 		for sc.Scan() {
 			q := current()
-			switch sc.Text() {
+			cmd, arg, _ := strings.Cut(sc.Text(), " ")
+			switch cmd {
 			case "stop":
 				_ = q.cmd.Process.Signal(syscall.SIGSTOP)
+			case "stop-at-key":
+				if !scStopAtKey(t, q, filepath.Join(e.State, "sidecar-keys"), arg) {
+					return
+				}
 			case "kill":
 				q.kill9()
 			case "restart":
@@ -142,6 +149,20 @@ func TestGatewayAcceptance(t *testing.T) {
 			t.Errorf("processes left under the test's parent: %v", cgs)
 		}
 	}
+}
+
+// scStopAtKey SIGSTOPs the sidecar q as soon as it has written down Idempotency-Key key in dir (its
+// sidecar-keys directory: it does so after reading the request, before the launch); false after a minute.
+func scStopAtKey(t *testing.T, q *scProc, dir, key string) bool {
+	h := sha256.Sum256([]byte(key))
+	entry := filepath.Join(dir, hex.EncodeToString(h[:16])+".json")
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Microsecond) {
+		if _, err := os.Stat(entry); err == nil {
+			return q.cmd.Process.Signal(syscall.SIGSTOP) == nil
+		}
+	}
+	t.Errorf("the sidecar did not write down key %q within a minute", key)
+	return false
 }
 
 // startSidecarProcTry is startSidecarProc for a goroutine other than the test's: it returns nil (and

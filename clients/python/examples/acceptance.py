@@ -7,7 +7,8 @@ WORKDIR is a directory every worker can write (markers, PID files); LOGDIR one t
 may write, for the workers' logs (their shims write them). The harness that started the
 sidecar restarts it on request: this program writes one command line to CONTROL_OUT_FD ("restart": kill
 it and start it again; "kill": kill it; "start": start it again; "stop": SIGSTOP it) and reads "ok" from
-CONTROL_IN_FD once it is done. It prints one line per check and exits 1 on the first failure. It has no
+CONTROL_IN_FD once it is done; "stop-at-key KEY" SIGSTOPs it once it has read a spawn with that
+Idempotency-Key and written the key down, before the launch answers. It prints one line per check and exits 1 on the first failure. It has no
 retry loop of its own: the client's own retries (spawn's, with its Idempotency-Key) are the only ones.
 """
 
@@ -189,10 +190,13 @@ async def lost_answer(c: AsyncClient, h: Harness, work: str) -> str:
     marker = os.path.join(work, "starts")
     key = "cron-report-exec-%d" % os.getpid()
     spec: Spec = {"profile": "b", "argv": ["/bin/sh", "-c", "echo $$ >> %s; exec sleep 300" % marker]}
-    await h.ask("stop")  # the request is in the stopped sidecar's socket
+    # The harness SIGSTOPs the sidecar once it has read the request and written the key down, which it
+    # does just before the launch; then it kills it and starts it again on the same state.
+    stopped = asyncio.ensure_future(h.ask("stop-at-key " + key))
     spawn = asyncio.ensure_future(c.spawn(spec, idempotency_key=key))
-    await asyncio.sleep(0.5)  # let the client send its request into the stopped sidecar's socket
-    await h.ask("restart")  # killed, then started again on the same state
+    await stopped
+    expect(not spawn.done(), "the spawn was answered before the sidecar stopped: %s" % spawn)
+    await h.ask("restart")
     how = "answered by the client's own retry"
     try:
         rc = cast(Dict[str, Any], await spawn)
