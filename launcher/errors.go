@@ -114,6 +114,8 @@ func Code(err error) string {
 		return "cannot_run"
 	case errors.Is(err, ErrCommandNotFound):
 		return "command_not_found"
+	case errors.Is(err, ErrNoLog):
+		return "no_log"
 	default:
 		return "internal"
 	}

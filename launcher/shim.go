@@ -248,7 +248,7 @@ func shimStart(sc *shimConfig) (proc *hproc.Proc, release func() error, logs *lo
 	if sc.Log != "" {
 		var c *logCopy
 		var w *os.File
-		if c, w, err = startLogCopy(sc.Log, sc.LogMax); err != nil {
+		if c, w, err = startLogCopyPos(sc.Log, sc.LogMax, logPosWriter(sc.Workers, sc.ID)); err != nil {
 			return nil, nil, nil, err
 		}
 		defer w.Close() // the worker's: the copy ends when its last writer is gone

@@ -46,12 +46,22 @@ type logCopy struct {
 	// dropped): one slot, replaced, written only by the copy.
 	updates  chan logStats
 	dropping bool
+	// pos is where each file of the log starts in the worker's output (logpos.go); onPos, when set, is
+	// told it after every open of a new file, before anything is written into it.
+	pos   logPos
+	onPos func(logPos)
 }
 
 // startLogCopy opens the log at path (rotated at max bytes, 0: LogRotateSize) and a pipe, and starts
 // copying what the pipe's write end receives into the log. The write end is the worker's stdout and
 // stderr; the caller closes its own copy once the worker has it.
 func startLogCopy(path string, max int64) (*logCopy, *os.File, error) {
+	return startLogCopyPos(path, max, nil)
+}
+
+// startLogCopyPos is startLogCopy that tells onPos (nil: none) where the log's files start in the
+// worker's output (logpos.go): now, and after each rotation before anything is written into the new file.
+func startLogCopyPos(path string, max int64, onPos func(logPos)) (*logCopy, *os.File, error) {
 	if max <= 0 {
 		max = LogRotateSize
 	}
@@ -70,6 +80,11 @@ func startLogCopy(path string, max int64) (*logCopy, *os.File, error) {
 		return nil, nil, fmt.Errorf("--log: %w", err)
 	}
 	c := &logCopy{path: path, max: max, r: r, f: f, size: st.Size(), done: make(chan struct{}), updates: make(chan logStats, 1)}
+	c.pos = logPos{Files: []logFilePos{{Ino: inoOf(st), Base: 0}}}
+	c.onPos = onPos
+	if onPos != nil {
+		onPos(c.pos)
+	}
 	go c.run()
 	return c, w, nil
 }
@@ -134,6 +149,7 @@ func (c *logCopy) write(b []byte) {
 // no symbolic link, as at the launch) and creates a new one.
 func (c *logCopy) rotate() {
 	full := c.f != nil && c.size >= c.max
+	prevSize := c.size
 	if c.f != nil {
 		c.f.Close()
 		c.f = nil
@@ -150,6 +166,7 @@ func (c *logCopy) rotate() {
 		return
 	}
 	c.f, c.size = f, st.Size()
+	c.movePos(inoOf(st), prevSize)
 	if full {
 		c.st.Rotations++
 		c.changed()

@@ -25,6 +25,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/workers/{id}/signal", s.handleSignal)
 	mux.HandleFunc("POST /v1/workers/{id}/stop", s.handleStop)
 	mux.HandleFunc("GET /v1/workers/{id}/wait", s.handleWait)
+	mux.HandleFunc("GET /v1/workers/{id}/logs", s.handleLogs)
 	mux.HandleFunc("GET /v1/events", s.handleEvents)
 	mux.HandleFunc("GET /v1/health", s.handleHealth)
 	mux.HandleFunc("GET /v1/doctor", s.handleDoctor)

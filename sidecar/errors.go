@@ -100,7 +100,7 @@ func statusOf(code string) int {
 		return http.StatusMethodNotAllowed
 	case "timeout", "too_slow":
 		return http.StatusRequestTimeout
-	case "refused", "unverified", "not_running", "leader_exited", "key_held":
+	case "refused", "unverified", "not_running", "leader_exited", "key_held", "no_log":
 		return http.StatusConflict
 	case "too_large":
 		return http.StatusRequestEntityTooLarge

@@ -31,6 +31,9 @@ func examples() map[string]string {
   hlaunch signal hl1.AQAB... -s TERM --all`,
 		"hlaunch stop": `  hlaunch stop w-84df33fba087
   hlaunch stop w-84df33fba087 --grace 30s`,
+		"hlaunch logs": `  hlaunch logs w-84df33fba087
+  # Follow it to the worker's end, from byte 4096 of its output.
+  hlaunch logs -f --offset 4096 w-84df33fba087`,
 		"hlaunch wait": `  hlaunch wait w-84df33fba087
   hlaunch wait w-84df33fba087 --timeout 10m --json`,
 		"hlaunch gc": `  hlaunch gc

@@ -86,6 +86,7 @@ func newRootCmd(a *app) *cobra.Command {
 		newSignalCmd(a),
 		newStopCmd(a),
 		newWaitCmd(a),
+		newLogsCmd(a),
 		newGCCmd(a),
 		newLedgerCmd(a),
 		newDoctorCmd(a),
