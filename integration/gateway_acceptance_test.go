@@ -43,8 +43,6 @@ func TestGatewayAcceptance(t *testing.T) {
 	work := filepath.Join(dir, "work")
 	must(t, os.Mkdir(work, 0o755))
 	must(t, os.Chmod(work, 0o1777)) // the workers run as their homes' owners
-	logs := filepath.Join(dir, "logs")
-	must(t, os.Mkdir(logs, 0o755))
 	prog, err := filepath.Abs(filepath.Join("..", "clients", "python", "examples", "acceptance.py"))
 	must(t, err)
 
@@ -73,7 +71,7 @@ func TestGatewayAcceptance(t *testing.T) {
 	must(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, scPython(t), prog, sock, work, logs, e.Root, "3", "4")
+	cmd := exec.CommandContext(ctx, scPython(t), prog, sock, work, e.Root, "3", "4")
 	cmd.Env = []string{"PYTHONPATH=" + dir, "PATH=/usr/bin:/bin"}
 	out := &testutil.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out

@@ -1,10 +1,10 @@
 """The gateway-shaped acceptance program: what a hermes gateway does with the sidecar, on AsyncClient only.
 
-    python3 acceptance.py SOCKET WORKDIR LOGDIR HERMES_ROOT CONTROL_OUT_FD CONTROL_IN_FD
-    python3 acceptance.py cron-child SOCKET LOGDIR KEY     (the second gateway of check 2)
+    python3 acceptance.py SOCKET WORKDIR HERMES_ROOT CONTROL_OUT_FD CONTROL_IN_FD
+    python3 acceptance.py cron-child SOCKET KEY     (the second gateway of check 2)
 
-WORKDIR is a directory every worker can write (markers, PID files); LOGDIR one that only the sidecar's uid
-may write, for the workers' logs (their shims write them). The harness that started the
+WORKDIR is a directory every worker can write (markers, PID files). The workers' output is read through
+logs(): the log the sidecar keeps of each. The harness that started the
 sidecar restarts it on request: this program writes one command line to CONTROL_OUT_FD ("restart": kill
 it and start it again; "kill": kill it; "start": start it again; "stop": SIGSTOP it) and reads "ok" from
 CONTROL_IN_FD once it is done; "stop-at-key KEY" SIGSTOPs it once it has read a spawn with that
@@ -57,10 +57,10 @@ def alive(pid: int) -> bool:
         return False
 
 
-async def read_log(c: AsyncClient, worker_id: str, follow: bool) -> bytes:
-    """A worker's whole log; with follow, until the worker ended and its output is drained."""
+async def read_log(c: AsyncClient, worker_id: str) -> bytes:
+    """A worker's whole log."""
     out = b""
-    async with c.logs(worker_id, follow=follow, idle_timeout=60) as pieces:
+    async with c.logs(worker_id, idle_timeout=60) as pieces:
         async for piece in pieces:
             out += piece
     return out
@@ -76,15 +76,26 @@ def env_of(log: bytes) -> Dict[str, str]:
     return env
 
 
-async def serve_two(c: AsyncClient, logdir: str, root: str) -> None:
+async def serve_two(c: AsyncClient, work: str, root: str) -> None:
     """1: profiles b and c at once, each worker's output followed live; each saw only its own environ."""
-    script = 'echo B_MARKER=$B_MARKER; echo C_MARKER=$C_MARKER; echo HERMES_HOME=$HERMES_HOME; echo end=1'
 
     async def one(profile: str) -> Dict[str, str]:
-        rc = await c.spawn({"profile": profile, "argv": ["/bin/sh", "-c", script],
-                            "log": os.path.join(logdir, "serve-%s.log" % profile)})
-        log, final = await asyncio.gather(read_log(c, rc["id"], follow=True), c.wait(rc["id"], timeout=60))
+        go = os.path.join(work, "go-" + profile)
+        # The worker reports its environ, then runs on until the gateway has read the report live.
+        script = ("echo B_MARKER=$B_MARKER; echo C_MARKER=$C_MARKER; echo HERMES_HOME=$HERMES_HOME; i=0; "
+                  "while [ ! -e %s ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; echo end=1" % go)
+        rc = await c.spawn({"profile": profile, "argv": ["/bin/sh", "-c", script]})
+        log = b""
+        async with c.logs(rc["id"], follow=True, idle_timeout=120) as pieces:
+            async for piece in pieces:
+                log += piece
+                if b"HERMES_HOME=" in log and not os.path.exists(go):
+                    rec = await c.get(rc["id"])
+                    expect(rec["state"] == "running", "profile %s: output only after its end: %s" % (profile, rec))
+                    open(go, "w").close()
+        final = await c.wait(rc["id"], timeout=60)
         expect(final.get("exit_code") == 0, "profile %s worker: %s" % (profile, final))
+        expect(os.path.exists(go), "profile %s: no environ report in its log: %r" % (profile, log))
         return env_of(log)
 
     b, cenv = await asyncio.gather(one("b"), one("c"))
@@ -95,21 +106,21 @@ async def serve_two(c: AsyncClient, logdir: str, root: str) -> None:
         expect(env.get("HERMES_HOME") == home, "profile %s HERMES_HOME %r, want %r" % (profile, env.get("HERMES_HOME"), home))
 
 
-async def cron_child(sock: str, logdir: str, key: str) -> int:
+async def cron_child(sock: str, key: str) -> int:
     """The second gateway of check 2: spawn the keyed cron worker, say its id, then wait to be killed."""
     c = AsyncClient(sock, timeout=30)
-    rc = await c.spawn({"profile": "b", "key": key, "log": os.path.join(logdir, key + ".log"),
+    rc = await c.spawn({"profile": "b", "key": key,
                         "argv": ["/bin/sh", "-c", "echo cron-start; sleep 2; echo cron-done; exit 7"]})
     print(rc["id"], flush=True)
     await asyncio.sleep(3600)
     return 0
 
 
-async def cron_across_kill(c: AsyncClient, sock: str, logdir: str) -> None:
+async def cron_across_kill(c: AsyncClient, sock: str) -> None:
     """2: a cron worker outlives its gateway's SIGKILL; another gateway finds it by key, waits, reads it."""
     key = "cron-nightly-exec-%d" % os.getpid()
     child = await asyncio.create_subprocess_exec(sys.executable, os.path.abspath(__file__), "cron-child",
-                                                 sock, logdir, key, stdout=asyncio.subprocess.PIPE)
+                                                 sock, key, stdout=asyncio.subprocess.PIPE)
     assert child.stdout is not None
     line = await asyncio.wait_for(child.stdout.readline(), 60)
     child.kill()
@@ -122,7 +133,7 @@ async def cron_across_kill(c: AsyncClient, sock: str, logdir: str) -> None:
     expect(rec["state"] == "running", "the cron worker after its gateway's SIGKILL: %s" % rec["state"])
     final = await c.wait(rec["id"], timeout=60)
     expect(final.get("exit_code") == 7, "the cron worker's end: %s" % final)
-    log = await read_log(c, rec["id"], follow=False)
+    log = await read_log(c, rec["id"])
     expect(log == b"cron-start\ncron-done\n", "the cron worker's output: %r" % log)
 
 
@@ -215,13 +226,13 @@ async def lost_answer(c: AsyncClient, h: Harness, work: str) -> str:
 
 async def main(argv: List[str]) -> int:
     if argv[1:2] == ["cron-child"]:
-        return await cron_child(argv[2], argv[3], argv[4])
-    sock, work, logdir, root = argv[1:5]
-    h = Harness(int(argv[5]), int(argv[6]))
+        return await cron_child(argv[2], argv[3])
+    sock, work, root = argv[1:4]
+    h = Harness(int(argv[4]), int(argv[5]))
     c = AsyncClient(sock, timeout=60)
     checks: List[Tuple[str, Coroutine[Any, Any, Optional[str]]]] = [
-        ("serve b and c with live logs", serve_two(c, logdir, root)),
-        ("cron worker across a gateway SIGKILL", cron_across_kill(c, sock, logdir)),
+        ("serve b and c with live logs", serve_two(c, work, root)),
+        ("cron worker across a gateway SIGKILL", cron_across_kill(c, sock)),
         ("kanban timeout ends an escaped grandchild", kanban_timeout(c, work)),
         ("stop by id after a sidecar restart", stop_after_restart(c, h)),
         ("error cases by type and reason", error_cases(c, h)),
