@@ -50,21 +50,9 @@ func TestGatewayAcceptance(t *testing.T) {
 	p := startSidecarProc(t, e, sock, extra...)
 	current := func() *scProc { mu.Lock(); defer mu.Unlock(); return p }
 	// Whatever the program left running (it failed half-way) is stopped through the sidecar: under
-	// --scope systemd and auto its scopes are not under the env's parent.
-	t.Cleanup(func() {
-		q := current()
-		select {
-		case <-q.done:
-			return
-		default:
-		}
-		for _, r := range q.list() {
-			if r.State == "running" {
-				q.do("POST", "/v1/workers/"+r.ID+"/stop", `{"grace":"1s"}`)
-			}
-		}
-	})
-
+	// --scope systemd and auto its scopes are not under the env's parent. A defer, so that it runs while
+	// the newest sidecar still serves (each start's t.Cleanup stops that one).
+	defer func() { scStopAll(current()) }()
 	cmdR, cmdW, err := os.Pipe()
 	must(t, err)
 	ackR, ackW, err := os.Pipe()
@@ -145,6 +133,25 @@ func TestGatewayAcceptance(t *testing.T) {
 	if os.Geteuid() == 0 && extra == nil {
 		if cgs := scCgroupsWithProcs(t, requireCgroup2(t), e.Parent); len(cgs) != 0 {
 			t.Errorf("processes left under the test's parent: %v", cgs)
+		}
+	}
+}
+
+// scStopAll stops every running worker of the sidecar q, which it first continues (the program may have
+// stopped it); errors are ignored: it is a cleanup after a failure.
+func scStopAll(q *scProc) {
+	select {
+	case <-q.done:
+		return
+	default:
+	}
+	_ = q.cmd.Process.Signal(syscall.SIGCONT)
+	_, b := q.do("GET", "/v1/workers", "")
+	var recs []receipt
+	_ = json.Unmarshal(b, &recs)
+	for _, r := range recs {
+		if r.State == "running" {
+			q.do("POST", "/v1/workers/"+r.ID+"/stop", `{"grace":"1s"}`)
 		}
 	}
 }
