@@ -9,13 +9,14 @@ import (
 
 // A detached worker's log is read back by offsets that count from the first byte its log held when its
 // shim opened it, across rotations (LogReader). Which offset each file starts at is the shim's to say: it
-// records the files by inode in the worker's position record (<id>.logpos in the state directory),
+// records the files by inode in the worker's position record (logpos-<id> in the state directory),
 // synchronously, after it opens a new file and before it writes into it, so that a reader that finds a
 // file's inode in the record knows where that file starts, and one that does not is looking at a file
 // whose rotation is in progress (it looks again).
 
-// logPosSuffix names a worker's position record: <id>.logpos.
-const logPosSuffix = ".logpos"
+// logPosName names a worker's position record: logpos-<id>. It does not start with the worker's id, so
+// that nothing that counts or lists a worker's records by its id takes it for one.
+func logPosName(id string) string { return "logpos-" + id }
 
 // logPos is the position record: the log's current file first, then the rotated one (<log>.1), if any.
 type logPos struct {
@@ -59,7 +60,7 @@ func (c *logCopy) movePos(ino uint64, prevSize int64) {
 func logPosWriter(workers, id string) func(logPos) {
 	return func(p logPos) {
 		if d, err := state.Open(workers); err == nil {
-			_ = d.Write(id+logPosSuffix, p, true)
+			_ = d.Write(logPosName(id), p, true)
 		}
 	}
 }

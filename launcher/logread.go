@@ -97,7 +97,7 @@ func (l *Launcher) ReadLog(ctx context.Context, ref string, offset int64, follow
 func (l *Launcher) openLog(ctx context.Context, id, log string) ([]logSeg, error) {
 	for range logRetries {
 		var pos logPos
-		err := (&state.Dir{Path: l.workersDir()}).Read(id+logPosSuffix, &pos)
+		err := (&state.Dir{Path: l.workersDir()}).Read(logPosName(id), &pos)
 		if err != nil && !errors.Is(err, state.ErrNotFound) {
 			return nil, err
 		}

@@ -94,7 +94,7 @@ func (l *Launcher) GC(ctx context.Context, r Retention) (GCReport, error) {
 		l.removeOwnLog(rec.Log)
 		_ = d.Remove(rec.ID + ".exit")
 		_ = os.Remove(workerLock(d.Path, rec.ID)) // an ended worker's: nothing signals it any more
-		_ = d.Remove(rec.ID + logPosSuffix)
+		_ = d.Remove(logPosName(rec.ID))
 		if err := d.Remove(rec.ID); err != nil {
 			return rep, err
 		}

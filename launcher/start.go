@@ -196,7 +196,7 @@ func (l *Launcher) runShim(ctx context.Context, d *detachedLaunch, h *heldShim) 
 			_ = d.workers.Discard(d.id)
 			_ = d.workers.Discard(d.id + ".exit")
 			_ = os.Remove(workerLock(d.workers.Path, d.id))
-			_ = d.workers.Discard(d.id + logPosSuffix)
+			_ = d.workers.Discard(logPosName(d.id))
 			_ = (&state.Dir{Path: l.ledger}).Discard(d.id)
 			if own := filepath.Join(l.state, "logs", d.id+".log"); d.spec.Log == own {
 				_ = os.Remove(own) // the launcher's own log of the worker (Config.WorkerLogs), made for it
