@@ -152,11 +152,20 @@ async def kanban_timeout(c: AsyncClient, work: str) -> None:
 
 
 async def stop_after_restart(c: AsyncClient, h: Harness) -> None:
-    """4: a worker is re-adopted by a restarted sidecar, and stop by id answers with its final record."""
+    """4: a restarted sidecar re-adopts a worker (its "adopted" event), and stop by id answers its final record."""
     rc = await c.spawn({"profile": "b", "argv": ["/bin/sleep", "300"]})
     await h.ask("restart")
     rec = await c.get(rc["id"])
     expect(rec["state"] == "running", "after the restart: %s" % rec["state"])
+
+    async def adopted() -> None:
+        async with c.events(since=0) as events:
+            async for ev in events:
+                if ev.get("id") == rc["id"]:
+                    expect(ev["type"] == "adopted", "the new sidecar's first event of the worker: %s" % ev)
+                    return
+
+    await asyncio.wait_for(adopted(), 60)
     final = await c.stop(rc["id"], grace=1)
     expect(final["id"] == rc["id"] and final["state"] == "exited", "stop's answer: %s" % final)
     expect(final.get("signal") == "SIGTERM", "stop's record: %s" % final)
