@@ -1,7 +1,7 @@
 """The gateway-shaped acceptance program: what a hermes gateway does with the sidecar, on AsyncClient only.
 
     python3 acceptance.py SOCKET WORKDIR HERMES_ROOT CONTROL_OUT_FD CONTROL_IN_FD
-    python3 acceptance.py cron-child SOCKET KEY     (the second gateway of check 2)
+    python3 acceptance.py cron-child SOCKET WORKDIR KEY     (the second gateway of check 2)
 
 WORKDIR is a directory every worker can write (markers, PID files). The workers' output is read through
 logs(): the log the sidecar keeps of each. The harness that started the
@@ -106,21 +106,24 @@ async def serve_two(c: AsyncClient, work: str, root: str) -> None:
         expect(env.get("HERMES_HOME") == home, "profile %s HERMES_HOME %r, want %r" % (profile, env.get("HERMES_HOME"), home))
 
 
-async def cron_child(sock: str, key: str) -> int:
+async def cron_child(sock: str, work: str, key: str) -> int:
     """The second gateway of check 2: spawn the keyed cron worker, say its id, then wait to be killed."""
     c = AsyncClient(sock, timeout=30)
-    rc = await c.spawn({"profile": "b", "key": key,
-                        "argv": ["/bin/sh", "-c", "echo cron-start; sleep 2; echo cron-done; exit 7"]})
+    # The job runs until the first gateway has seen it running after this one's death.
+    go = os.path.join(work, key + ".go")
+    script = ("echo cron-start; i=0; while [ ! -e %s ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; "
+              "echo cron-done; exit 7" % go)
+    rc = await c.spawn({"profile": "b", "key": key, "argv": ["/bin/sh", "-c", script]})
     print(rc["id"], flush=True)
     await asyncio.sleep(3600)
     return 0
 
 
-async def cron_across_kill(c: AsyncClient, sock: str) -> None:
+async def cron_across_kill(c: AsyncClient, sock: str, work: str) -> None:
     """2: a cron worker outlives its gateway's SIGKILL; another gateway finds it by key, waits, reads it."""
     key = "cron-nightly-exec-%d" % os.getpid()
     child = await asyncio.create_subprocess_exec(sys.executable, os.path.abspath(__file__), "cron-child",
-                                                 sock, key, stdout=asyncio.subprocess.PIPE)
+                                                 sock, work, key, stdout=asyncio.subprocess.PIPE)
     assert child.stdout is not None
     line = await asyncio.wait_for(child.stdout.readline(), 60)
     child.kill()
@@ -131,6 +134,7 @@ async def cron_across_kill(c: AsyncClient, sock: str) -> None:
     expect(len(found) == 1 and found[0]["id"] == said, "by key %s: %s (the child said %s)" % (key, found, said))
     rec = await c.get(found[0]["id"])
     expect(rec["state"] == "running", "the cron worker after its gateway's SIGKILL: %s" % rec["state"])
+    open(os.path.join(work, key + ".go"), "w").close()
     final = await c.wait(rec["id"], timeout=60)
     expect(final.get("exit_code") == 7, "the cron worker's end: %s" % final)
     log = await read_log(c, rec["id"])
@@ -140,9 +144,10 @@ async def cron_across_kill(c: AsyncClient, sock: str) -> None:
 async def kanban_timeout(c: AsyncClient, work: str) -> None:
     """3: a kanban worker with a timeout and a setsid double-forked grandchild: the whole tree ends."""
     pidfile = os.path.join(work, "grandchild.pid")
-    script = ("(setsid /bin/sh -c 'echo $$ > %s.tmp && mv %s.tmp %s; exec sleep 300' &); exec sleep 300"
-              % (pidfile, pidfile, pidfile))
-    rc = await c.spawn({"profile": "b", "argv": ["/bin/sh", "-c", script], "timeout": 3, "grace": 0.5})
+    # The leader waits for the grandchild's PID file, so the deadline finds the grandchild started.
+    script = ("(setsid /bin/sh -c 'echo $$ > %s.tmp && mv %s.tmp %s; exec sleep 300' &); "
+              "while [ ! -e %s ]; do sleep 0.1; done; exec sleep 300" % (pidfile, pidfile, pidfile, pidfile))
+    rc = await c.spawn({"profile": "b", "argv": ["/bin/sh", "-c", script], "timeout": 8, "grace": 0.5})
     final = await c.wait(rc["id"], timeout=60)
     expect(final.get("timed_out") is True, "the kanban worker's record: %s" % final)
     with open(pidfile) as f:
@@ -235,13 +240,13 @@ async def lost_answer(c: AsyncClient, h: Harness, work: str) -> str:
 
 async def main(argv: List[str]) -> int:
     if argv[1:2] == ["cron-child"]:
-        return await cron_child(argv[2], argv[3])
+        return await cron_child(argv[2], argv[3], argv[4])
     sock, work, root = argv[1:4]
     h = Harness(int(argv[4]), int(argv[5]))
     c = AsyncClient(sock, timeout=60)
     checks: List[Tuple[str, Coroutine[Any, Any, Optional[str]]]] = [
         ("serve b and c with live logs", serve_two(c, work, root)),
-        ("cron worker across a gateway SIGKILL", cron_across_kill(c, sock)),
+        ("cron worker across a gateway SIGKILL", cron_across_kill(c, sock, work)),
         ("kanban timeout ends an escaped grandchild", kanban_timeout(c, work)),
         ("stop by id after a sidecar restart", stop_after_restart(c, h)),
         ("error cases by type and reason", error_cases(c, h)),
