@@ -146,7 +146,7 @@ python_tests_in() {
 	case $where in "$(pwd)"/clients/python/hlaunch_client/*) echo "python: editable install imports $where" ;;
 	*) echo "python: the editable install imports $where, not the source tree" >&2; rc=1 ;; esac
 	if command -v mypy >/dev/null; then
-		mypy --strict clients/python/hlaunch_client clients/python/examples/gateway.py || rc=1
+		mypy --strict clients/python/hlaunch_client clients/python/examples/gateway.py clients/python/examples/acceptance.py || rc=1
 		python_typecheck || rc=1
 	else
 		echo "python: mypy not installed (Debian package mypy)" >&2

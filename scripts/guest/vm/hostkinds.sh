@@ -28,7 +28,7 @@ ROOT_SKIP_INTEGRATION='^TestGuestUser|^TestGuestNoManager|^TestGuestReboot|^Test
 
 # guest-alice (linger user, run from her manager): the tests written for a user with a manager.
 declare -A ALICE_RUN_UNIT=()
-ALICE_RUN_INTEGRATION='^TestGuestUser'
+ALICE_RUN_INTEGRATION='^TestGuestUser|^TestGatewayAcceptance$'
 
 # guest-bob (a user without a manager).
 BOB_RUN_INTEGRATION='^TestGuestNoManager'
