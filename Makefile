@@ -10,7 +10,7 @@ FUZZTIME  ?= 5s
 STATICCHECK_VERSION ?= v0.8.2
 STATICCHECK := $(CURDIR)/bin/staticcheck
 
-.PHONY: all build man install uninstall test unit integration fuzz bench bench-ab lint demo clean dist py-types
+.PHONY: all build man install uninstall test check unit integration fuzz bench bench-ab lint demo clean dist py-types
 
 all: build
 
@@ -38,6 +38,9 @@ uninstall:
 # vet + unit + integration + Python client tests + a short run of every fuzz target (scripts/test.sh).
 test:
 	FUZZTIME=$(FUZZTIME) scripts/test.sh
+
+# The developer loop: gofmt, go vet, staticcheck and the unit tests; no integration tests, no guest.
+check: lint unit
 
 unit:
 	$(GO) test -count=1 -timeout 10m $$($(GO) list ./... | grep -v -e '/integration$$' -e '/integration/')

@@ -77,20 +77,6 @@ func readAt(dir int, name string) ([]byte, error) {
 	return io.ReadAll(f)
 }
 
-// writeAt writes a cgroup control file relative to the pinned directory: the write reaches the cgroup the
-// fd refers to, even if another cgroup now sits at its old path.
-func writeAt(dir int, name, value string) error {
-	fd, err := openAt(dir, name, unix.O_WRONLY)
-	if err != nil {
-		return err
-	}
-	defer closeFD(fd)
-	if _, err := linux.Retry(func() (int, error) { return unix.Write(fd, []byte(value)) }); err != nil {
-		return &os.PathError{Op: "write", Path: name, Err: err}
-	}
-	return nil
-}
-
 // readProcs lists the processes directly in the cgroup (cgroup.procs), as the reader's PID namespace sees them.
 func readProcs(dir int) ([]int, error) {
 	b, err := readAt(dir, "cgroup.procs")

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -35,35 +33,6 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 		t.Fatal(err)
 	}
 	return m, s
-}
-
-// onTerminal runs hlaunch with args as the leader of a new session whose controlling terminal is a pty
-// the test made (stdin, stdout and stderr are its slave), as an interactive caller runs it. It returns
-// the exit code and what the terminal showed.
-func (e *env) onTerminal(args ...string) (int, string) {
-	e.t.Helper()
-	ptm, pts := openPTY(e.t)
-	defer ptm.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, hlaunchBin, append([]string{"--root", e.Root, "--state-dir", e.State}, args...)...)
-	cmd.Env = e.Launcher
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = pts, pts, pts
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	must(e.t, cmd.Start())
-	pts.Close()
-	var out bytes.Buffer
-	copied := make(chan struct{})
-	go func() { _, _ = io.Copy(&out, ptm); close(copied) }() // ends with EIO once every slave is closed
-	err := cmd.Wait()
-	<-copied
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		e.t.Fatal(err)
-	}
-	return code, strings.ReplaceAll(out.String(), "\r\n", "\n")
 }
 
 // Class 3: a sandboxed worker cannot type into its caller's terminal (TIOCSTI), nor take it as its own

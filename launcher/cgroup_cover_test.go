@@ -21,7 +21,7 @@ func TestRunLimitsSeenByWorker(t *testing.T) {
 	s := spec(`p=$(grep -E '^[0-9]+:pids:' /proc/self/cgroup | cut -d: -f3)
 if [ -n "$p" ]; then cat /sys/fs/cgroup/pids$p/pids.max; else p=$(grep '^0::' /proc/self/cgroup | cut -d: -f3); cat /sys/fs/cgroup$p/pids.max; fi`)
 	s.Limits = cgroup.Limits{Pids: 7}
-	code, err, out := w.run(s, launcher.Signals{})
+	code, out, err := w.run(s, launcher.Signals{})
 	if err != nil || code != 0 || strings.TrimSpace(out) != "7" {
 		t.Fatalf("code %d, %v: the worker reads pids.max %q, want 7", code, err, out)
 	}

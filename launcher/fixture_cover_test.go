@@ -108,7 +108,7 @@ func spec(script string) launcher.Spec {
 
 // run runs s in the foreground with the child's stdout and stderr to a file, and returns its exit code,
 // error and output.
-func (w *world) run(s launcher.Spec, sigs launcher.Signals) (int, error, string) {
+func (w *world) run(s launcher.Spec, sigs launcher.Signals) (int, string, error) {
 	w.t.Helper()
 	out, err := os.CreateTemp(w.t.TempDir(), "out")
 	if err != nil {
@@ -120,7 +120,7 @@ func (w *world) run(s launcher.Spec, sigs launcher.Signals) (int, error, string)
 	if rerr != nil {
 		w.t.Fatal(rerr)
 	}
-	return code, err, string(b)
+	return code, string(b), err
 }
 
 // start starts s detached and remembers it for the cleanup.

@@ -16,7 +16,7 @@ import (
 // under the test's parent from its first instruction), its exit code, and nothing left after it.
 func TestRunCgroupWorker(t *testing.T) {
 	w := newWorld(t, launcher.ScopeCgroup, nil)
-	code, err, out := w.run(spec(`cat /proc/self/cgroup; echo ---; env; exit 7`), launcher.Signals{})
+	code, out, err := w.run(spec(`cat /proc/self/cgroup; echo ---; env; exit 7`), launcher.Signals{})
 	if err != nil || code != 7 {
 		t.Fatalf("run: code %d, %v\n%s", code, err, out)
 	}
@@ -74,7 +74,7 @@ func TestRunExitCodes(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			code, err, out := w.run(c.spec, launcher.Signals{})
+			code, out, err := w.run(c.spec, launcher.Signals{})
 			if code != c.code {
 				t.Errorf("code %d, want %d (%v)\n%s", code, c.code, err, out)
 			}
@@ -101,7 +101,7 @@ func TestRunRefusedCreatesNothing(t *testing.T) {
 		{Profile: "b", Argv: []string{"true"}, Limits: cgroup.Limits{Pids: -2}}, // -1 is "no limit"
 		{Profile: "b", Argv: []string{"true"}, Timeout: "soon"},
 	} {
-		if code, err, _ := w.run(s, launcher.Signals{}); code != 125 || !errors.Is(err, launcher.ErrInvalid) {
+		if code, _, err := w.run(s, launcher.Signals{}); code != 125 || !errors.Is(err, launcher.ErrInvalid) {
 			t.Errorf("%+v: code %d, %v; want 125", s, code, err)
 		}
 	}
@@ -121,7 +121,7 @@ func TestRunForwardsSignals(t *testing.T) {
 	}()
 	s := spec(`trap 'echo got-usr1; exit 9' USR1; echo up > ` + ready + `; while :; do sleep 0.05; done`)
 	s.Timeout = "60s" // a signal that never arrives ends the worker (124), not the test run
-	code, err, out := w.run(s, launcher.Signals{C: c})
+	code, out, err := w.run(s, launcher.Signals{C: c})
 	if err != nil || code != 9 || !strings.Contains(out, "got-usr1") {
 		t.Fatalf("code %d, %v, output %q: want the worker's own 9 after USR1", code, err, out)
 	}
@@ -138,7 +138,7 @@ func TestRunTimeout(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := spec(script)
 			s.Timeout, s.Grace = "300ms", "200ms"
-			code, err, _ := w.run(s, launcher.Signals{})
+			code, _, err := w.run(s, launcher.Signals{})
 			if code != launcher.ExitTimeout || !errors.Is(err, launcher.ErrTimedOut) || !strings.Contains(err.Error(), "--timeout 300ms") {
 				t.Fatalf("code %d, %v; want 124 and ErrTimedOut naming --timeout", code, err)
 			}
@@ -158,7 +158,7 @@ func TestRunLogRotates(t *testing.T) {
 	}
 	s := spec(`echo to-out; echo to-err >&2`)
 	s.Log, s.LogMax = log, 64
-	if code, err, out := w.run(s, launcher.Signals{}); code != 0 || err != nil || out != "" {
+	if code, out, err := w.run(s, launcher.Signals{}); code != 0 || err != nil || out != "" {
 		t.Fatalf("code %d, %v, stdout %q: the output must go to the log only", code, err, out)
 	}
 	got, _ := os.ReadFile(log)
@@ -171,7 +171,7 @@ func TestRunLogRotates(t *testing.T) {
 	}
 	// Below the limit a run appends.
 	s.LogMax = 1 << 20
-	if code, err, _ := w.run(s, launcher.Signals{}); code != 0 || err != nil {
+	if code, _, err := w.run(s, launcher.Signals{}); code != 0 || err != nil {
 		t.Fatal(code, err)
 	}
 	if got, _ := os.ReadFile(log); string(got) != "to-out\nto-err\nto-out\nto-err\n" {
@@ -179,7 +179,7 @@ func TestRunLogRotates(t *testing.T) {
 	}
 	// A log that is not a regular file is refused by name, and nothing runs.
 	s.Log = t.TempDir()
-	if code, err, _ := w.run(s, launcher.Signals{}); code != 125 || err == nil || !strings.Contains(err.Error(), s.Log) {
+	if code, _, err := w.run(s, launcher.Signals{}); code != 125 || err == nil || !strings.Contains(err.Error(), s.Log) {
 		t.Errorf("a directory as --log: code %d, %v", code, err)
 	}
 }

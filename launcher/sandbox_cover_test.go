@@ -41,7 +41,7 @@ func TestRunSandboxed(t *testing.T) {
 	w := sandboxWorld(t)
 	s := spec(`id -u; readlink /proc/self/ns/pid; pwd; ls ` + w.state + ` 2>&1 | head -1; cat .env | head -1`)
 	s.Sandbox = true
-	code, err, out := w.run(s, launcher.Signals{})
+	code, out, err := w.run(s, launcher.Signals{})
 	if err != nil || code != 0 {
 		t.Fatalf("sandboxed run: code %d, %v\n%s\nstderr: %s", code, err, out, w.stderr.String())
 	}
@@ -61,7 +61,7 @@ func TestRunSandboxed(t *testing.T) {
 		t.Errorf("the state directory is visible in the sandbox: %q", lines[3])
 	}
 	a := launcher.Spec{Profile: "a", Argv: []string{"true"}, Sandbox: true}
-	if code, err, _ := w.run(a, launcher.Signals{}); code != 125 || !errors.Is(err, launcher.ErrInvalid) || !strings.Contains(err.Error(), "owned by root") {
+	if code, _, err := w.run(a, launcher.Signals{}); code != 125 || !errors.Is(err, launcher.ErrInvalid) || !strings.Contains(err.Error(), "owned by root") {
 		t.Errorf("a root-owned home: code %d, %v", code, err)
 	}
 	if left := w.workerCgroups(); len(left) != 0 {
