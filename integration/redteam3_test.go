@@ -167,8 +167,10 @@ echo none > "$1/impostor"; exec sleep 120`, "sh", dir}
 			t.Errorf("process %s of the worker lives after a status past its deadline (record: state %q shim_lost %v reason %q)", p, rec.State, rec.ShimLost, rec.Reason)
 		}
 	}
-	if rec = status(); rec.State != "exited" || !rec.ShimLost || rec.EndedAt == "" {
-		t.Errorf("final record: state %q shim_lost %v ended_at %q reason %q; want exited, shim_lost, ended", rec.State, rec.ShimLost, rec.EndedAt, rec.Reason)
+	// The end is recorded; the state is exited, or recycled once the leader's PID names another process (in
+	// this namespace's 700 PIDs the next status call's own threads soon take it): either refuses signals.
+	if rec = status(); (rec.State != "exited" && rec.State != "recycled") || !rec.ShimLost || rec.EndedAt == "" {
+		t.Errorf("final record: state %q shim_lost %v ended_at %q reason %q; want exited (or recycled), shim_lost, ended", rec.State, rec.ShimLost, rec.EndedAt, rec.Reason)
 	}
 }
 

@@ -258,7 +258,7 @@ func TestSidecarWarmScopes(t *testing.T) {
 		if slices.Contains(scopes, lim.Unit) {
 			t.Fatalf("a spec with limits took a warm scope made without them: %s", b)
 		}
-	} else if scErrCode(b) != "invalid" || !strings.Contains(string(b), "--memory") {
+	} else if scErrCode(b) != "invalid" || !strings.Contains(string(b), "limits.memory") || strings.Contains(string(b), "--memory") {
 		t.Fatalf("spawn with limits the manager cannot apply: %d %s", st, b)
 	}
 
