@@ -328,7 +328,9 @@ func TestWorkerInheritsOnlyStdio(t *testing.T) {
 	}
 	// The reporter (a Go test binary) opens a few descriptors of its own at start-up: started directly with
 	// only stdio, it shows what "nothing inherited" looks like.
-	out, err := exec.Command(selfBin, "child", "report").Output()
+	refCmd := exec.Command(selfBin, "child", "report")
+	refCmd.Env = append(os.Environ(), stableFDs)
+	out, err := refCmd.Output()
 	must(t, err)
 	var base childReport
 	must(t, json.Unmarshal(out, &base))
@@ -339,7 +341,7 @@ func TestWorkerInheritsOnlyStdio(t *testing.T) {
 		{"--scope", "cgroup", "--cgroup-parent", e.Parent, "--pids", "50"},
 		{"--scope", "none", "--sandbox"},
 	} {
-		args := append(append([]string{"exec", "-p", "b"}, flags...), "--", selfBin, "child", "report")
+		args := append(append([]string{"exec", "-p", "b", "--env", stableFDs}, flags...), "--", selfBin, "child", "report")
 		if rep := run(args...); fmt.Sprint(rep.FDs) != want {
 			t.Errorf("%v: child has descriptors %v, want %s (stdio and the reporter's own)", flags, rep.FDs, want)
 		}
@@ -347,7 +349,7 @@ func TestWorkerInheritsOnlyStdio(t *testing.T) {
 	// Detached: the worker's stdio is /dev/null (or the log); still nothing else.
 	log := filepath.Join(t.TempDir(), "w.log")
 	cmd := exec.Command(hlaunchBin, "--root", e.Root, "--state-dir", e.State, "exec", "-p", "b", "--detach", "--scope", "cgroup",
-		"--cgroup-parent", e.Parent, "--log", log, "--", selfBin, "child", "report")
+		"--cgroup-parent", e.Parent, "--log", log, "--env", stableFDs, "--", selfBin, "child", "report")
 	cmd.Env = e.Launcher
 	cmd.ExtraFiles = []*os.File{leak, leak, leak}
 	out, err = cmd.Output()

@@ -31,7 +31,8 @@ func rebootEnv(t *testing.T) *env {
 func TestGuestRebootIssue(t *testing.T) {
 	must(t, os.RemoveAll(rebootDir))
 	e := rebootEnv(t)
-	must(t, os.MkdirAll(e.Root, 0o755))
+	// The path down to the home searchable, as newEnv makes it: the worker runs as the home's owner.
+	must(t, os.MkdirAll(filepath.Join(e.Root, "profiles"), 0o755))
 	e.profile("b", "B_MARKER=b\n")
 	var out []receipt
 	// One worker per placement this host offers: a systemd scope (auto picks it here) and a raw cgroup.

@@ -191,11 +191,9 @@ func TestRedteamSidecarWorkerDescriptors(t *testing.T) {
 	requireCgroup2(t)
 	// The reporter (a Go test binary) opens a few descriptors of its own at start-up: started directly with
 	// only stdio, it shows what "nothing inherited" looks like. The Go runtime also keeps its cgroup's CPU
-	// quota files open (container-aware GOMAXPROCS) where it finds them, which depends on the worker's
-	// cgroups and view, not on what it inherited: off in the reference and in the workers alike.
-	const godebug = "containermaxprocs=0,updatemaxprocs=0"
+	// quota files open where it finds them (stableFDs): off in the reference and in the workers alike.
 	ref := exec.Command(selfBin, "child", "report")
-	ref.Env = append(os.Environ(), "GODEBUG="+godebug)
+	ref.Env = append(os.Environ(), stableFDs)
 	out, err := ref.Output()
 	must(t, err)
 	want := fmt.Sprint(decodeReport(t, string(out)).FDs)
@@ -204,7 +202,7 @@ func TestRedteamSidecarWorkerDescriptors(t *testing.T) {
 			e := newEnv(t)
 			p := startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s.sock"), "--warm", warm)
 			for _, spec := range []map[string]any{{"sandbox": true}, {}} {
-				spec["env"] = map[string]string{"GODEBUG": godebug}
+				spec["env"] = map[string]string{"GODEBUG": strings.TrimPrefix(stableFDs, "GODEBUG=")}
 				rep := p.report(spec, "fdlinks")
 				if fmt.Sprint(rep.FDs) != want {
 					t.Errorf("%v: started with descriptors %v (%s), want %s (stdio and the reporter's own)", spec, rep.FDs, rep.Checks["fdlinks"], want)
