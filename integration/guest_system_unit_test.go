@@ -55,17 +55,21 @@ func TestGuestSystemSidecarUnitDropsToOwner(t *testing.T) {
 		_, _ = systemctl("reset-failed", name+".service")
 		os.RemoveAll(sockDir)
 	})
-	for _, suffix := range []string{".socket", ".service"} {
-		b, err := os.ReadFile(filepath.Join("..", "contrib", "systemd", "system", "hlaunch-sidecar"+suffix))
-		must(t, err)
-		unit := string(b)
-		for _, r := range [][2]string{
+	edits := map[string][][2]string{
+		".socket": {{"/run/hlaunch/sidecar.sock", sock}},
+		".service": {
 			{"/usr/local/bin/hlaunch --root /var/lib/hermes/.hermes --state-dir /var/lib/hlaunch",
 				fmt.Sprintf("%s --root %s --state-dir %s", hlaunchBin, e.Root, e.State)},
 			{"/run/hlaunch/sidecar.sock", sock},
 			{"hlaunch-sidecar.socket", name + ".socket"},
 			{"StateDirectory=hlaunch", "StateDirectory=" + name},
-		} {
+		},
+	}
+	for _, suffix := range []string{".socket", ".service"} {
+		b, err := os.ReadFile(filepath.Join("..", "contrib", "systemd", "system", "hlaunch-sidecar"+suffix))
+		must(t, err)
+		unit := string(b)
+		for _, r := range edits[suffix] {
 			if !strings.Contains(unit, r[0]) {
 				t.Fatalf("the shipped hlaunch-sidecar%s no longer holds %q: update this test", suffix, r[0])
 			}
