@@ -119,7 +119,10 @@ func TestRedteam5DroppedWorkerVersusItsRootParent(t *testing.T) {
 	uid := strconv.Itoa(profileUID("b"))
 	// The reporter (a Go test binary) opens a few descriptors of its own at start-up: started directly with
 	// only stdio, it shows what "nothing inherited" looks like.
-	out, err := exec.Command(selfBin, "child", "report").Output()
+	// The Go runtime's cgroup quota files are left out in both (stableFDs).
+	ref := exec.Command(selfBin, "child", "report")
+	ref.Env = append(os.Environ(), stableFDs)
+	out, err := ref.Output()
 	must(t, err)
 	stdioOnly := fmt.Sprint(decodeReport(t, string(out)).FDs)
 	checks := []string{"ptrace:{ppid}", "memopen:{ppid}", "open:/proc/{ppid}/environ", "ls:/proc/{ppid}/fd", "ls:/proc/{ppid}/cwd", "fdlinks", "sh:grep ^Uid: /proc/{ppid}/status"}
@@ -146,11 +149,11 @@ func TestRedteam5DroppedWorkerVersusItsRootParent(t *testing.T) {
 		t.Fatalf("root's own worker: %s %q, %s %q; want ok: the checks prove nothing", checks[1], ctl.Checks[checks[1]], checks[2], ctl.Checks[checks[2]])
 	}
 	// The parent is still there while the worker reports: the CLI waits for it, the shim supervises it.
-	wantHeld(t, "foreground", e.reportIn("", nil, []string{"-p", "b", "--scope", "none"}, checks...))
+	wantHeld(t, "foreground", e.reportIn("", nil, []string{"-p", "b", "--scope", "none", "--env", stableFDs}, checks...))
 
 	must(t, os.MkdirAll(e.State, 0o700))
 	log := filepath.Join(e.State, "w.log")
-	r := e.run(append([]string{"exec", "-p", "b", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--detach", "--log", log, "--", selfBin, "child", "report"}, checks...)...)
+	r := e.run(append([]string{"exec", "-p", "b", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--detach", "--log", log, "--env", stableFDs, "--", selfBin, "child", "report"}, checks...)...)
 	if r.Code != 0 {
 		t.Fatalf("detached: exit %d %s", r.Code, r.Stderr)
 	}
@@ -166,7 +169,7 @@ func TestRedteam5DroppedWorkerVersusItsRootParent(t *testing.T) {
 	t.Run("sidecar", func(t *testing.T) {
 		requireCgroup2(t)
 		p := startSidecarProc(t, e.with(t), filepath.Join(scSocketDir(t), "s.sock"))
-		wantHeld(t, "sidecar", p.report(map[string]any{}, checks...))
+		wantHeld(t, "sidecar", p.report(map[string]any{"env": map[string]string{"GODEBUG": strings.TrimPrefix(stableFDs, "GODEBUG=")}}, checks...))
 	})
 }
 
