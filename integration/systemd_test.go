@@ -347,7 +347,7 @@ func TestSystemdScopeLimitsNeverSilentlyDropped(t *testing.T) {
 	requireRoot(t)
 	m := systemdtest.Start(t)
 	e := newEnv(t)
-	dir := t.TempDir()
+	dir := workerDir(t) // the worker runs as its home's owner
 	// The worker's memory.max, read from its own cgroup on whichever tree carries the memory controller;
 	// the trailing true keeps the exit status the launch's, not cat's.
 	script := func(marker string) string {
