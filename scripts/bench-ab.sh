@@ -7,10 +7,10 @@
 # Rows: `hlaunch version` (the start of one hlaunch process), `exec --scope none`, `exec --scope cgroup` and
 # `exec --sandbox --scope cgroup` of profile b, whose home belongs to nobody (65534), as a hermes home
 # belongs to its user: a root launcher's worker runs as that owner, with the default limits. bwrap is the
-# anchor. Each command runs RUNS times in ROUNDS round-robin rounds (a burst of load from elsewhere lands on
+# anchor; the head also runs with its default limits off (`max`). Each command runs RUNS times in ROUNDS round-robin rounds (a burst of load from elsewhere lands on
 # every command, not on one); the table gives medians and head/base.
 #
-# Knobs: BASE (required: a commit, tag or branch), RUNS (default 160), ROUNDS (4), WARMUP (5),
+# Knobs: BASE (required: a commit, tag or branch), RUNS (default 400), ROUNDS (20), WARMUP (5),
 # OUT (default bin/bench-ab.md). Needs root (raw cgroups), hyperfine, git, python3; bwrap optional.
 # Everything it makes lives in a temporary directory and one cgroup parent hlaunch-benchab-<random> in every
 # hierarchy, removed at the end, on failure and ^C too.
@@ -18,8 +18,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BASE=${BASE:?BASE=<commit> is required (e.g. make bench-ab BASE=HEAD~1)}
-RUNS=${RUNS:-160}
-ROUNDS=${ROUNDS:-4}
+RUNS=${RUNS:-400}
+ROUNDS=${ROUNDS:-20}
 WARMUP=${WARMUP:-5}
 OUT=${OUT:-bin/bench-ab.md}
 log() { echo "bench-ab: $*" >&2; }
@@ -76,6 +76,10 @@ for side in base head; do
 	add "cgroup/$side" "$hl exec --scope cgroup --cgroup-parent $parent -p b -- /bin/true"
 	add "cgroup-sb/$side" "$hl exec --sandbox --scope cgroup --cgroup-parent $parent -p b -- /bin/true"
 done
+# The head without its default limits (each set to max), to show what they cost beside the rest of the change.
+hl="$tmp/head/hlaunch --root $root --state-dir $state-head"
+add "cgroup/head-nolim" "$hl exec --scope cgroup --cgroup-parent $parent --pids max --memory max --cpu-weight max -p b -- /bin/true"
+add "cgroup-sb/head-nolim" "$hl exec --sandbox --scope cgroup --cgroup-parent $parent --pids max --memory max --cpu-weight max -p b -- /bin/true"
 if command -v bwrap >/dev/null; then
 	add "bwrap/anchor" "bwrap --dev-bind / / --unshare-pid --unshare-ipc --unshare-uts --clearenv /bin/true"
 fi
@@ -103,16 +107,18 @@ med = {k: statistics.median(v) * 1000 for k, v in pooled.items()}
 bw = med.get("bwrap/anchor")
 print(f"A/B of the launch path: base {base[:12]}, head {head[:12]}; medians of {runs} runs each in {rounds} interleaved rounds (one hyperfine run).")
 print()
-print("| command | base | head | head / base | head / bwrap |")
-print("|---|---|---|---|---|")
+print("| command | base | head | head / base | head / bwrap | head, limits max | head, limits max / base |")
+print("|---|---|---|---|---|---|---|")
 names = {"version": "`hlaunch version`", "none": "`exec --scope none -p b -- /bin/true`",
          "cgroup": "`exec --scope cgroup -p b -- /bin/true`",
          "cgroup-sb": "`exec --sandbox --scope cgroup -p b -- /bin/true`"}
 for key, name in names.items():
     b, h = med[key + "/base"], med[key + "/head"]
     ratio = f"{h / bw:.2f}" if bw and key != "version" else ""
-    print(f"| {name} | {b:.2f} ms | {h:.2f} ms | {h / b:.3f} | {ratio} |")
+    nl = med.get(key + "/head-nolim")
+    nolim = f"{nl:.2f} ms | {nl / b:.3f}" if nl else " | "
+    print(f"| {name} | {b:.2f} ms | {h:.2f} ms | {h / b:.3f} | {ratio} | {nolim} |")
 if bw:
-    print(f"| bwrap (pid+ipc+uts, `--clearenv`) | | {bw:.2f} ms | | 1.00 |")
+    print(f"| bwrap (pid+ipc+uts, `--clearenv`) | | {bw:.2f} ms | | 1.00 | | |")
 EOF
 cat "$OUT"
