@@ -347,7 +347,8 @@ func TestSystemdScopeLimitsNeverSilentlyDropped(t *testing.T) {
 	requireRoot(t)
 	m := systemdtest.Start(t)
 	e := newEnv(t)
-	dir := workerDir(t) // the worker runs as its home's owner
+	dir := workerDir(t) // the markers: the worker runs as its home's owner
+	logs := t.TempDir() // the logs: root's, written by the shim (a --log directory others may write is refused)
 	// The worker's memory.max, read from its own cgroup on whichever tree carries the memory controller;
 	// the trailing true keeps the exit status the launch's, not cat's.
 	script := func(marker string) string {
@@ -357,7 +358,7 @@ func TestSystemdScopeLimitsNeverSilentlyDropped(t *testing.T) {
 	applied := map[bool]bool{}
 	for _, detach := range []bool{false, true} {
 		marker := filepath.Join(dir, fmt.Sprintf("ran-%v", detach))
-		log := filepath.Join(dir, fmt.Sprintf("log-%v", detach))
+		log := filepath.Join(logs, fmt.Sprintf("log-%v", detach))
 		args := []string{"exec", "-p", "b", "--scope", "systemd", "--user", "--memory", "64M", "--pids", "32"}
 		if detach {
 			args = append(args, "--detach", "--log", log)

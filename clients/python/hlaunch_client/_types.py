@@ -13,8 +13,8 @@ Duration = Union[int, float, datetime.timedelta, str]
 
 
 _SpecLimitsOptional = TypedDict("_SpecLimitsOptional", {
-    "memory": int,  # hard memory limit in bytes (v2 memory.max, v1 memory.limit_in_bytes); -1: none
-    "memory_high": int,  # memory throttling threshold in bytes
+    "memory": Union[int, str],  # hard memory limit (v2 memory.max, v1 memory.limit_in_bytes): bytes as a number, or a st...
+    "memory_high": Union[int, str],  # memory throttling threshold: bytes as a number, or a string as --memory-high takes it (...
     "pids": int,  # maximum number of tasks; -1: none
     "cpu_weight": int,  # relative CPU weight, 1..10000; -1: none of its own
     "cpus": float,  # CPU bandwidth in cores, e.g
@@ -44,7 +44,7 @@ _SpecOptional = TypedDict("_SpecOptional", {
     "rw": List[str],  # with sandbox: host paths that stay writable
     "user": str,  # UID:GID to run the worker as (--as), sandboxed or not; each id decimal, 0..4294967294,...
     "tty_titles": bool,  # let a sandboxed foreground worker on a terminal set the window and icon titles (OSC 0,...
-    "key": str,  # exclusive key: refused (key_held) while another worker holding it verifies as running
+    "key": str,  # exclusive key: refused (key_held) while another worker holding it verifies as running;...
     "timeout": Duration,  # wall-clock limit; absent: none
     "grace": Duration,  # time between SIGTERM and the whole-cgroup kill; absent: 5s
     "log": str,  # file that receives stdout and stderr (appended, rotated when a launch opens it at log_m...
@@ -102,7 +102,7 @@ class Receipt(_ReceiptOptional):
     mode: Literal["scoped", "cgroup", "degraded", "none"]
     profile: str
     home: str  # the target profile's home
-    argv: List[str]  # argv with credential-looking values redacted
+    argv: List[str]  # argv with credential-looking values redacted; past its first 4 KiB, one last element sa...
     limits: ReceiptLimits  # Resource limits applied to the worker's cgroup, the launcher's defaults included; an ab...
     boot_id: str
     machine_id: str
@@ -143,6 +143,7 @@ _RecordOptional = TypedDict("_RecordOptional", {
     "kept_groups": List[int],  # a sandboxed worker of an unprivileged launcher: the launcher's supplementary groups (ho...
     "warning": str,  # the one degrade warning
     "reason": str,  # one line: why this state
+    "record_error": str,  # never set in a record: a record in state corrupt or unknown-version is a damaged_record...
     "exit_code": int,  # the leader's exit code, when it exited normally and the status is known
     "signal": str,  # when a signal ended the leader, e.g
     "ended_at": str,  # when the worker ended: nothing of its tree was left in its cgroup
