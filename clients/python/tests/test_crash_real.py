@@ -168,6 +168,25 @@ class SentHook:
             time.sleep(0.005)
 
 
+def _stopped(pid, deadline=20.0):
+    """Wait until every thread of pid is stopped (state T in its stat): a SIGSTOP is delivered to each thread
+    in its own time, and a sidecar thread still running would serve a request sent meanwhile."""
+    end = time.monotonic() + deadline
+    while True:
+        states = []
+        for tid in os.listdir("/proc/%d/task" % pid):
+            try:
+                with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                    states.append(f.read().rsplit(")", 1)[1].split()[0])
+            except OSError:
+                continue
+        if states and all(st in ("T", "t") for st in states):
+            return
+        if time.monotonic() > end:
+            raise AssertionError("sidecar %d not stopped after %ss: %s" % (pid, deadline, states))
+        time.sleep(0.005)
+
+
 def run_all(drive, named):
     """Run every call at once (threads: the asyncio kind runs a loop per call); {name: exception or None}."""
     out = {}
@@ -215,6 +234,7 @@ class CrashTest(unittest.TestCase):
         s = self.sidecar()
         wid = s.worker()
         s.proc.send_signal(signal.SIGSTOP)
+        _stopped(s.proc.pid)
         try:
             for kind in ("sync", "async"):
                 got = {}
@@ -237,6 +257,7 @@ class CrashTest(unittest.TestCase):
             named = calls(wid)
             hook = SentHook(self)
             s.proc.send_signal(signal.SIGSTOP)
+            _stopped(s.proc.pid)
             threads, got = run_all(Drive(kind, s.sock, 20), named)
             hook.wait_sent(len(named))
             s.kill()
