@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/hlaunch/hlaunch/launcher"
 )
@@ -54,11 +55,19 @@ func TestRunContextCancelled(t *testing.T) {
 			if pid <= 0 {
 				t.Fatalf("no grandchild pid in %s", ready)
 			}
-			// The grandchild was in the removed cgroup, so it is gone; its PID being reused already by a
-			// process of the same name is not a concern for this check.
-			if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat"); err == nil && alive(string(b)) {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-				t.Errorf("the worker's grandchild %d (sleep) survived the cancel", pid)
+			// The grandchild was in the removed cgroup, so it is ending: a task leaves its cgroup early in its
+			// exit, before /proc shows it a zombie, so it is given (bounded) time to get there. Its PID being
+			// reused already by a process of the same name is not a concern for this check.
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+				b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+				if err != nil || !alive(string(b)) {
+					break
+				}
+				if time.Now().After(deadline) {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+					t.Errorf("the worker's grandchild %d (sleep) survived the cancel by 10 s", pid)
+					break
+				}
 			}
 		})
 	}
