@@ -109,6 +109,11 @@ func walkProcsDepth(dir, depth int) ([]int, error) {
 	f := os.NewFile(uintptr(self), ".")
 	entries, err := f.ReadDir(-1)
 	f.Close()
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENODEV) {
+		// Removed between its procs and its listing (a concurrent stop's shim removes it once empty): as
+		// above, it held no process when it went.
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
