@@ -300,20 +300,7 @@ func TestPrivilegeWorkerCannotLeaveCgroup(t *testing.T) {
 		if !detach {
 			rep, _ = e.report(args, checks...)
 		} else {
-			must(t, os.MkdirAll(e.State, 0o700))
-			log := filepath.Join(e.State, "leave.log")
-			r := e.run(append(append(append([]string{"exec"}, args...), "--detach", "--log", log, "--", selfBin, "child", "report"), checks...)...)
-			if r.Code != 0 {
-				t.Fatalf("detached: exit %d %s", r.Code, r.Stderr)
-			}
-			var rc struct{ ID string }
-			must(t, json.Unmarshal([]byte(r.Stdout), &rc))
-			if w := e.run("wait", "--timeout", "60s", rc.ID); w.Code != 0 {
-				t.Fatalf("wait: %d %s", w.Code, w.Stderr)
-			}
-			b, err := os.ReadFile(log)
-			must(t, err)
-			rep = decodeReport(t, string(b))
+			rep = e.detachedReport(nil, args, checks...)
 		}
 		wantIDs(t, rep, uid, gid)
 		for _, c := range checks {

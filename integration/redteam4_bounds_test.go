@@ -23,7 +23,9 @@ import (
 // bounds"). The first theme is in redteam4_test.go. Each failed on the code it was written against but
 // TestRedteam4PeerDescriptorsHeld, which held and stays as the test that shows it.
 
-// launch while its worker runs. On the old code 20 launches left 20 files.
+// A launch with a key of its own (a cron execution's) leaves no lock file behind, and the key's holder
+// entry goes with the worker's record; the key still excludes a second launch while its worker runs. On
+// the old code 20 launches left 20 files.
 func TestRedteam4KeyLocksAreNotKept(t *testing.T) {
 	requireRoot(t)
 	requireCgroup2(t)

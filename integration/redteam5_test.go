@@ -2,7 +2,6 @@ package integration
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -52,20 +51,7 @@ func TestRedteam5DroppedWorkerKeyring(t *testing.T) {
 		check(t, "foreground "+args[3], e.reportIn("", prefix, args, key))
 	}
 
-	must(t, os.MkdirAll(e.State, 0o700))
-	log := filepath.Join(e.State, "w.log")
-	r := e.runIn("", prefix, "exec", "-p", "b", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--detach", "--log", log, "--", selfBin, "child", "report", key)
-	if r.Code != 0 {
-		t.Fatalf("detached: exit %d %s", r.Code, r.Stderr)
-	}
-	var rc struct{ ID string }
-	must(t, json.Unmarshal([]byte(r.Stdout), &rc))
-	if w := e.run("wait", "--timeout", "60s", rc.ID); w.Code != 0 {
-		t.Fatalf("wait: %d %s", w.Code, w.Stderr)
-	}
-	out, err := os.ReadFile(log)
-	must(t, err)
-	check(t, "detached", decodeReport(t, string(out)))
+	check(t, "detached", e.detachedReport(prefix, []string{"-p", "b", "--scope", "cgroup", "--cgroup-parent", e.Parent}, key))
 
 	rep := rootHomeEnv(t).reportIn("", prefix, []string{"-p", "b", "--scope", "none"}, key)
 	if got := rep.Checks[key]; got != "ok:launcher-secret" {
@@ -151,20 +137,7 @@ func TestRedteam5DroppedWorkerVersusItsRootParent(t *testing.T) {
 	// The parent is still there while the worker reports: the CLI waits for it, the shim supervises it.
 	wantHeld(t, "foreground", e.reportIn("", nil, []string{"-p", "b", "--scope", "none", "--env", stableFDs}, checks...))
 
-	must(t, os.MkdirAll(e.State, 0o700))
-	log := filepath.Join(e.State, "w.log")
-	r := e.run(append([]string{"exec", "-p", "b", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--detach", "--log", log, "--env", stableFDs, "--", selfBin, "child", "report"}, checks...)...)
-	if r.Code != 0 {
-		t.Fatalf("detached: exit %d %s", r.Code, r.Stderr)
-	}
-	var rc struct{ ID string }
-	must(t, json.Unmarshal([]byte(r.Stdout), &rc))
-	if w := e.run("wait", "--timeout", "60s", rc.ID); w.Code != 0 {
-		t.Fatalf("wait: %d %s", w.Code, w.Stderr)
-	}
-	out, err = os.ReadFile(log)
-	must(t, err)
-	wantHeld(t, "detached", decodeReport(t, string(out)))
+	wantHeld(t, "detached", e.detachedReport(nil, []string{"-p", "b", "--scope", "cgroup", "--cgroup-parent", e.Parent, "--env", stableFDs}, checks...))
 
 	t.Run("sidecar", func(t *testing.T) {
 		requireCgroup2(t)
