@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hlaunch/hlaunch/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/fingerprint"
 )
 
 // ledgerRecord is the part of a ledger record the tests read.

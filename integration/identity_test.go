@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hlaunch/hlaunch/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/fingerprint"
 )
 
 // startStranger starts an unrelated process that must never be signalled by hlaunch.

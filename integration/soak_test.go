@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hlaunch/hlaunch/launcher"
+	"github.com/hlaunch/hlaunch/internal/launcher"
 )
 
 // soakSnapshot is what the soak samples of a sidecar and what it keeps: at the start and at the end of the

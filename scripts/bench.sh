@@ -251,7 +251,7 @@ elif [ $is_root -eq 1 ]; then
 		out=$tmp/sidecar.json
 		[ "$fs" = disk ] && out=$tmp/sidecar-disk.json
 		if ! HLAUNCH_BIN=$HL HLAUNCH_BENCH_SIDECAR=$out HLAUNCH_BENCH_PARENT=$parent-sc HLAUNCH_BENCH_STATE_BASE=$base \
-			go test -count=1 -run '^$' -bench '^BenchmarkSidecarLoad$' -benchtime 1x -timeout 20m ./sidecar/ >&2; then
+			go test -count=1 -run '^$' -bench '^BenchmarkSidecarLoad$' -benchtime 1x -timeout 20m ./internal/sidecar/ >&2; then
 			skip "sidecar-$fs" "the sidecar load run failed (see the log above)"
 		fi
 	done

@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hlaunch/hlaunch/launcher"
+	"github.com/hlaunch/hlaunch/internal/launcher"
 )
 
 // newEventsCmd is `hlaunch-sidecar events` (run as `hlaunch events`): the sidecar's GET /v1/events stream

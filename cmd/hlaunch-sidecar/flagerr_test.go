@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hlaunch/hlaunch/launcher"
+	"github.com/hlaunch/hlaunch/internal/launcher"
 )
 
 // A flag error of hlaunch-sidecar is worded as hlaunch words it (internal/flagerr): one line naming the

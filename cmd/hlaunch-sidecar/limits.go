@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/hlaunch/hlaunch/launcher"
-	"github.com/hlaunch/hlaunch/sidecar"
+	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/sidecar"
 )
 
 // addLimitFlags adds the flags of the bounds on connections, event streams and request reading.

@@ -21,13 +21,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hlaunch/hlaunch/internal/flagerr"
+	"github.com/hlaunch/hlaunch/internal/launcher"
 	"github.com/hlaunch/hlaunch/internal/launchflag"
 	"github.com/hlaunch/hlaunch/internal/retentionflag"
 	"github.com/hlaunch/hlaunch/internal/selfguard"
+	"github.com/hlaunch/hlaunch/internal/sidecar"
 	"github.com/hlaunch/hlaunch/internal/trust"
 	"github.com/hlaunch/hlaunch/internal/version"
-	"github.com/hlaunch/hlaunch/launcher"
-	"github.com/hlaunch/hlaunch/sidecar"
 )
 
 func main() {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hlaunch/hlaunch/launcher"
+	"github.com/hlaunch/hlaunch/internal/launcher"
 )
 
 // The sidecar's default placement is checked by the launcher's own checks before anything is made (the

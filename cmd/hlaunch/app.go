@@ -14,8 +14,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hlaunch/hlaunch/internal/affinity"
+	"github.com/hlaunch/hlaunch/internal/launcher"
 	"github.com/hlaunch/hlaunch/internal/launchflag"
-	"github.com/hlaunch/hlaunch/launcher"
 )
 
 // app is one invocation: the global flags and the process's streams. It lives only as long as run.

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hlaunch/hlaunch/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/affinity"
-	"github.com/hlaunch/hlaunch/launcher"
-	"github.com/hlaunch/hlaunch/nsenv/profile"
+	"github.com/hlaunch/hlaunch/internal/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/nsenv/profile"
 )
 
 // jsonRoundTrip re-encodes a spec and decodes it strictly again.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hlaunch/hlaunch/launcher"
+	"github.com/hlaunch/hlaunch/internal/launcher"
 )
 
 func newDoctorCmd(a *app) *cobra.Command {

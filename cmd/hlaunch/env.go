@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hlaunch/hlaunch/nsenv/profile"
+	"github.com/hlaunch/hlaunch/internal/nsenv/profile"
 )
 
 // envEntry is one variable in `hlaunch env --json`.

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/hlaunch/hlaunch/launcher"
+	"github.com/hlaunch/hlaunch/internal/launcher"
 )
 
 // errWaitTimeout: `hlaunch wait --timeout` elapsed while the worker still ran (exit 124, as timeout(1)).

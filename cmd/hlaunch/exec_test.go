@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hlaunch/hlaunch/launcher"
+	"github.com/hlaunch/hlaunch/internal/launcher"
 )
 
 // TestMain lets the test binary stand in for hlaunch: the launcher re-executes /proc/self/exe for its

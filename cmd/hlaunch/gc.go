@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hlaunch/hlaunch/internal/launcher"
 	"github.com/hlaunch/hlaunch/internal/retentionflag"
-	"github.com/hlaunch/hlaunch/launcher"
 )
 
 func newGCCmd(a *app) *cobra.Command {

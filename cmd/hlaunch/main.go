@@ -13,8 +13,8 @@ import (
 	"runtime"
 
 	"github.com/hlaunch/hlaunch/internal/affinity"
+	"github.com/hlaunch/hlaunch/internal/launcher"
 	"github.com/hlaunch/hlaunch/internal/selfguard"
-	"github.com/hlaunch/hlaunch/launcher"
 )
 
 func main() {

@@ -8,8 +8,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/hlaunch/hlaunch/fingerprint"
-	"github.com/hlaunch/hlaunch/launcher"
+	"github.com/hlaunch/hlaunch/internal/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/launcher"
 )
 
 // stateExitCode is the `hlaunch status` exit code for a verified state (docs/exit-codes.md): a caller can

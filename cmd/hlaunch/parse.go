@@ -4,7 +4,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hlaunch/hlaunch/launcher"
+	"github.com/hlaunch/hlaunch/internal/launcher"
 )
 
 // parseSince accepts an RFC 3339 time, a date (UTC midnight), or a duration meaning "that long before now".

@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/hlaunch/hlaunch/internal/launcher"
 	"github.com/hlaunch/hlaunch/internal/trust"
-	"github.com/hlaunch/hlaunch/launcher"
 )
 
 // newSidecarCmd is `hlaunch sidecar`: it execs the hlaunch-sidecar binary installed beside hlaunch, in

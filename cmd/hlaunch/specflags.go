@@ -11,12 +11,12 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/hlaunch/hlaunch/cgroup"
+	"github.com/hlaunch/hlaunch/internal/cgroup"
+	"github.com/hlaunch/hlaunch/internal/launcher"
 	"github.com/hlaunch/hlaunch/internal/launchflag"
+	"github.com/hlaunch/hlaunch/internal/nsenv/profile"
 	"github.com/hlaunch/hlaunch/internal/sysfile"
 	"github.com/hlaunch/hlaunch/internal/trust"
-	"github.com/hlaunch/hlaunch/launcher"
-	"github.com/hlaunch/hlaunch/nsenv/profile"
 )
 
 // maxSpecBytes bounds a --spec document; a launch spec is a few hundred bytes, and reading an unbounded

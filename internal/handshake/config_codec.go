@@ -7,7 +7,7 @@ import (
 	"fmt"
 
 	"github.com/hlaunch/hlaunch/internal/affinity"
-	"github.com/hlaunch/hlaunch/nsenv/sandbox"
+	"github.com/hlaunch/hlaunch/internal/nsenv/sandbox"
 )
 
 // A Config travels as bytes, not as JSON fields: argv, the environ and paths are byte strings to the

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/hlaunch/hlaunch/internal/affinity"
-	"github.com/hlaunch/hlaunch/nsenv/sandbox"
+	"github.com/hlaunch/hlaunch/internal/nsenv/sandbox"
 )
 
 // fullConfig sets every field of Config and sandbox.Spec, by reflection, so that a field added later

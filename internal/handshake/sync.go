@@ -8,7 +8,7 @@ import (
 
 	"github.com/hlaunch/hlaunch/internal/affinity"
 	"github.com/hlaunch/hlaunch/internal/msgpipe"
-	"github.com/hlaunch/hlaunch/nsenv/sandbox"
+	"github.com/hlaunch/hlaunch/internal/nsenv/sandbox"
 )
 
 // The protocol, over two pipes the stub inherits as fds 3 and 4:

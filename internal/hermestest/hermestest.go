@@ -1,7 +1,7 @@
 // Package hermestest holds hermes' built-in name lists as docs/hermes-contract.md states
-// them, word for word, for tests: nsenv/profile's unit tests check DefaultPolicy against them, and the
+// them, word for word, for tests: internal/nsenv/profile's unit tests check DefaultPolicy against them, and the
 // integration suite puts every name into a real profile and checks what reaches the child. Kept apart
-// from nsenv/profile's own lists so that a list drifting from hermes fails a test instead of changing both.
+// from internal/nsenv/profile's own lists so that a list drifting from hermes fails a test instead of changing both.
 package hermestest
 
 import (

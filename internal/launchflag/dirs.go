@@ -7,7 +7,7 @@ package launchflag
 import (
 	"github.com/spf13/pflag"
 
-	"github.com/hlaunch/hlaunch/launcher"
+	"github.com/hlaunch/hlaunch/internal/launcher"
 )
 
 // Dirs are the values of --root, --state-dir, --ledger-dir and --policy; empty means the default.

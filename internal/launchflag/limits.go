@@ -7,8 +7,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/hlaunch/hlaunch/cgroup"
-	"github.com/hlaunch/hlaunch/launcher"
+	"github.com/hlaunch/hlaunch/internal/cgroup"
+	"github.com/hlaunch/hlaunch/internal/launcher"
 )
 
 // CountAccepted is what a count flag (--pids, --cpu-weight, --default-pids, --default-cpu-weight) takes.

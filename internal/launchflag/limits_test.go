@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hlaunch/hlaunch/cgroup"
+	"github.com/hlaunch/hlaunch/internal/cgroup"
 )
 
 func TestParseCount(t *testing.T) {

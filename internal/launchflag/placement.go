@@ -3,7 +3,7 @@ package launchflag
 import (
 	"github.com/spf13/pflag"
 
-	"github.com/hlaunch/hlaunch/launcher"
+	"github.com/hlaunch/hlaunch/internal/launcher"
 )
 
 // Placement holds the values of the placement flags both binaries take: --scope, --require-scope, --slice,

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/hlaunch/hlaunch/launcher"
+	"github.com/hlaunch/hlaunch/internal/launcher"
 )
 
 // Both binaries register the same placement flags, with the same displayed defaults, which are the

@@ -1,6 +1,6 @@
 // Package mountinfo parses /proc/<pid>/mountinfo (proc(5)): one Entry per mount, in the kernel's order
 // (a later mount may hide an earlier one at or above its mount point). cgroup reads the hierarchies'
-// mount points from it, nsenv/sandbox the mounts that show the hermes root a second time.
+// mount points from it, internal/nsenv/sandbox the mounts that show the hermes root a second time.
 package mountinfo
 
 import (

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/hlaunch/hlaunch/launcher"
+	"github.com/hlaunch/hlaunch/internal/launcher"
 )
 
 // Add registers --keep, --max-age, --ledger-keep, --ledger-max-age and --orphan-age on fs into r, defaulting to

@@ -1,7 +1,7 @@
 // Package shim is the protocol between the launcher and a detached worker's shim (`hlaunch __shim`): the
 // messages they exchange (Config, Result) and both ends of the exchange (Start/Parent for the launcher,
 // Open/Child for the shim). The shim's life itself (starting the worker, its records, the ledger, the
-// supervision of its tree) is the launcher's: launcher/shim.go and launcher/shimlife.go.
+// supervision of its tree) is the launcher's: internal/launcher/shim.go and internal/launcher/shimlife.go.
 //
 // The transport is internal/msgpipe's (the same two pipes and framing as the init stub's handshake,
 // internal/handshake); the conversation differs: the shim answers instead of exec'ing, and stays.

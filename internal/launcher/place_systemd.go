@@ -1,0 +1,282 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/hlaunch/hlaunch/internal/cgroup"
+	"github.com/hlaunch/hlaunch/internal/linux"
+	"github.com/hlaunch/hlaunch/internal/sysfile"
+	"github.com/hlaunch/hlaunch/internal/systemd"
+)
+
+// scopePlacement is a transient systemd scope (--scope systemd, or auto where a manager answers).
+type scopePlacement struct {
+	conn *systemd.Conn // the manager that owns the scope (after dialed has been waited for)
+	// sharedConn: conn is the launcher's kept connection (Config.KeepBus), not closed with the placement.
+	sharedConn bool
+	// dialed, when not nil, delivers conn (or why there is none) from a connect that runs while the child
+	// starts: --scope systemd overlaps the bus handshake with the child's fork and exec.
+	dialed chan dialResult
+	unit   string // "<name>.scope", once placed
+	invID  string // the scope's InvocationID, once placed
+	cgroup string // the leader's v2 cgroup once placed, read from the leader itself; "" without a v2 line
+	limits cgroup.Limits
+	// unit name generated (unique per launch): the scope's cgroup.events on the unified tree, so release
+	// can see the scope is already empty and leave it to the manager instead of a StopUnit job.
+	events  string
+	unified string       // the cgroup2 mount, "" when unknown
+	host    *cgroup.Host // this host's layout, to read the scope's limits back; nil when unknown
+
+	// defaults is the part of limits that came from the launcher's defaults: place keeps only those the
+	// manager applied (a user manager on a hybrid host applies no memory or pids limit), and limits is then
+	// what is in effect.
+	defaults cgroup.Limits
+}
+
+// dialResult is the outcome of an overlapped connect.
+type dialResult struct {
+	p   *scopePlacement
+	err error
+}
+
+// userManager reports whether spec's scope is made by a user manager (--user, or any non-root caller)
+// rather than the system manager.
+func userManager(spec Spec) bool { return spec.UserManager || os.Geteuid() != 0 }
+
+// checkUnit refuses a bad --unit before anything is started.
+func checkUnit(spec Spec) error {
+	if spec.Unit != "" {
+		if err := systemd.ValidUnitName(spec.Unit); err != nil {
+			return fmt.Errorf("%w: --unit: %w", ErrInvalid, err)
+		}
+	}
+	return nil
+}
+
+func (l *Launcher) newScope(spec Spec) *scopePlacement {
+	p := &scopePlacement{host: l.host}
+	p.limits, p.defaults = l.limitsFor(spec)
+	if l.host != nil {
+		p.unified = l.host.Unified
+	}
+	return p
+}
+
+func (l *Launcher) prepareSystemd(ctx context.Context, spec Spec) (*scopePlacement, error) {
+	if err := checkUnit(spec); err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, scopeTimeout)
+	defer cancel()
+	user := userManager(spec)
+	dial := func(ctx context.Context) (*systemd.Conn, error) {
+		return systemd.Connect(ctx, systemd.ConnectOptions{User: user, UID: os.Geteuid(), Getenv: envLookup(l.cfg.Environ)})
+	}
+	var conn *systemd.Conn
+	var err error
+	if l.buses != nil {
+		conn, err = l.buses.get(cctx, user, dial)
+	} else {
+		conn, err = dial(cctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	p := l.newScope(spec)
+	p.conn, p.sharedConn = conn, l.buses != nil
+	return p, nil
+}
+
+// prepareSystemdAsync is prepareSystemd for an explicit --scope systemd, run in the background: the bus
+// connection (two authenticated D-Bus connections in go-systemd) is made while the child is forked and
+// exec'd, and place waits for it. Nothing runs unplaced meanwhile: the child is held (at its exec, or the
+// sandbox's stub on its handshake) until place succeeds, and a failed connect aborts it (exit 125, the
+// target never runs). The unit name is still checked first, so a bad --unit starts nothing at all.
+// --scope auto stays synchronous: its fallback depends on the answer.
+func (l *Launcher) prepareSystemdAsync(ctx context.Context, spec Spec) (*scopePlacement, error) {
+	if err := checkUnit(spec); err != nil {
+		return nil, err
+	}
+	p := l.newScope(spec)
+	p.dialed = make(chan dialResult, 1)
+	go func() {
+		q, err := l.prepareSystemd(ctx, spec)
+		if err != nil && !errors.Is(err, ErrInvalid) {
+			// No manager answered: a host-level condition (exit 75, 503), never the caller's bad input.
+			err = fmt.Errorf("%w: --scope systemd: %w", ErrDegraded, err)
+		}
+		p.dialed <- dialResult{q, err}
+	}()
+	// Let the dials reach the bus before the child's fork: a pinned launch has one P, and the fork (a raw
+	// vfork, which keeps the P) and the wait for the child's exec would otherwise run first.
+	runtime.Gosched()
+	return p, nil
+}
+
+// await waits for an overlapped connect; afterwards p.conn is set, or the error says why not.
+func (p *scopePlacement) await() error {
+	if p.dialed == nil {
+		return nil
+	}
+	r := <-p.dialed
+	p.dialed = nil
+	if r.err != nil {
+		return r.err
+	}
+	p.conn, p.sharedConn = r.p.conn, r.p.sharedConn
+	return nil
+}
+
+func (*scopePlacement) mode() Mode                 { return ModeScoped }
+func (*scopePlacement) cloneFD() (*os.File, error) { return nil, nil }
+func (*scopePlacement) needsHold(bool) bool        { return true }
+func (*scopePlacement) group() *cgroup.Group       { return nil }
+
+func (p *scopePlacement) describe() placed {
+	return placed{limits: p.limits, unit: p.unit, invocationID: p.invID}
+}
+
+// cgroupPath is read from the leader itself (by place), so that scopes and raw cgroups are described the
+// same way.
+func (p *scopePlacement) cgroupPath(int) string { return p.cgroup }
+
+// place makes the transient scope with pid in it and checks that its limits were applied.
+func (p *scopePlacement) place(ctx context.Context, spec Spec, id string, pid int, _ bool) error {
+	if err := p.await(); err != nil {
+		return err
+	}
+	name := spec.Unit
+	switch {
+	case name != "":
+	case spec.Profile == "": // a warm slot's scope, made before its profile is known
+		name = "hlaunch-" + strings.TrimPrefix(id, "w-")
+	default:
+		name = "hlaunch-" + spec.Profile + "-" + strings.TrimPrefix(id, "w-")
+	}
+	desc := "hlaunch worker " + id
+	if spec.Profile != "" {
+		desc += " for profile " + spec.Profile
+	}
+	if len(spec.Argv) > 0 {
+		desc += ": " + spec.Argv[0]
+	}
+	unit, err := systemd.ScopeName(name)
+	if err != nil {
+		return fmt.Errorf("%w: --unit: %w", ErrInvalid, err)
+	}
+	backstop := scopeBackstop(spec)
+	cctx, cancel := context.WithTimeout(ctx, scopeTimeout)
+	defer cancel()
+	info, err := p.conn.StartScope(cctx, systemd.ScopeSpec{
+		Unit:               unit,
+		Slice:              spec.Slice,
+		Description:        desc,
+		PIDs:               []uint32{uint32(pid)},
+		MemoryMax:          p.limits.Memory,
+		MemoryHigh:         p.limits.MemoryHigh,
+		TasksMax:           uint64(p.limits.Pids),
+		CPUWeight:          uint64(p.limits.CPUWeight),
+		CPUQuotaPerSecUSec: uint64(p.limits.CPUs * 1e6),
+		RuntimeMax:         backstop.RuntimeMax, StopTimeout: backstop.StopTimeout,
+		// A foreground launch records nothing: no InvocationID, and its cgroup comes from the member.
+		NoInfo: !spec.Detach,
+	})
+	if err != nil {
+		return err
+	}
+	p.unit, p.invID = info.Unit, info.InvocationID
+	if err := p.enforced(pid); err != nil {
+		return err
+	}
+	// A cgroup this launcher cannot name (outside its cgroup namespace) is refused, not guessed: the
+	// worker's identity and its release would name another cgroup. No v2 line (a v1 host) is no path.
+	cg, err := cgroup.ProcCgroup2(pid)
+	if err != nil && !errors.Is(err, cgroup.ErrNotFound) {
+		return fmt.Errorf("the scope's cgroup: %w", err)
+	}
+	p.cgroup = cg
+	if spec.Unit == "" && p.unified != "" && cg != "" {
+		p.events = filepath.Join(p.unified, cg, "cgroup.events")
+	}
+	return nil
+}
+
+// enforced checks that the manager applied the scope's limits: a systemd user manager on a hybrid host
+// accepts MemoryMax= and TasksMax= and applies neither (those controllers are on v1 hierarchies it cannot
+// manage), and a worker must never run under weaker limits than it asked for. The held child is aborted
+// by the caller, so nothing runs; the scope, emptied, is collected by the manager. A default the manager
+// did not apply is left out of p.limits, which the receipt shows.
+func (p *scopePlacement) enforced(pid int) error {
+	asked := onlyAsked(p.limits, p.defaults)
+	if p.host == nil {
+		p.limits = asked
+		if asked.IsZero() {
+			return nil
+		}
+		return fmt.Errorf("%w: cannot check the limits of scope %s: no cgroup filesystem here", ErrInvalid, p.unit)
+	}
+	if err := p.host.Enforced(pid, asked); err != nil {
+		return fmt.Errorf("%w: %w: the systemd manager did not apply them to scope %s; --scope cgroup applies them itself", ErrInvalid, err, p.unit)
+	}
+	if p.defaults.IsZero() {
+		return nil
+	}
+	got, err := p.host.InEffect(pid, p.limits)
+	if err != nil {
+		return err
+	}
+	p.limits = got
+	return nil
+}
+
+func (p *scopePlacement) release(ctx context.Context) {
+	_ = p.await()
+	if p.conn == nil {
+		return
+	}
+	// An empty scope is stopped and collected by the manager itself (CollectMode=inactive-or-failed); the
+	// StopUnit job costs a D-Bus round trip and a job wait on every foreground launch (make bench). Only
+	// for generated unit names, which no later launch reuses, and only when the scope's own cgroup says
+	// "populated 0"; anything else (members left, an unreadable file) still goes through StopUnit.
+	if p.unit != "" && !scopeEmpty(p.events) {
+		sctx, cancel := context.WithTimeout(ctx, scopeTimeout)
+		_ = p.conn.StopUnit(sctx, p.unit)
+		cancel()
+	}
+	p.closeConn()
+}
+
+// close drops the bus connection: the scope outlives it, and nothing later needs it.
+func (p *scopePlacement) close() {
+	_ = p.await()
+	if p.conn != nil {
+		p.closeConn()
+	}
+}
+
+// closeConn closes the placement's own bus connection; a kept one stays open for the next launch.
+func (p *scopePlacement) closeConn() {
+	if !p.sharedConn {
+		p.conn.Close()
+	}
+	p.conn = nil
+}
+
+// scopeEmpty reports whether events (a scope's cgroup.events) exists and says "populated 0".
+func scopeEmpty(events string) bool {
+	if events == "" {
+		return false
+	}
+	b, err := sysfile.ReadFile(events)
+	if err != nil {
+		return false
+	}
+	ev, err := linux.ParseEvents(b)
+	return err == nil && !ev.Populated
+}

@@ -1,0 +1,269 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hlaunch/hlaunch/internal/cgroup"
+	"github.com/hlaunch/hlaunch/internal/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/state"
+)
+
+// Retention is how long what hlaunch keeps of ended workers lives: their records, exit records and the
+// per-worker logs hlaunch made (<state-dir>/logs), and the ledger's records. docs/cli.md gives the
+// defaults and the bound they put on the state directory.
+type Retention struct {
+	// Keep is how many ended workers are kept, the most recently ended first; 0 keeps none.
+	Keep int
+	// MaxAge removes an ended worker whose end is older than this, whatever Keep says; 0: no age limit.
+	MaxAge time.Duration
+	// LedgerKeep bounds the ledger: the records beyond the LedgerKeep most recently written go, except
+	// those of executions that have not ended; 0 keeps every record. A Launcher that collects again
+	// (the sidecar) counts the records of its own launches between two reads of the ledger directory,
+	// and others' from the next read, at most a minute later (ledgerIndex).
+	LedgerKeep int
+	// LedgerMaxAge removes ended ledger records last written longer ago than this; 0: no age limit.
+	LedgerMaxAge time.Duration
+	// OrphanAge is how old an empty worker cgroup that no record names must be before it is taken for an
+	// orphan (a foreground hlaunch SIGKILLed before it removed its own): a cgroup made for a launch in flight
+	// is empty and unrecorded too, until its shim or target runs in it. DefaultRetention: 3 minutes, longer
+	// than any launch takes (the sidecar bounds a spawn at two); 0 takes every such cgroup, for a host where
+	// no launch runs meanwhile.
+	OrphanAge time.Duration
+	// KeepParent leaves the cgroup parent in place even when it is empty (the sidecar, which places the
+	// next spawn there: removing it under a launch in flight would fail that launch).
+	KeepParent bool `json:"-"`
+}
+
+// DefaultRetention is what the sidecar collects by, on its own, and what `hlaunch gc` applies unless told
+// otherwise: the last 1,000 ended workers or 24 hours of them, and a ledger of at most 10,000 records or 7
+// days (about 1 KB each, at most about 5 KB: a record keeps 4 KiB of argv and 256 bytes of key, so 10 MB
+// typically and 50 MB at most).
+func DefaultRetention() Retention {
+	return Retention{Keep: 1000, MaxAge: 24 * time.Hour, LedgerKeep: 10000, LedgerMaxAge: 7 * 24 * time.Hour, OrphanAge: 3 * time.Minute}
+}
+
+// GCReport is what one collection removed.
+type GCReport struct {
+	Removed      []string `json:"removed"`       // worker ids whose records (and logs, cgroups) were removed
+	LedgerPruned int      `json:"ledger_pruned"` // ledger records removed
+	// TempsRemoved counts the temp files of dead writers removed from the worker and ledger directories
+	// (state.Dir.SweepTemps: a writer killed between its temp file and the rename leaves one).
+	TempsRemoved int `json:"temps_removed"`
+	// Quarantined are the ids of damaged records (Damaged) moved into <state-dir>/quarantine; a damaged
+	// record that names a key stays in place. QuarantineDropped counts the oldest quarantined records
+	// removed to keep QuarantineKeep.
+	Quarantined       []string `json:"quarantined"`
+	QuarantineDropped int      `json:"quarantine_dropped"`
+}
+
+// GC applies r in one pass: the records of ended workers beyond it, with their exit records, the logs
+// hlaunch made for them and their empty cgroups; empty worker cgroups no record names; the cgroup parent
+// once empty; the ledger records beyond its bound; and the temp files of writers that died mid-write
+// (sweepTemps: state.Dir.SweepTemps' rule, at most once a minute). Running workers, and workers whose
+// identity does not verify, are never touched (they are shown, never removed). It is safe beside a live
+// sidecar and another gc: a record removed meanwhile is skipped. A record that cannot be read or verified
+// is never deleted: it is moved into <state-dir>/quarantine (quarantineDamaged).
+func (l *Launcher) GC(ctx context.Context, r Retention) (GCReport, error) {
+	var rep GCReport
+	recs, err := l.List(ctx)
+	if err != nil {
+		return rep, err
+	}
+	var ended []Record
+	for _, rec := range recs {
+		if rec.State == fingerprint.Exited {
+			ended = append(ended, rec)
+		}
+	}
+	// Most recently ended first; an end not recorded (a killed shim) counts as its start.
+	sort.SliceStable(ended, func(i, j int) bool { return endOf(ended[i]) > endOf(ended[j]) })
+	cutoff := ""
+	if r.MaxAge > 0 {
+		cutoff = time.Now().Add(-r.MaxAge).UTC().Format(time.RFC3339Nano)
+	}
+	d := &state.Dir{Path: l.workersDir()}
+	for i, rec := range ended {
+		// An ended worker's empty cgroup goes whether or not its record is kept: its shim removes it, but a
+		// shim killed with its tree (or by a worker of the launcher's uid) could not.
+		if !l.removeEndedCgroup(rec) {
+			continue // members left: not over after all
+		}
+		if i < r.Keep && (cutoff == "" || endOf(rec) >= cutoff) {
+			continue
+		}
+		l.removeOwnLog(rec.Log)
+		_ = d.Remove(rec.ID + ".exit")
+		_ = os.Remove(workerLock(d.Path, rec.ID)) // an ended worker's: nothing signals it any more
+		_ = d.Remove(logPosName(rec.ID))
+		if err := d.Remove(rec.ID); err != nil {
+			return rep, err
+		}
+		l.unindex(rec.Receipt)
+		rep.Removed = append(rep.Removed, rec.ID)
+	}
+	// Empty worker cgroups without a record (a foreground hlaunch that was SIGKILLed could not remove its own).
+	rep.Removed = append(rep.Removed, l.gcOrphans(recs, r.OrphanAge)...)
+	// The parent itself goes too once nothing is left under it (it is re-created by the next launch).
+	if l.host != nil && !r.KeepParent {
+		_ = l.host.RemoveParentIfEmpty(l.cfg.Defaults.CgroupParent)
+	}
+	rep.LedgerPruned = l.pruneLedger(r)
+	rep.Quarantined, rep.QuarantineDropped, err = l.quarantineDamaged(recs)
+	n, serr := l.sweepTemps()
+	rep.TempsRemoved = n
+	return rep, errors.Join(err, serr) // a quarantine that failed does not keep the sweep from running
+}
+
+// tempSweep is when a Launcher last swept its directories for dead writers' temp files.
+type tempSweep struct {
+	mu sync.Mutex
+	at time.Time // zero: never (`hlaunch gc`, a fresh launcher, sweeps at its one pass)
+}
+
+// tempSweepEvery is how often a Launcher that collects again and again (the sidecar, every --gc-interval)
+// sweeps: the sweep reads both directories in full (the ledger's 10,000 names), which the collection
+// otherwise avoids (ledgerIndex), and a temp file is not taken for a dead writer's before it is a minute
+// old anyway (state's grace): a dead writer's temp file goes within two minutes.
+const tempSweepEvery = time.Minute
+
+// sweepTemps removes the temp files of dead writers in the worker and ledger directories, at most once
+// every tempSweepEvery, and returns how many went.
+func (l *Launcher) sweepTemps() (int, error) {
+	s := &l.tempSweep
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.at.IsZero() && time.Since(s.at) < tempSweepEvery {
+		return 0, nil
+	}
+	s.at = time.Now()
+	n := 0
+	for _, dir := range []string{l.workersDir(), l.ledger} {
+		k, err := (&state.Dir{Path: dir}).SweepTemps()
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// removeEndedCgroup is removeEnded for a pass over kept records, after one stat (most are gone): it reports false
+// only when the cgroup is there with members.
+func (l *Launcher) removeEndedCgroup(rec Record) bool {
+	if rec.Mode != ModeCgroup || rec.Cgroup == "" || l.host == nil || l.host.Unified == "" {
+		return true
+	}
+	if _, err := os.Lstat(filepath.Join(l.host.Unified, rec.Cgroup)); err != nil {
+		return true // removed (by its shim, as usual): one stat per kept record and pass
+	}
+	ident, err := fingerprint.ParseToken(rec.Token)
+	if err != nil {
+		return true
+	}
+	return l.removeEnded(rec.Receipt, ident)
+}
+
+// endOf is when a record's worker ended, else when it started (RFC 3339 UTC strings sort by time).
+func endOf(r Record) string {
+	if r.EndedAt != "" {
+		return r.EndedAt
+	}
+	return r.StartedAt
+}
+
+// removeOwnLog removes a worker's log and its rotated copy when hlaunch made it (<state-dir>/logs); a log
+// the caller named (--log) is the caller's.
+func (l *Launcher) removeOwnLog(log string) {
+	if log == "" || filepath.Dir(log) != filepath.Join(l.state, "logs") {
+		return
+	}
+	_ = os.Remove(log)
+	_ = os.Remove(log + ".1")
+}
+
+// pruneLedger removes the ledger records beyond r's bound, newest kept, never one whose execution has not
+// ended. Age is the record file's last write (the end, for an ended execution). It returns how many went.
+// It works from the launcher's ledgerIndex: the directory is scanned when the index is older than
+// ledgerRescan, and again when the records it holds are used up while the ledger is still over its bound.
+func (l *Launcher) pruneLedger(r Retention) int {
+	if r.LedgerKeep == 0 && r.LedgerMaxAge == 0 {
+		return 0
+	}
+	x := &l.ledgerIdx
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	var old time.Time
+	if r.LedgerMaxAge > 0 {
+		old = time.Now().Add(-r.LedgerMaxAge)
+	}
+	scanned := false
+	if x.scanned.IsZero() || time.Since(x.scanned) >= ledgerRescan(r.LedgerMaxAge) {
+		if x.scan(l.ledger) != nil {
+			return 0
+		}
+		scanned = true
+	}
+	boot := ""
+	if l.src.BootID != nil {
+		if b, err := l.src.BootID(); err == nil {
+			boot = strings.TrimSpace(b)
+		}
+	}
+	n := x.prune(l.ledger, r.LedgerKeep, old, boot)
+	if !scanned && len(x.order) == 0 && r.LedgerKeep > 0 && x.count > r.LedgerKeep {
+		if x.scan(l.ledger) != nil {
+			return n
+		}
+		n += x.prune(l.ledger, r.LedgerKeep, old, boot)
+	}
+	return n
+}
+
+// gcOrphans removes empty worker cgroups under the default parent that no record names.
+func (l *Launcher) gcOrphans(recs []Record, minAge time.Duration) []string {
+	if l.host == nil || l.host.Unified == "" {
+		return nil
+	}
+	parent, err := l.host.CleanParent(l.cfg.Defaults.CgroupParent)
+	if err != nil {
+		return nil
+	}
+	known := map[string]bool{}
+	for _, r := range recs {
+		known[r.Cgroup] = true
+	}
+	ents, err := os.ReadDir(filepath.Join(l.host.Unified, parent))
+	if err != nil {
+		return nil
+	}
+	var removed []string
+	for _, e := range ents {
+		path := parent + "/" + e.Name()
+		if !e.IsDir() || !isID(e.Name()) || known[path] {
+			continue
+		}
+		// A cgroup made for a launch in flight is empty and unrecorded too, until its shim or target runs in
+		// it: only one older than minAge (Retention.OrphanAge) is an orphan (the sidecar collects while it spawns).
+		if info, err := e.Info(); err != nil || time.Since(info.ModTime()) < minAge {
+			continue
+		}
+		g, err := l.host.Hold(cgroup.Claim{Path: path, Worker: e.Name()})
+		if err != nil {
+			continue // not hlaunch's (no marker on it or its parent): never touched
+		}
+		if pop, err := g.Populated(); err != nil || pop {
+			continue
+		}
+		if g.Delete() == nil {
+			removed = append(removed, e.Name())
+		}
+	}
+	return removed
+}

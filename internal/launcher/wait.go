@@ -1,0 +1,100 @@
+package launcher
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hlaunch/hlaunch/internal/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/sysfile"
+)
+
+// Wait blocks until the worker has ended (or ctx ends) and returns its final record. It reads the record
+// again after each change in the state directory (inotify) and at the end of the worker's shim or leader
+// (pidfds), not on a timer; only where inotify is not to be had, or for a worker whose shim is gone (whose
+// end and deadline nothing signals), does it poll. A record that cannot be read
+// or verified (Damaged) is ErrRefused at once: its worker's end cannot be known.
+func (l *Launcher) Wait(ctx context.Context, ref string) (Record, error) {
+	w := newWakeup(l.workersDir())
+	defer w.close()
+	watched := false
+	for {
+		rec, err := l.Get(ctx, ref)
+		if err != nil {
+			return Record{}, err
+		}
+		if Damaged(rec.State) {
+			return rec, fmt.Errorf("%w: worker %s: record is %s (%s): its end cannot be known", ErrRefused, rec.ID, rec.State, rec.RecordError)
+		}
+		if rec.State != fingerprint.Running && rec.ExitSettled(ShimAlive) {
+			return rec, nil
+		}
+		if rec.ShimLost {
+			// Nothing signals the end of a worker whose shim is gone, nor its deadline, which the next reader
+			// enforces (orphan.go): read it again on a timer.
+			select {
+			case <-ctx.Done():
+				return rec, ctx.Err()
+			case <-time.After(waitPoll):
+			}
+			continue
+		}
+		if !watched {
+			// After the first read, so that a process that ended before its pidfd was opened is seen by
+			// the read that follows the (failed or immediately ready) watch.
+			watched = true
+			w.watchPID(rec.ShimPID)
+			w.watchPID(rec.PID)
+			continue
+		}
+		if err := w.wait(ctx); err != nil {
+			return rec, err
+		}
+	}
+}
+
+// ExitSettled reports whether an ended worker's exit is final: the one rule Wait and the sidecar's watcher
+// share. Its shim writes the exit status just after the leader ends, so the exit has settled once the
+// status is recorded (an exit code or a signal) or once the shim is gone (shimAlive false: the status will
+// never come, e.g. the shim was killed; a worker known only by its token has no shim). shimAlive, a
+// /proc read, is asked only while the status is missing.
+func (r Record) ExitSettled(shimAlive func(Receipt) bool) bool {
+	return r.ExitCode != nil || r.Signal != "" || !shimAlive(r.Receipt)
+}
+
+// ShimAlive reports whether the worker's shim still runs: its PID names a live process (not a zombie)
+// and, when the receipt has the shim's start time, that process started then, so a recycled PID is never
+// taken for the shim. It only decides whether an exit record may still come (Wait, the sidecar's watcher);
+// nothing is ever signalled on its word.
+func ShimAlive(rc Receipt) bool {
+	alive, _ := shimProc(rc)
+	return alive
+}
+
+// shimProc reads the shim's /proc/<pid>/stat: alive as ShimAlive says, and whether that live shim is
+// stopped (SIGSTOP, which it cannot catch, or a tracer's stop): a stopped shim supervises nothing until it
+// is continued (reconcileLost).
+func shimProc(rc Receipt) (alive, stopped bool) {
+	if rc.ShimPID <= 0 {
+		return false, false
+	}
+	b, err := sysfile.ReadFile(fmt.Sprintf("/proc/%d/stat", rc.ShimPID))
+	if err != nil {
+		return false, false
+	}
+	// The state is the first field after the last ')' (comm may hold anything).
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) || b[i+2] == 'Z' || b[i+2] == 'X' {
+		return false, false
+	}
+	stopped = b[i+2] == 'T' || b[i+2] == 't'
+	if rc.ShimStart == 0 {
+		return true, stopped // a receipt written before shims recorded their start time
+	}
+	start, err := fingerprint.ReadStartTime(bytes.NewReader(b))
+	if err != nil || start != rc.ShimStart {
+		return false, false
+	}
+	return true, stopped
+}

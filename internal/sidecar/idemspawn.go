@@ -1,0 +1,97 @@
+package sidecar
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/hlaunch/hlaunch/internal/launcher"
+)
+
+// spawnIdempotent is POST /v1/workers with an Idempotency-Key: the first spawn with a key is remembered
+// (its id before the launch, its receipt after it), and a repeat with the same key and the same body is
+// answered that receipt (201, Idempotent-Replay: true) without a second launch; the same key with another
+// body is 422 idempotency_mismatch. A repeat that arrives while the first is in flight waits for its end.
+// A launch that failed is not remembered: its repeat launches again.
+func (s *Server) spawnIdempotent(ctx context.Context, w http.ResponseWriter, key string, body []byte, spec launcher.Spec, stdio launcher.Stdio) {
+	if s.idem == nil {
+		writeError(w, fmt.Errorf("%w: header %s: this sidecar keeps no idempotency keys", ErrNotImplemented, headerIdemKey))
+		return
+	}
+	if err := checkIdemKey(key); err != nil {
+		writeError(w, fmt.Errorf("%w: %w", launcher.ErrInvalid, err))
+		return
+	}
+	unlock := s.idem.lock(key)
+	defer unlock()
+	hash := bodyHash(body)
+	ent, err := s.idem.get(key)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if ent != nil {
+		if ent.Body != hash {
+			writeError(w, fmt.Errorf("%w: header %s %q was first used at %s with another body", ErrIdemMismatch,
+				headerIdemKey, key, ent.Created.UTC().Format(time.RFC3339)))
+			return
+		}
+		if rc, ok, err := s.idemReceipt(ctx, ent); err != nil {
+			writeError(w, err)
+			return
+		} else if ok {
+			writeReceipt(w, rc, true)
+			return
+		}
+	}
+	ent = &idemEntry{Key: key, Body: hash, Created: s.now()}
+	rc, err := s.spawn(ctx, spec, stdio, func(id string) error {
+		ent.ID = id
+		return s.idem.put(ent) // on disk before the worker can exist
+	})
+	if err != nil {
+		if ent.ID != "" {
+			s.idem.forget(key)
+		}
+		writeError(w, err)
+		return
+	}
+	if raw, err := json.Marshal(rc); err == nil {
+		ent.Receipt = raw
+		// Without it a repeat still finds the worker by the id written before the launch.
+		_ = s.idem.put(ent)
+	}
+	writeReceipt(w, rc, false)
+}
+
+// idemReceipt is the receipt of ent's launch: the one it answered, or, for a launch whose answer was not
+// kept (the sidecar ended during it), the receipt of the record under its id. ok is false when no worker
+// was recorded under that id: that launch never started one.
+func (s *Server) idemReceipt(ctx context.Context, ent *idemEntry) (*launcher.Receipt, bool, error) {
+	if len(ent.Receipt) > 0 {
+		var rc launcher.Receipt
+		if err := json.Unmarshal(ent.Receipt, &rc); err != nil {
+			return nil, false, fmt.Errorf("idempotency key %q: stored receipt: %w", ent.Key, err)
+		}
+		return &rc, true, nil
+	}
+	if ent.ID == "" {
+		return nil, false, nil
+	}
+	rec, err := s.b.Get(ctx, ent.ID)
+	if errors.Is(err, launcher.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	rc := rec.Receipt
+	if raw, err := json.Marshal(&rc); err == nil {
+		ent.Receipt = raw
+		_ = s.idem.put(ent)
+	}
+	return &rc, true, nil
+}

@@ -1,0 +1,282 @@
+package sidecar
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hlaunch/hlaunch/internal/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/launcher"
+)
+
+func TestAuthPolicy(t *testing.T) {
+	tests := []struct {
+		name   string
+		pol    authPolicy
+		peer   Peer
+		wantOK bool
+	}{
+		{"owner", authPolicy{ownerUID: 1000, group: -1}, Peer{UID: 1000, GID: 1000}, true},
+		{"root", authPolicy{ownerUID: 1000, group: -1}, Peer{UID: 0, GID: 0}, true},
+		{"stranger", authPolicy{ownerUID: 1000, group: -1}, Peer{UID: 1001, GID: 1001}, false},
+		{"stranger with gid 0 only", authPolicy{ownerUID: 1000, group: -1}, Peer{UID: 1001, GID: 0}, false},
+		{"primary group", authPolicy{ownerUID: 0, group: 50}, Peer{UID: 1001, GID: 50}, true},
+		{"supplementary group", authPolicy{ownerUID: 0, group: 50}, Peer{UID: 1001, GID: 1001, Groups: []uint32{4, 50}}, true},
+		{"other groups", authPolicy{ownerUID: 0, group: 50}, Peer{UID: 1001, GID: 1001, Groups: []uint32{4, 51}}, false},
+		{"group 0 configured", authPolicy{ownerUID: 1000, group: 0}, Peer{UID: 1001, GID: 0}, true},
+		{"no group configured ignores groups", authPolicy{ownerUID: 1000, group: -1}, Peer{UID: 1001, Groups: []uint32{50}}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ok, reason := tt.pol.allow(tt.peer)
+			if ok != tt.wantOK {
+				t.Fatalf("allow(%+v) = %v (%s), want %v", tt.peer, ok, reason, tt.wantOK)
+			}
+			if !ok && reason == "" {
+				t.Fatal("a refusal must say why")
+			}
+		})
+	}
+}
+
+func intp(i int) *int { return &i }
+
+func TestTransition(t *testing.T) {
+	run := launcher.Record{Receipt: launcher.Receipt{ID: "w-1", PID: 7}, State: "running"}
+	exited := launcher.Record{Receipt: launcher.Receipt{ID: "w-1"}, State: "exited", ExitCode: intp(3)}
+	oom := launcher.Record{Receipt: launcher.Receipt{ID: "w-1"}, State: "exited", Signal: "SIGKILL", OOMKilled: true}
+	recycled := launcher.Record{Receipt: launcher.Receipt{ID: "w-1"}, State: "recycled"}
+	unverified := launcher.Record{Receipt: launcher.Receipt{ID: "w-1"}, State: "unverified"}
+	corrupt := launcher.Record{Receipt: launcher.Receipt{ID: "w-1"}, State: launcher.StateCorrupt, RecordError: "torn"}
+	future := launcher.Record{Receipt: launcher.Receipt{ID: "w-1"}, State: launcher.StateUnknownVersion, RecordError: "hl2"}
+	tests := []struct {
+		name  string
+		prev  fingerprint.State
+		known bool
+		rec   launcher.Record
+		want  []string
+	}{
+		{"new running is adopted", "", false, run, []string{"adopted"}},
+		{"known running stays quiet", "running", true, run, nil},
+		{"running to exited", "running", true, exited, []string{"exited"}},
+		{"exited while we were down", "", false, exited, []string{"exited"}},
+		{"oom comes before exited", "running", true, oom, []string{"oom", "exited"}},
+		{"known exited stays quiet", "exited", true, exited, nil},
+		{"foreign at start-up", "", false, recycled, []string{"refused"}},
+		{"unverified is refused", "", false, unverified, []string{"refused"}},
+		{"running turned recycled", "running", true, recycled, []string{"refused"}},
+		{"corrupt record, first seen", "", false, corrupt, []string{"corrupt"}},
+		{"corrupt record, seen before", launcher.StateCorrupt, true, corrupt, nil},
+		{"newer record, first seen", "", false, future, []string{"corrupt"}},
+		{"running record torn since", "running", true, corrupt, []string{"corrupt"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			evs := transition(tt.prev, tt.known, tt.rec, true)
+			var got []string
+			for _, e := range evs {
+				got = append(got, e.Type)
+				if e.ID != tt.rec.ID || !e.Initial {
+					t.Errorf("event %+v: want id %s and initial", e, tt.rec.ID)
+				}
+				if e.Type == "corrupt" && (e.Reason != string(tt.rec.State)+": "+tt.rec.RecordError || e.State != tt.rec.State) {
+					t.Errorf("corrupt event reason %q state %q, want the state and record error", e.Reason, e.State)
+				}
+				if e.Type == "refused" && (e.Reason != string(tt.rec.State) || e.State != tt.rec.State) {
+					t.Errorf("refused event reason %q state %q, want the state %q", e.Reason, e.State, tt.rec.State)
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Fatalf("events %v, want %v", got, tt.want)
+			}
+		})
+	}
+	if e := transition("running", true, exited, false)[0]; e.ExitCode == nil || *e.ExitCode != 3 {
+		t.Fatalf("exited event lost the exit code: %+v", e)
+	}
+}
+
+func TestDecodeStrict(t *testing.T) {
+	tests := []struct {
+		name, body string
+		allowEmpty bool
+		wantCode   string
+	}{
+		{"valid", `{"profile":"a","argv":["true"]}`, false, ""},
+		{"valid with limits", `{"profile":"a","argv":["true"],"limits":{"memory":1048576,"pids":10}}`, false, ""},
+		{"unknown field", `{"profile":"a","argv":["true"],"memroy":1}`, false, "invalid"},
+		{"unknown nested field", `{"profile":"a","argv":["true"],"limits":{"mem":1}}`, false, "invalid"},
+		{"wrong type", `{"profile":1}`, false, "invalid"},
+		{"trailing data", `{"profile":"a"} {"profile":"b"}`, false, "invalid"},
+		{"trailing garbage", `{"profile":"a"} x`, false, "invalid"},
+		{"malformed", `{"profile":`, false, "invalid"},
+		{"empty", ``, false, "invalid"},
+		{"empty allowed", ``, true, ""},
+		{"whitespace allowed", "  \n", true, ""},
+		{"array", `[]`, false, "invalid"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var spec launcher.Spec
+			err := decodeStrict(strings.NewReader(tt.body), &spec, tt.allowEmpty)
+			got := ""
+			if err != nil {
+				got = Code(err)
+			}
+			if got != tt.wantCode {
+				t.Fatalf("decodeStrict(%q) = %v (code %q), want code %q", tt.body, err, got, tt.wantCode)
+			}
+		})
+	}
+}
+
+func FuzzDecodeSpec(f *testing.F) {
+	f.Add(`{"profile":"a","argv":["true"],"env":{"A":"b"},"limits":{"cpus":0.5}}`)
+	f.Add(`{"profile":"a"}{}`)
+	f.Add(`{"x":1}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		var spec launcher.Spec
+		err := decodeStrict(strings.NewReader(body), &spec, false)
+		if err != nil && Code(err) != "invalid" {
+			t.Fatalf("decode error %v has code %q, want invalid", err, Code(err))
+		}
+	})
+}
+
+func TestParseSignal(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    syscall.Signal
+		wantErr bool
+	}{
+		{"", syscall.SIGTERM, false},
+		{"TERM", syscall.SIGTERM, false},
+		{"SIGKILL", syscall.SIGKILL, false},
+		{"hup", syscall.SIGHUP, false},
+		{" usr1 ", syscall.SIGUSR1, false},
+		{"15", syscall.SIGTERM, false},
+		{"64", syscall.Signal(64), false},
+		{"0", 0, true},
+		{"65", 0, true},
+		{"-9", 0, true},
+		{"SIGNOPE", 0, true},
+		{"TERM;KILL", 0, true},
+	}
+	for _, tt := range tests {
+		got, err := parseSignal(tt.in)
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("parseSignal(%q) = %v, %v; want %v, err=%v", tt.in, got, err, tt.want, tt.wantErr)
+		}
+		if err != nil && Code(err) != "invalid" {
+			t.Errorf("parseSignal(%q) error code %q, want invalid", tt.in, Code(err))
+		}
+	}
+}
+
+func FuzzParseSignal(f *testing.F) {
+	for _, s := range []string{"TERM", "9", "sigusr2", "", "999999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		sig, err := parseSignal(s)
+		if err == nil && (sig <= 0 || sig > 64) {
+			t.Fatalf("parseSignal(%q) = %d, outside 1..64", s, sig)
+		}
+	})
+}
+
+func TestParseDuration(t *testing.T) {
+	if d, err := parseDuration("grace", "", 5*time.Second); err != nil || d != 5*time.Second {
+		t.Fatalf("empty: %v %v", d, err)
+	}
+	if d, err := parseDuration("grace", "1.5s", 0); err != nil || d != 1500*time.Millisecond {
+		t.Fatalf("1.5s: %v %v", d, err)
+	}
+	for _, bad := range []string{"-1s", "5", "soon"} {
+		if _, err := parseDuration("grace", bad, 0); Code(err) != "invalid" {
+			t.Errorf("parseDuration(%q) = %v, want invalid", bad, err)
+		}
+	}
+}
+
+func TestCodeAndStatus(t *testing.T) {
+	tests := []struct {
+		err    error
+		code   string
+		status int
+	}{
+		{launcher.ErrInvalid, "invalid", http.StatusBadRequest},
+		{launcher.ErrNotFound, "not_found", http.StatusNotFound},
+		{launcher.ErrRefused, "refused", http.StatusConflict},
+		{launcher.ErrUnverified, "unverified", http.StatusConflict},
+		{launcher.ErrNotRunning, "not_running", http.StatusConflict},
+		{launcher.ErrKeyHeld, "key_held", http.StatusConflict},
+		{launcher.ErrDegraded, "degraded", http.StatusServiceUnavailable},
+		{launcher.ErrNoSpace, "no_space", http.StatusServiceUnavailable},
+		{launcher.ErrNotEmpty, "not_empty", http.StatusInternalServerError},
+		{launcher.ErrCannotRun, "cannot_run", http.StatusUnprocessableEntity},
+		{launcher.ErrCommandNotFound, "command_not_found", http.StatusUnprocessableEntity},
+		{ErrForbidden, "forbidden", http.StatusForbidden},
+		{ErrTooLarge, "too_large", http.StatusRequestEntityTooLarge},
+		{ErrTimeout, "timeout", http.StatusRequestTimeout},
+		{ErrNotImplemented, "not_implemented", http.StatusNotImplemented},
+		{ErrNoRoute, "not_found", http.StatusNotFound},
+		{ErrMethod, "method_not_allowed", http.StatusMethodNotAllowed},
+		{ErrTooMany, "too_many", http.StatusTooManyRequests},
+		{ErrBusy, "busy", http.StatusServiceUnavailable},
+		{ErrSlowBody, "too_slow", http.StatusRequestTimeout},
+		{errors.New("boom"), "internal", http.StatusInternalServerError},
+	}
+	for _, tt := range tests {
+		wrapped := fmt.Errorf("ctx: %w", tt.err)
+		if c := Code(wrapped); c != tt.code {
+			t.Errorf("Code(%v) = %q, want %q", tt.err, c, tt.code)
+		}
+		if s := statusOf(Code(wrapped)); s != tt.status {
+			t.Errorf("status for %v = %d, want %d", tt.err, s, tt.status)
+		}
+	}
+}
+
+func TestBroker(t *testing.T) {
+	b := newBroker(3, time.Now)
+	b.publish(Event{Type: "a"}, Event{Type: "b"})
+	s, backlog, gap := b.subscribe(0, true, 2)
+	if gap || len(backlog) != 2 || backlog[0].Seq != 1 || backlog[1].Type != "b" {
+		t.Fatalf("backlog %+v gap %v", backlog, gap)
+	}
+	b.publish(Event{Type: "c"}, Event{Type: "d"}) // ring now holds b c d; seq 1 dropped
+	if e := <-s.ch; e.Type != "c" || e.Seq != 3 || e.Time == "" {
+		t.Fatalf("live event %+v", e)
+	}
+	_, backlog, gap = b.subscribe(0, true, 1)
+	if !gap || len(backlog) != 3 || backlog[0].Type != "b" {
+		t.Fatalf("after overflow: backlog %+v gap %v", backlog, gap)
+	}
+	_, backlog, gap = b.subscribe(3, true, 1)
+	if gap || len(backlog) != 1 || backlog[0].Type != "d" {
+		t.Fatalf("since 3: backlog %+v gap %v", backlog, gap)
+	}
+	_, _, gap = b.subscribe(99, true, 1)
+	if !gap {
+		t.Fatal("a seq from an earlier sidecar must report a gap")
+	}
+	// s has one buffered event (d) and a buffer of 2: two more overflow it and it is cut off.
+	b.publish(Event{Type: "e"}, Event{Type: "f"})
+	n := 0
+	for range s.ch {
+		n++
+	}
+	if !s.lost || n != 2 {
+		t.Fatalf("slow subscriber: lost=%v, drained %d", s.lost, n)
+	}
+	b.close()
+	s2, _, _ := b.subscribe(0, false, 1)
+	if _, ok := <-s2.ch; ok {
+		t.Fatal("subscribe after close must return a closed channel")
+	}
+}

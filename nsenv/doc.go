@@ -1,5 +1,0 @@
-// Package nsenv is the child's world, in two packages: nsenv/profile composes a worker's environ from its
-// target profile (the hermes root, profile resolution, the `.env` tokenizer, the name policy, provenance),
-// and nsenv/sandbox builds the Linux namespaces and mounts a sandboxed worker runs in (the profile view,
-// hardening). This package itself holds no code.
-package nsenv
