@@ -80,7 +80,7 @@ func TestUserNSDecidedOnce(t *testing.T) {
 		t.Fatalf("module root: %v", err)
 	}
 	knobs := []string{"max_user_namespaces", "unprivileged_userns_clone", "apparmor_restrict_unprivileged_userns"}
-	self := filepath.Join(root, "nsenv", "sandbox", "userns_linux.go")
+	self := filepath.Join(root, "internal", "nsenv", "sandbox", "userns_linux.go")
 	var scanned int
 	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
