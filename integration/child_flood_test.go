@@ -72,6 +72,7 @@ type floodResult struct {
 	Statuses           map[string]int // "200", "429 too_many", "closed": how each request ended
 	Retry              string         // the last Retry-After seen
 	MaxMillis          int64          // slowbody: the longest any took to end
+	IDs                []string       // spawn: the workers started
 	Err                string
 }
 
@@ -187,6 +188,34 @@ func (f *flooder) do(cmd string, n int) floodResult {
 			}()
 		}
 		wg.Wait()
+	case "spawn", "spawn-retry":
+		// spawn: n spawns of a sleeping worker of profile a, each answered once; spawn-retry: each spawn
+		// retried on 429 for up to 10 s, for a slot that must come free (a worker's end seen by the watcher).
+		for range n {
+			for deadline := time.Now().Add(10 * time.Second); ; {
+				body := `{"profile":"a","argv":["/bin/sleep","300"]}`
+				c, err := net.DialTimeout("unix", f.sock, 2*time.Second)
+				if err != nil {
+					r.DialErrors++
+					break
+				}
+				st, retry, answer := floodExchange(c, fmt.Sprintf("POST /v1/workers HTTP/1.1\r\nHost: sidecar\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", len(body), body), true)
+				c.Close()
+				if cmd == "spawn-retry" && st == "429 too_many" && time.Now().Before(deadline) {
+					time.Sleep(50 * time.Millisecond)
+					continue
+				}
+				r.Statuses[st]++
+				if retry != "" {
+					r.Retry = retry
+				}
+				var rc struct{ ID string }
+				if st == "201" && json.Unmarshal(answer, &rc) == nil {
+					r.IDs = append(r.IDs, rc.ID)
+				}
+				break
+			}
+		}
 	case "drop":
 		f.drop()
 	default:
@@ -254,26 +283,35 @@ func floodRequest(sock, head string, body io.Reader) (status, retry string) {
 // floodAnswer writes head on c (when not empty) and reads the answer's status line and headers: "200",
 // "429 too_many" (the status and the JSON error's code), or "closed" when none came within 70 s.
 func floodAnswer(c net.Conn, head string) (status, retry string) {
+	status, retry, _ = floodExchange(c, head, false)
+	return status, retry
+}
+
+// floodExchange is floodAnswer that also returns the answer's body (its first 64 KiB): always for an
+// error, and for a success only when withBody is true (a 200 stream's body never ends: it is left unread).
+func floodExchange(c net.Conn, head string, withBody bool) (status, retry string, body []byte) {
 	_ = c.SetDeadline(time.Now().Add(70 * time.Second))
 	if head != "" {
 		if _, err := io.WriteString(c, head); err != nil {
-			return "closed", ""
+			return "closed", "", nil
 		}
 	}
 	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
 	if err != nil {
-		return "closed", ""
+		return "closed", "", nil
+	}
+	if withBody || resp.StatusCode >= 400 {
+		body, _ = io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 	}
 	_ = c.SetDeadline(time.Time{})
 	st := strconv.Itoa(resp.StatusCode)
 	if resp.StatusCode >= 400 {
 		var eb struct{ Error struct{ Code string } }
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		if json.Unmarshal(b, &eb) == nil && eb.Error.Code != "" {
+		if json.Unmarshal(body, &eb) == nil && eb.Error.Code != "" {
 			st += " " + eb.Error.Code
 		}
 	}
-	return st, resp.Header.Get("Retry-After")
+	return st, resp.Header.Get("Retry-After"), body
 }
 
 // dribble is a body that yields one byte every every, left bytes in all.

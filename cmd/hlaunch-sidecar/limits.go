@@ -15,6 +15,8 @@ func addLimitFlags(fs *pflag.FlagSet, l *sidecarLimits) {
 	fs.IntVar(&l.maxConnsPerUID, "max-conns-per-uid", sidecar.DefaultMaxConnsPerUID, "connections one peer uid may hold at once, root's too (past it: 429 too_many)")
 	fs.IntVar(&l.maxStreams, "max-streams", sidecar.DefaultMaxStreams, "GET /v1/events streams open at once from every peer together, the last --max-streams-per-uid (at most half) kept for root and the sidecar's uid (past it: 503 busy)")
 	fs.IntVar(&l.maxStreamsPerUID, "max-streams-per-uid", sidecar.DefaultMaxStreamsPerUID, "GET /v1/events streams one peer uid may hold at once (past it: 429 too_many)")
+	fs.IntVar(&l.maxWorkers, "max-workers", sidecar.DefaultMaxWorkers, "workers running at once from the sidecar's spawns and the ones it adopted, the last --max-workers-per-uid (at most half) kept for root and the sidecar's uid (past it: 503 busy)")
+	fs.IntVar(&l.maxWorkersPerUID, "max-workers-per-uid", sidecar.DefaultMaxWorkersPerUID, "workers one peer uid's spawns may have running at once (past it: 429 too_many)")
 	fs.IntVar(&l.streamQueue, "stream-queue", sidecar.DefaultStreamQueue, "events one stream may have unwritten; a reader further behind gets a lost event and the stream ends")
 	fs.Var(launcher.NewDurationFlag(&l.headerTimeout, sidecar.DefaultHeaderTimeout), "header-timeout", "time a client has to send a request's line and headers")
 	fs.Var(launcher.NewDurationFlag(&l.bodyTimeout, sidecar.DefaultBodyTimeout), "body-timeout", "time a client has to send a request's body (past it: 408 too_slow)")
@@ -29,7 +31,8 @@ func (l sidecarLimits) check() error {
 		n    int
 	}{
 		{"max-conns", l.maxConns}, {"max-conns-per-uid", l.maxConnsPerUID}, {"max-streams", l.maxStreams},
-		{"max-streams-per-uid", l.maxStreamsPerUID}, {"stream-queue", l.streamQueue},
+		{"max-streams-per-uid", l.maxStreamsPerUID}, {"max-workers", l.maxWorkers},
+		{"max-workers-per-uid", l.maxWorkersPerUID}, {"stream-queue", l.streamQueue},
 	} {
 		if c.n < 1 {
 			return invalidf("sidecar: --%s %d: want at least 1", c.flag, c.n)

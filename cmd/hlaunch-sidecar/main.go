@@ -86,8 +86,8 @@ type sidecarFlags struct {
 
 // sidecarLimits are the bounds on what the socket's peers may hold (docs/sidecar.md, "Limits").
 type sidecarLimits struct {
-	maxConns, maxConnsPerUID, maxStreams, maxStreamsPerUID, streamQueue int
-	headerTimeout, bodyTimeout, idleTimeout, streamWriteTimeout         time.Duration
+	maxConns, maxConnsPerUID, maxStreams, maxStreamsPerUID, maxWorkers, maxWorkersPerUID, streamQueue int
+	headerTimeout, bodyTimeout, idleTimeout, streamWriteTimeout                                       time.Duration
 }
 
 // newSidecarCmd is the daemon's whole command line (see docs/sidecar.md).
@@ -246,6 +246,8 @@ func (f *sidecarFlags) run(cmd *cobra.Command) error {
 		MaxConnsPerUID:     f.limits.maxConnsPerUID,
 		MaxStreams:         f.limits.maxStreams,
 		MaxStreamsPerUID:   f.limits.maxStreamsPerUID,
+		MaxWorkers:         f.limits.maxWorkers,
+		MaxWorkersPerUID:   f.limits.maxWorkersPerUID,
 		StreamQueue:        f.limits.streamQueue,
 		HeaderTimeout:      f.limits.headerTimeout,
 		BodyTimeout:        f.limits.bodyTimeout,

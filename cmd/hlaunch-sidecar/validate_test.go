@@ -56,7 +56,7 @@ func TestSidecarPlacementCheckedByTheLauncher(t *testing.T) {
 // before the socket is made.
 func TestSidecarLimitFlagsChecked(t *testing.T) {
 	for _, tt := range [][2]string{
-		{"--max-conns", "0"}, {"--max-conns-per-uid", "-1"}, {"--max-streams", "0"}, {"--max-streams-per-uid", "0"},
+		{"--max-conns", "0"}, {"--max-conns-per-uid", "-1"}, {"--max-streams", "0"}, {"--max-streams-per-uid", "0"}, {"--max-workers", "0"}, {"--max-workers-per-uid", "0"},
 		{"--stream-queue", "0"}, {"--header-timeout", "0s"}, {"--body-timeout", "0"}, {"--idle-timeout", "0s"},
 		{"--stream-write-timeout", "0s"},
 	} {

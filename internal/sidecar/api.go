@@ -142,6 +142,9 @@ func writeError(w http.ResponseWriter, err error) {
 	if errors.Is(err, ErrSlowBody) {
 		w.Header().Set("Connection", "close") // the rest of the body is not read: the connection is not reused
 	}
+	if errors.Is(err, ErrTooMany) || errors.Is(err, ErrBusy) {
+		w.Header().Set("Retry-After", strconv.Itoa(RetryAfter)) // a slot frees when its holder's worker or connection ends
+	}
 	// A spec the launcher refused is worded with its JSON fields, not the exec flags (launcher.SpecMessage).
 	d := errDetail(err)
 	writeJSON(w, statusOf(d.Code), errorBody{Error: d})
@@ -181,10 +184,10 @@ func (s *Server) handleSpawn(w http.ResponseWriter, r *http.Request) {
 	}
 	defer closeStdio()
 	if _, ok := r.Header[headerIdemKey]; ok {
-		s.spawnIdempotent(ctx, w, r.Header.Get(headerIdemKey), body, spec, stdio)
+		s.spawnIdempotent(ctx, w, peerUID(r), r.Header.Get(headerIdemKey), body, spec, stdio)
 		return
 	}
-	rc, err := s.spawn(ctx, spec, stdio, nil)
+	rc, err := s.spawn(ctx, peerUID(r), spec, stdio, nil)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -365,10 +368,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		writeError(w, errors.New("streaming unsupported"))
 		return
 	}
-	uid := unknownUID
-	if a := connAuthFrom(r.Context()); a != nil {
-		uid = a.peer.UID
-	}
+	uid := peerUID(r)
 	release, err := s.streams.acquire(uid)
 	if err != nil {
 		s.obs.limitedAt(s.streams.label(err), uid)

@@ -25,9 +25,9 @@ var (
 	ErrInUse = errors.New("socket is in use by a live server")
 	// ErrNotSocket: the socket path exists and is not a socket; it is never replaced.
 	ErrNotSocket = errors.New("socket path exists and is not a socket")
-	// ErrTooMany: the peer's uid already holds its share of connections or event streams (429).
+	// ErrTooMany: the peer's uid already holds its share of connections, event streams or running workers (429).
 	ErrTooMany = errors.New("too many: over this uid's share")
-	// ErrBusy: the sidecar holds as many connections or event streams as it serves at once (503).
+	// ErrBusy: the sidecar holds as many connections, event streams or running workers as it serves at once (503).
 	ErrBusy = errors.New("busy: the sidecar is at its limit")
 	// ErrSlowBody: a request's body did not arrive within Config.BodyTimeout (408).
 	ErrSlowBody = errors.New("request body too slow")

@@ -16,7 +16,7 @@ import (
 // answered that receipt (201, Idempotent-Replay: true) without a second launch; the same key with another
 // body is 422 idempotency_mismatch. A repeat that arrives while the first is in flight waits for its end.
 // A launch that failed is not remembered: its repeat launches again.
-func (s *Server) spawnIdempotent(ctx context.Context, w http.ResponseWriter, key string, body []byte, spec launcher.Spec, stdio launcher.Stdio) {
+func (s *Server) spawnIdempotent(ctx context.Context, w http.ResponseWriter, uid uint32, key string, body []byte, spec launcher.Spec, stdio launcher.Stdio) {
 	if s.idem == nil {
 		writeError(w, fmt.Errorf("%w: header %s: this sidecar keeps no idempotency keys", ErrNotImplemented, headerIdemKey))
 		return
@@ -48,7 +48,7 @@ func (s *Server) spawnIdempotent(ctx context.Context, w http.ResponseWriter, key
 		}
 	}
 	ent = &idemEntry{Key: key, Body: hash, Created: s.now()}
-	rc, err := s.spawn(ctx, spec, stdio, func(id string) error {
+	rc, err := s.spawn(ctx, uid, spec, stdio, func(id string) error {
 		ent.ID = id
 		return s.idem.put(ent) // on disk before the worker can exist
 	})

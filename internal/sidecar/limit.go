@@ -18,6 +18,11 @@ const (
 	DefaultMaxConnsPerUID   = 128
 	DefaultMaxStreams       = 128
 	DefaultMaxStreamsPerUID = 16
+	// DefaultMaxWorkers and DefaultMaxWorkersPerUID bound the workers that run at once from the sidecar's
+	// spawns: each holds up to the default task and memory limits, so their number is what bounds the
+	// host's PIDs and memory taken through the socket.
+	DefaultMaxWorkers       = 4096
+	DefaultMaxWorkersPerUID = 1024
 )
 
 // RetryAfter is the Retry-After (seconds) of a 429 or 503 answer to a peer over a limit: a slot frees as
@@ -27,6 +32,11 @@ const RetryAfter = 1
 // unknownUID counts the connections whose peer credentials could not be read: they share one bucket, like
 // any uid's, and are refused (403) on their first request.
 const unknownUID = ^uint32(0)
+
+// adoptedUID is the bucket of the running workers this sidecar did not start (adopted after a restart, or
+// started by the CLI in the same state directory): they count against the total, never against a peer's
+// share, since no record says which peer asked for them.
+const adoptedUID = ^uint32(0) - 1
 
 // limiter counts what each peer uid holds (connections, or event streams) against a total and a per-uid
 // bound, and keeps a reserve of the total for the uids it is made for (root and the sidecar's own uid: the
@@ -86,6 +96,17 @@ func (l *limiter) acquire(uid uint32) (release func(), err error) {
 	return func() { once.Do(func() { l.put(uid, kept) }) }, nil
 }
 
+// hold takes one slot for uid whatever the bounds say, as one of the reserve's holders: for what already
+// exists (an adopted worker), which a bound can count but not refuse.
+func (l *limiter) hold(uid uint32) (release func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.held++
+	l.byUID[uid]++
+	var once sync.Once
+	return func() { once.Do(func() { l.put(uid, true) }) }
+}
+
 func (l *limiter) put(uid uint32, kept bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -98,10 +119,13 @@ func (l *limiter) put(uid uint32, kept bool) {
 	}
 }
 
-// flag is the stem of the limit's flags: --max-conns, --max-streams.
+// flag is the stem of the limit's flags: --max-conns, --max-streams, --max-workers.
 func (l *limiter) flag() string {
-	if l.what == "connections" {
+	switch l.what {
+	case "connections":
 		return "conns"
+	case "running workers":
+		return "workers"
 	}
 	return "streams"
 }
@@ -140,12 +164,12 @@ type limitLog struct {
 }
 
 // limits registers the metrics of the bounds: what is held now, and the refusals by bound.
-func (o *observer) limits(conns, streams *limiter) {
+func (o *observer) limits(conns, streams, workers *limiter) {
 	o.limited = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "hlaunch_sidecar_limited_total",
-		Help: "Requests refused at a limit: conns, conns_per_uid, streams, streams_per_uid (answered 503 or 429), unanswered (closed: too many refusals in flight).",
+		Help: "Requests refused at a limit: conns, conns_per_uid, streams, streams_per_uid, workers, workers_per_uid (answered 503 or 429), unanswered (closed: too many refusals in flight).",
 	}, []string{"limit"})
-	for _, l := range []string{"conns", "conns_per_uid", "streams", "streams_per_uid", "unanswered"} {
+	for _, l := range []string{"conns", "conns_per_uid", "streams", "streams_per_uid", "workers", "workers_per_uid", "unanswered"} {
 		o.limited.WithLabelValues(l)
 	}
 	o.limitLogs = map[string]*limitLog{}
@@ -156,6 +180,9 @@ func (o *observer) limits(conns, streams *limiter) {
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "hlaunch_sidecar_event_streams", Help: "GET /v1/events streams open now.",
 		}, func() float64 { n, _ := streams.counts(0); return float64(n) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "hlaunch_sidecar_worker_slots", Help: "Running workers counted against --max-workers (spawns in flight included).",
+		}, func() float64 { n, _ := workers.counts(0); return float64(n) }),
 	)
 }
 

@@ -105,6 +105,33 @@ func TestLimiterReserve(t *testing.T) {
 	take2(0, ErrBusy)
 }
 
+// An adopted worker's slot (hold) counts against the total whatever the bounds say, in no peer's share
+// and not in the others' part; its release gives it back once.
+func TestLimiterHold(t *testing.T) {
+	l := newLimiter("running workers", 4, 2, 0)
+	held := []func(){l.hold(adoptedUID), l.hold(adoptedUID), l.hold(adoptedUID)}
+	if _, err := l.acquire(100); err != nil {
+		t.Fatalf("a peer's first worker beside 3 adopted of 4: %v", err)
+	}
+	if _, err := l.acquire(0); !errors.Is(err, ErrBusy) {
+		t.Fatalf("root's worker with 4 of 4 held: %v, want ErrBusy", err)
+	}
+	if err := l.flag(); err != "workers" {
+		t.Fatalf("flag %q, want workers", err)
+	}
+	if release := l.hold(adoptedUID); release != nil {
+		release() // over the total: counted while it exists, never refused
+	}
+	held[0]()
+	held[0]()
+	if all, _ := l.counts(0); all != 3 {
+		t.Fatalf("%d held after one adopted slot was given back (twice), want 3", all)
+	}
+	if _, err := l.acquire(101); err != nil {
+		t.Fatalf("a peer's worker once an adopted one ended: %v", err)
+	}
+}
+
 // rawGet sends GET path on c and returns the answer's status, its Retry-After and its error code, or err
 // when the connection was closed without an answer.
 func rawGet(c net.Conn, path string) (status int, retry, code string, err error) {

@@ -109,6 +109,12 @@ type Config struct {
 	// zero means DefaultMaxStreams and DefaultMaxStreamsPerUID. A reserve of MaxStreams is kept for root
 	// and the sidecar's uid as one of MaxConns is.
 	MaxStreams, MaxStreamsPerUID int
+	// MaxWorkers and MaxWorkersPerUID bound the workers running at once from this sidecar's spawns, in all
+	// (503 busy past it) and per peer uid (429 too_many); zero means DefaultMaxWorkers and
+	// DefaultMaxWorkersPerUID. A spawn holds its slot from its request until the watcher sees the worker
+	// end; running workers the sidecar adopted count against the total. A reserve is kept for root and the
+	// sidecar's uid as one of MaxConns is.
+	MaxWorkers, MaxWorkersPerUID int
 	// HeaderTimeout, BodyTimeout and IdleTimeout bound the reading of a request's headers, of its body, and
 	// a kept-alive connection's wait for its next request; zero means their defaults.
 	HeaderTimeout, BodyTimeout, IdleTimeout time.Duration
@@ -151,11 +157,15 @@ type Server struct {
 	events *broker
 	// conns counts the connections per peer uid (fdListener), streams the open /v1/events streams.
 	conns, streams *limiter
-	pool           *warmPool  // nil without Config.Warm
-	idem           *idemStore // nil without Config.IdempotencyDir
-	obs            *observer
-	now            func() time.Time
-	start          time.Time
+	// workers counts the running workers per spawning peer uid; slots holds each running worker's slot by
+	// id (guarded by mu), given back when the watcher sees it end or its record go.
+	workers *limiter
+	slots   map[string]func()
+	pool    *warmPool  // nil without Config.Warm
+	idem    *idemStore // nil without Config.IdempotencyDir
+	obs     *observer
+	now     func() time.Time
+	start   time.Time
 	// refusals bounds how many refused connections are reported (refusalBudget).
 	refusals refusalBudget
 
@@ -222,6 +232,8 @@ func newServer(cfg Config, b backend) (*Server, error) {
 	setDefault(&cfg.MaxConnsPerUID, DefaultMaxConnsPerUID)
 	setDefault(&cfg.MaxStreams, DefaultMaxStreams)
 	setDefault(&cfg.MaxStreamsPerUID, DefaultMaxStreamsPerUID)
+	setDefault(&cfg.MaxWorkers, DefaultMaxWorkers)
+	setDefault(&cfg.MaxWorkersPerUID, DefaultMaxWorkersPerUID)
 	setDefault(&cfg.StreamQueue, DefaultStreamQueue)
 	setDefault(&cfg.HeaderTimeout, DefaultHeaderTimeout)
 	setDefault(&cfg.BodyTimeout, DefaultBodyTimeout)
@@ -246,6 +258,7 @@ func newServer(cfg Config, b backend) (*Server, error) {
 		final:    map[string]struct{}{},
 		inflight: map[uint64]struct{}{},
 		scopes:   map[string]string{},
+		slots:    map[string]func(){},
 		alive:    launcher.ShimAlive,
 		polled:   make(chan struct{}),
 		ready:    make(chan struct{}),
@@ -271,7 +284,8 @@ func newServer(cfg Config, b backend) (*Server, error) {
 	}
 	s.streams = newLimiter("event streams", cfg.MaxStreams, cfg.MaxStreamsPerUID, gateway...)
 	s.conns = newLimiter("connections", cfg.MaxConns, cfg.MaxConnsPerUID, gateway...)
-	s.obs.limits(s.conns, s.streams)
+	s.workers = newLimiter("running workers", cfg.MaxWorkers, cfg.MaxWorkersPerUID, gateway...)
+	s.obs.limits(s.conns, s.streams, s.workers)
 	s.events = newBroker(cfg.EventRing, s.now)
 	s.events.observe = s.obs.event
 	if w, ok := b.(warmer); ok && cfg.Warm > 0 {

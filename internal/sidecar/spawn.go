@@ -9,16 +9,30 @@ import (
 	"github.com/hlaunch/hlaunch/internal/launcher"
 )
 
-// spawn starts one worker with the sidecar's bookkeeping (tickets, metrics, health). before, when not nil,
-// is called with the worker's id before it is launched.
-func (s *Server) spawn(ctx context.Context, spec launcher.Spec, stdio launcher.Stdio, before func(string) error) (*launcher.Receipt, error) {
+// spawn starts one worker for peer uid with the sidecar's bookkeeping (its slot of --max-workers, tickets,
+// metrics, health). before, when not nil, is called with the worker's id before it is launched.
+func (s *Server) spawn(ctx context.Context, uid uint32, spec launcher.Spec, stdio launcher.Stdio, before func(string) error) (*launcher.Receipt, error) {
+	release, err := s.workers.acquire(uid)
+	if err != nil {
+		s.obs.limitedAt(s.workers.label(err), uid)
+		return nil, err
+	}
 	ticket := s.beginSpawn()
 	began := time.Now()
 	rc, err := s.startWorker(ctx, spec, stdio, before)
 	s.obs.spawned(&spec, rc, time.Since(began), err)
-	s.endSpawn(ticket, rc)
+	s.endSpawn(ticket, rc, release)
 	s.noteSpawn(err)
 	return rc, err
+}
+
+// peerUID is the uid of the peer that sent r, as its connection's credentials say; unknownUID when they
+// could not be read (such a peer is refused before any handler runs).
+func peerUID(r *http.Request) uint32 {
+	if a := connAuthFrom(r.Context()); a != nil {
+		return a.peer.UID
+	}
+	return unknownUID
 }
 
 // writeReceipt answers a spawn: 201 with the receipt (replay: a repeat of an idempotent spawn).

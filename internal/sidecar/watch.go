@@ -156,6 +156,7 @@ func (s *Server) poll(ctx context.Context, initial bool) error {
 		}
 		evs = append(evs, transition(prev.state, known, r, initial)...)
 		s.view[r.ID] = viewEntry{state: r.State}
+		s.trackSlot(r.ID, r.State == fingerprint.Running)
 		s.noteScope(r)
 		if isFinal(r, s.alive) {
 			s.final[r.ID] = struct{}{}
@@ -169,6 +170,7 @@ func (s *Server) poll(ctx context.Context, initial bool) error {
 	for id, v := range s.view {
 		if _, ok := seen[id]; !ok && v.gen <= gen0 {
 			delete(s.view, id) // the record was removed (hlaunch gc, or by hand): nothing left to report
+			s.trackSlot(id, false)
 			s.obs.collected(id)
 		}
 	}
@@ -283,20 +285,40 @@ func (s *Server) beginSpawn() uint64 {
 	return t
 }
 
-// endSpawn ends a spawn; when it started a worker (rc != nil), the worker enters the view and its started
-// event is published, in one step under mu.
-func (s *Server) endSpawn(ticket uint64, rc *launcher.Receipt) {
+// endSpawn ends a spawn; when it started a worker (rc != nil), the worker enters the view, keeps the
+// spawn's slot (release) until it ends, and its started event is published, in one step under mu. A spawn
+// that started nothing gives its slot back.
+func (s *Server) endSpawn(ticket uint64, rc *launcher.Receipt, release func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.inflight, ticket)
 	if rc == nil {
+		release()
 		return
 	}
+	if old, ok := s.slots[rc.ID]; ok {
+		old()
+	}
+	s.slots[rc.ID] = release
 	s.gen++
 	s.view[rc.ID] = viewEntry{state: fingerprint.Running, gen: s.gen}
 	s.noteScope(launcher.Record{Receipt: *rc, State: fingerprint.Running})
 	delete(s.unknown, rc.ID)
 	s.events.publish(eventFor(EventStarted, launcher.Record{Receipt: *rc, State: fingerprint.Running}, false))
+}
+
+// trackSlot keeps worker id's slot of --max-workers while it runs: a running worker the sidecar did not
+// start (adopted) takes one in adoptedUID's bucket; an ended or removed one gives its slot back. Called
+// with mu held.
+func (s *Server) trackSlot(id string, running bool) {
+	release, ok := s.slots[id]
+	switch {
+	case running && !ok:
+		s.slots[id] = s.workers.hold(adoptedUID)
+	case !running && ok:
+		release()
+		delete(s.slots, id)
+	}
 }
 
 // counts returns how many records the view holds and how many of them run.
