@@ -205,15 +205,15 @@ class Overloaded(HlaunchError):
 
 
 class TooMany(Overloaded):
-    """This caller's uid already holds its share of the sidecar's connections or event streams (HTTP 429):
-    close some, or wait ``retry_after`` seconds."""
+    """This caller's uid already holds its share of the sidecar's connections, event streams or running
+    workers (HTTP 429): close some or let some end, or wait ``retry_after`` seconds."""
 
     code = "too_many"
 
 
 class Busy(Overloaded):
-    """The sidecar serves as many connections or event streams as it may, from every caller together (HTTP
-    503): wait ``retry_after`` seconds."""
+    """The sidecar serves as many connections, event streams or running workers as it may, from every
+    caller together (HTTP 503): wait ``retry_after`` seconds."""
 
     code = "busy"
 
