@@ -10,8 +10,8 @@ import (
 	"testing"
 )
 
-// The red team's findings on the profile environ, hlaunch's own processes, worker logs and deadlines
-// (issue 15), each kept here as the test that failed on the code it was written against.
+// The red team's findings on the profile environ, hlaunch's own processes, worker logs and deadlines,
+// each kept here as the test that guards the boundary it found open.
 
 // own example logs to /tmp/cron-42.log: in a sticky, world-writable directory anyone can create that
 // name before the launch, mode 0666, and hlaunch opens an existing regular file for appending whoever
