@@ -58,14 +58,14 @@ func (p *scProc) report(spec map[string]any, checks ...string) childReport {
 	return decodeReport(p.t, string(out))
 }
 
-// launchPaths runs fn for the CLI and the sidecar launch paths; each returns the report of one sandboxed
-// child of profile b with checks, started from dir with extra exec flags (CLI) or spec fields (sidecar).
 // noFilter (--seccomp off, "seccomp":"off") tests what must hold without the system-call filter.
 var noFilter = struct {
 	flags []string
 	spec  map[string]any
 }{[]string{"--seccomp", "off"}, map[string]any{"seccomp": "off"}}
 
+// launchPaths runs fn for the CLI and the sidecar launch paths; each returns the report of one sandboxed
+// child of profile b with checks, started from dir with extra exec flags (CLI) or spec fields (sidecar).
 func launchPaths(t *testing.T, dir string, prefix []string, flags []string, spec map[string]any,
 	fn func(t *testing.T, e *env, report func(checks ...string) childReport)) {
 	t.Run("cli", func(t *testing.T) {
