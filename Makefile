@@ -15,8 +15,7 @@ STATICCHECK := $(CURDIR)/bin/staticcheck
 all: build
 
 # CGO_ENABLED=0: a static binary. With cgo (os/user, net) the binary is dynamically linked and every
-# hlaunch process - the CLI, the init stub, each worker's shim - pays the dynamic loader: 1 ms of a
-# 3 ms start (docs/benchmarks.md).
+# hlaunch process - the CLI, the init stub, each worker's shim - pays the dynamic loader (ADR 0006).
 # hlaunch-sidecar is the daemon behind `hlaunch sidecar` (a binary of its own: cmd/hlaunch-sidecar).
 build:
 	CGO_ENABLED=0 $(GO) build $(BUILDFLAGS) -o bin/ ./cmd/hlaunch ./cmd/hlaunch-sidecar

@@ -30,9 +30,9 @@ exec sleep 300`
 }
 
 // A worker that nested cgroups below its own (a root worker of a root-owned home may) leaves nothing
-// behind in any hierarchy once stopped: its cgroup is removed depth-first, by the shim or by stop. Before,
-// Delete removed only the top directory, failed with EBUSY ("still has members", though none had) and the
-// worker's cgroup stayed.
+// behind in any hierarchy once stopped: its cgroup is removed depth-first, by the shim or by stop. Removing
+// only the top directory would fail with EBUSY ("still has members", though none has) and leave the
+// worker's cgroup behind.
 func TestNestedCgroupsRemovedAtEnd(t *testing.T) {
 	requireRoot(t)
 	requireCgroup2(t)

@@ -44,7 +44,7 @@ func (e *env) ledger(args ...string) []ledgerRecord {
 	return recs
 }
 
-// waitEnded polls the ledger until every id has ended.
+// waitLedger polls the ledger until every id has ended.
 func (e *env) waitLedger(ids []string, timeout time.Duration) map[string]ledgerRecord {
 	e.t.Helper()
 	deadline := time.Now().Add(timeout)

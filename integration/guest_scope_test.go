@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// The scoped worker on a production-shaped host (issue 17): the guest lane's root runs these against the
+// The scoped worker on a production-shaped host: the guest lane's root runs these against the
 // guest's own system manager, where --scope auto picks a systemd scope. A scope is a cgroup systemd made,
 // not hlaunch; the worker's whole-tree deadline, its OOM record and its figures must hold there as they do
 // for a raw cgroup.
@@ -124,7 +124,7 @@ func TestGuestScopeStats(t *testing.T) {
 	}
 }
 
-// --scope cgroup where systemd owns the tree (issue 17): with no parent named, hlaunch makes its cgroups
+// --scope cgroup where systemd owns the tree: with no parent named, hlaunch makes its cgroups
 // only inside the caller's delegated subtree. From a unit without Delegate= (the lane's own service) the
 // launch is refused in one line and nothing is made at the root of systemd's tree; from a unit with
 // Delegate=yes the worker's cgroup is <the unit's cgroup>/hlaunch/w-....

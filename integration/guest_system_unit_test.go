@@ -14,13 +14,13 @@ import (
 	"time"
 )
 
-// The shipped system units on a production-shaped host (issue 24): the sidecar runs as root under
+// The shipped system units on a production-shaped host: the sidecar runs as root under
 // contrib/systemd/system exactly as shipped (only the paths are the test's), and a profile's owner - a
 // hermes user whose home it is, or that home's own hostile worker - gets nothing through it that the
 // owner does not have. Both kinds of worker of one profile run side by side: each runs as the home's
 // owner with no supplementary group, cannot leave its scope, and a spec naming root ("user": "0:0") is
-// refused, because the shipped unit does not pass --allow-as. On the old code the unsandboxed worker ran
-// as root, wrote itself out of its scope, and the sandboxed one ran as root when asked.
+// refused, because the shipped unit does not pass --allow-as. Neither worker may run as root, and the
+// unsandboxed one may not write itself out of its scope.
 func TestGuestSystemSidecarUnitDropsToOwner(t *testing.T) {
 	requireRoot(t)
 	e := newEnv(t)

@@ -50,8 +50,8 @@ func strangerIn(t *testing.T, dir string) *exec.Cmd {
 // Class 7: a token is no authority of its own. Tokens minted (the codec is public) for a parent of
 // workers, for a cgroup hlaunch never made, for a marked directory that is not a worker's own, tampered
 // from a real worker's token, or carried to another state directory, verify against the live system; each
-// must get zero signals and exit 3 (a changed character: 125). On the old code `stop` with the parent's
-// token killed every worker under it.
+// must get zero signals and exit 3 (a changed character: 125); `stop` with the parent's token must not
+// kill every worker under it.
 func TestHostileMintedTokens(t *testing.T) {
 	requireRoot(t)
 	v2root := requireCgroup2(t)
@@ -186,8 +186,8 @@ func sidecarSpawnWithFDs(t *testing.T, sock, spec string, fds ...int) (int, stri
 // Class 2, the sidecar's side: a peer that is a worker - sandboxed (another pid namespace; a root
 // launcher's sandboxed worker is its home's owner to SO_PEERCRED) or unsandboxed in a cgroup hlaunch made - is
 // refused with 403 "forbidden" and gets no worker, however it reached the socket. The socket reaches the
-// child as an O_PATH descriptor, so what the view hides does not matter here. On the old code each got
-// 201 and an unsandboxed worker.
+// child as an O_PATH descriptor, so what the view hides does not matter here. None may get 201 and an
+// unsandboxed worker.
 func TestHostileSidecarRefusesWorkerPeers(t *testing.T) {
 	requireRoot(t)
 	e := newEnv(t)
@@ -274,7 +274,7 @@ func asUser(cmd *exec.Cmd, uid, gid int) *exec.Cmd {
 // line naming the directory) before anything starts. Another user (a throwaway one) pre-creates the
 // state directory, plants a symbolic link in its place, or owns the records' subdirectory; a root
 // launcher and an unprivileged one (its default under $TMPDIR, which anyone can make first) both refuse.
-// On the old code each launch ran and kept its records where the other user could forge or swap them.
+// No launch may run and keep its records where the other user could forge or swap them.
 func TestHostileStateDir(t *testing.T) {
 	requireRoot(t)
 	e := newEnv(t)
@@ -415,7 +415,7 @@ func sdSidecar(t *testing.T, m *systemdtest.Manager, e *env, sock string) *scPro
 
 // An unsandboxed worker in a systemd scope (no mark of hlaunch's on it) is refused by the sidecar too:
 // a foreground one by its generated scope name (it has no record), a detached one with its own --unit
-// name by the record the sidecar's watcher has seen. On the old code both got 201 and a worker.
+// name by the record the sidecar's watcher has seen. Neither may get 201 and a worker.
 func TestHostileSidecarRefusesScopedPeers(t *testing.T) {
 	requireRoot(t)
 	m := systemdtest.Start(t)

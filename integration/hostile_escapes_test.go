@@ -14,10 +14,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Escape sequences from the worker (issue 24, class 6): the relay between a sandboxed worker's pty and
-// the caller's terminal passes what draws on the screen and drops what writes outside it (the clipboard,
-// the title) or makes the terminal type into its own input (reports, answers), docs/security.md, "The
-// terminal and the session".
+// Escape sequences from the worker (class 6 of the hostile suite): the relay between a sandboxed worker's
+// pty and the caller's terminal passes what draws on the screen and drops what writes outside it (the
+// clipboard, the title) or makes the terminal type into its own input (reports, answers),
+// docs/security.md, "The terminal and the session".
 
 // escapeDrawn is what an interactive program draws with: each arrives byte for byte.
 var escapeDrawn = []string{
@@ -65,7 +65,7 @@ var escapeDropped = []string{
 
 // A sandboxed worker on the caller's terminal prints, between drawing sequences, every kind of sequence
 // that acts outside the screen: on the caller's terminal (the test's pty master) the drawing arrives
-// byte for byte and nothing else does. On the old code every byte was relayed as it was.
+// byte for byte and nothing else does: the relay must not pass every byte as it is.
 func TestSandboxTerminalEscapes(t *testing.T) {
 	requireRoot(t)
 	e := newEnv(t)
@@ -138,9 +138,8 @@ func escapesRun(t *testing.T, e *env, flags []string, sent string) ptyRun {
 
 // A program that waits for the answer to its primary device attributes query (fish, neovim: the end of
 // their queries' answers) gets the relay's own, at once and in its own input; the query does not reach
-// the caller's terminal, and nothing is left in the caller's terminal's input. On the old code the
-// query reached the caller's terminal (here, one that answers nothing) and the worker waited 10 s for
-// nothing.
+// the caller's terminal, and nothing is left in the caller's terminal's input. A query passed on to the
+// caller's terminal (here, one that answers nothing) would leave the worker waiting 10 s for nothing.
 func TestSandboxTerminalAnswersDA(t *testing.T) {
 	requireRoot(t)
 	e := newEnv(t)
@@ -206,7 +205,7 @@ func queryDA() []byte {
 // A worker that turns on mouse, focus and paste reporting and the key encodings and exits leaves none of
 // them on: at the relay's end the caller's terminal is told to turn them off, after the worker's output,
 // so that it types no report or encoded key into the caller's shell. A worker that turned on none gets
-// nothing after its output. On the old code the modes were left on.
+// nothing after its output.
 func TestSandboxTerminalRestoresInputModes(t *testing.T) {
 	requireRoot(t)
 	e := newEnv(t)

@@ -16,8 +16,8 @@ import (
 
 // hostileSpecs are launch specs shaped so that a proxy, the JSON Schema or a first-key-wins reader sees
 // one launch (profile b, sandboxed, or nothing valid) while a lenient decoder runs another (profile c,
-// unsandboxed). Each must be refused whole, by the CLI's --spec and by the sidecar alike (issue 15
-// class 10). touch is the command: a refused spec never creates the marker.
+// unsandboxed). Each must be refused whole, by the CLI's --spec and by the sidecar alike (class 10).
+// touch is the command: a refused spec never creates the marker.
 func hostileSpecs(marker string) map[string]string {
 	argv := `"argv":["touch",` + strconvQuote(marker) + `]`
 	return map[string]string{
@@ -121,7 +121,7 @@ func TestHostileSpecSidecar(t *testing.T) {
 	}
 }
 
-// TestHermesNamesInsideChild (issue 15 class 11): a profile's .env holds every name of hermes' lists
+// TestHermesNamesInsideChild (class 11): a profile's .env holds every name of hermes' lists
 // (upper and lower case) and names whose Unicode upper-casing is a Tier-1 name; the child reports what
 // reached it in every secrets mode. Tier 1 never arrives; Tier 2 arrives only with --secrets profile or
 // by --pass; nothing of a name outside ASCII arrives.
@@ -278,7 +278,7 @@ func childEnvOf(t *testing.T, e *env, args ...string) map[string]string {
 	return rep.Env
 }
 
-// TestHostileProfileSwap (issue 15 class 5): while B's home is swapped with a symbolic link to C's home,
+// TestHostileProfileSwap (class 5): while B's home is swapped with a symbolic link to C's home,
 // B's launches either run with B's .env or are refused; C's marker never reaches B's child.
 func TestHostileProfileSwap(t *testing.T) {
 	e := newEnv(t)
@@ -385,7 +385,7 @@ func TestHostileDotenvKinds(t *testing.T) {
 	}
 }
 
-// TestHostileOutputIsEscaped (issue 15 class 12, what hlaunch prints): escape sequences a worker planted
+// TestHostileOutputIsEscaped (class 12, what hlaunch prints): escape sequences a worker planted
 // in its profile's .env or in an argv reach the caller's terminal as text, never as control; credentials
 // are redacted in `env --explain`, in receipts and in `status`; --json output keeps '<' and '&' as
 // written.

@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// The hostile sandbox suite (issue 15; docs/security.md, "The sandbox view", "The terminal and the
+// The hostile sandbox suite (docs/security.md, "The sandbox view", "The terminal and the
 // session", "The child's identity", "The cgroup..."): a sandboxed worker attacks its view, its launcher's
 // terminal and session, the host's files and its own cgroup, from inside, through the CLI and through the
 // sidecar. Each attack is a check of the child reporter (child_test.go, child_hostile_test.go).
@@ -58,14 +58,14 @@ func (p *scProc) report(spec map[string]any, checks ...string) childReport {
 	return decodeReport(p.t, string(out))
 }
 
-// launchPaths runs fn for the CLI and the sidecar launch paths; each returns the report of one sandboxed
-// child of profile b with checks, started from dir with extra exec flags (CLI) or spec fields (sidecar).
 // noFilter (--seccomp off, "seccomp":"off") tests what must hold without the system-call filter.
 var noFilter = struct {
 	flags []string
 	spec  map[string]any
 }{[]string{"--seccomp", "off"}, map[string]any{"seccomp": "off"}}
 
+// launchPaths runs fn for the CLI and the sidecar launch paths; each returns the report of one sandboxed
+// child of profile b with checks, started from dir with extra exec flags (CLI) or spec fields (sidecar).
 func launchPaths(t *testing.T, dir string, prefix []string, flags []string, spec map[string]any,
 	fn func(t *testing.T, e *env, report func(checks ...string) childReport)) {
 	t.Run("cli", func(t *testing.T) {
@@ -93,8 +93,8 @@ func launchPaths(t *testing.T, dir string, prefix []string, flags []string, spec
 }
 
 // Class 1: a launcher whose working directory is / (systemd's default for every service, the shipped
-// sidecar unit) gives its sandboxed worker nothing more than one anywhere else. It used to make / a
-// writable clone on top of the root, under which every later mount went: the host, writable, at /..
+// sidecar unit) gives its sandboxed worker nothing more than one anywhere else. It must not make / a
+// writable clone on top of the root, under which every later mount would go: the host, writable, at /..
 func TestHostileSandboxLauncherInSlash(t *testing.T) {
 	requireRoot(t)
 	launchPaths(t, "/", nil, nil, nil, func(t *testing.T, e *env, report func(...string) childReport) {

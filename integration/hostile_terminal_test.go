@@ -16,8 +16,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The caller's terminal (issue 15, the red team's finding): a sandboxed worker whose stdio is a terminal
-// runs behind a pty of its own (docs/security.md, "The terminal and the session").
+// The caller's terminal (a red team finding): a sandboxed worker whose stdio is a terminal runs behind a
+// pty of its own (docs/security.md, "The terminal and the session").
 
 // ptyRun is one run of a command as the leader of a new session whose controlling terminal is a pty the
 // test made.
@@ -94,13 +94,13 @@ func (r ptyRun) report(t *testing.T) childReport {
 
 // A sandboxed worker started as a background job of an interactive shell must not read what the user
 // types at that shell. An ordinary background job that reads its terminal is stopped (SIGTTIN): the
-// kernel's job control. The worker once ran in the caller's session without a controlling terminal, so
-// job control did not apply to it, and holding the caller's terminal as its stdin it read the user's next
-// line - a password typed to sudo at the shell prompt - while the shell also waited for it. Now hlaunch,
-// a process of the job, touches the caller's terminal itself, and the kernel stops it there; the worker
-// has a pty of its own. The shell here does what an interactive one does: it sees the job stop, reads
-// the user's line itself, then brings the job to the foreground (`fg`), where the worker reads what is
-// typed next, through hlaunch.
+// kernel's job control. A worker in the caller's session without a controlling terminal is outside job
+// control, and holding the caller's terminal as its stdin it would read the user's next line - a password
+// typed to sudo at the shell prompt - while the shell also waits for it. So hlaunch, a process of the
+// job, touches the caller's terminal itself, and the kernel stops it there; the worker has a pty of its
+// own. The shell here does what an interactive one does: it sees the job stop, reads the user's line
+// itself, then brings the job to the foreground (`fg`), where the worker reads what is typed next,
+// through hlaunch.
 func TestRedteamSandboxReadsShellInput(t *testing.T) {
 	requireRoot(t)
 	e := newEnv(t)

@@ -19,7 +19,7 @@ type treeRecord struct {
 	LeaderEndedAt string `json:"leader_ended_at"`
 }
 
-// deadlineArgv is issue 16's example: a leader that leaves a child behind and exits at once. The child
+// deadlineArgv is a leader that leaves a child behind and exits at once. The child
 // writes its PID to pidFile so the test can look for it afterwards.
 func deadlineArgv(pidFile string) []string {
 	return []string{"sh", "-c", `sleep 25 & echo $! > "$0"; exit 0`, pidFile}
@@ -62,7 +62,8 @@ func checkDeadlineRecord(t *testing.T, rec treeRecord, child int) {
 
 // A detached worker is its whole tree: `--timeout 2s -- sh -c 'sleep 25 & exit 0'` ends the sleep at the
 // deadline plus the grace, the record says so, and the worker's cgroup is removed (through the CLI, raw
-// cgroups). Before the fix the shim exited with the leader, so the sleep ran on and status said running.
+// cgroups). The shim must not exit with the leader, which would leave the sleep running and status
+// saying running.
 func TestDeadlineEndsWholeTreeCLI(t *testing.T) {
 	requireRoot(t)
 	v2 := requireCgroup2(t)

@@ -186,8 +186,8 @@ func otherLaunch(e *env) func() error {
 }
 
 // A worker started with no limits of its own is bounded by the defaults: a fork bomb in it stops at 2048
-// tasks, while another profile's launch and a plain fork on the host still complete. Before the defaults
-// its cgroup had no pids controller at all, and the bomb took PIDs until the host's pid_max.
+// tasks, while another profile's launch and a plain fork on the host still complete. Without them its
+// cgroup would have no pids controller at all, and the bomb would take PIDs until the host's pid_max.
 func TestDefaultLimitsHoldForkBomb(t *testing.T) {
 	requireRoot(t)
 	e := newEnv(t)

@@ -9,7 +9,7 @@ import (
 
 // A parent that root's hlaunch made (and marked trusted.hlaunch, which only root can read) is, to a
 // non-root hlaunch, not writable: the launch and doctor say so in the same words, not "was not created by
-// hlaunch" (issue 17). Nothing starts.
+// hlaunch". Nothing starts.
 func TestNonRootRootMadeParentNotWritable(t *testing.T) {
 	requireRoot(t)
 	requireCgroup2(t)
@@ -37,7 +37,7 @@ func TestNonRootRootMadeParentNotWritable(t *testing.T) {
 }
 
 // For a non-root caller doctor's "system bus" line says the system manager is not used (scopes go to the
-// user manager), instead of showing the user bus's answer under the system bus's name (issue 17).
+// user manager), instead of showing the user bus's answer under the system bus's name.
 func TestDoctorNonRootSystemBusLine(t *testing.T) {
 	requireRoot(t)
 	w := nobodyEnv(t)

@@ -10,9 +10,8 @@ import (
 
 // A root launcher's unsandboxed worker runs as its home's owner; its HOME, USER and LOGNAME (and
 // HERMES_REAL_HOME, the OS home) are that owner's account, not the launcher's: root's /root is of no use to
-// it (0700), and tools that read ~/.gitconfig or cache under ~ failed there. An owner without a passwd
-// entry gets the profile's home/ as HOME and no USER or LOGNAME. Before, the worker was given HOME=/root,
-// USER=root.
+// it (0700), and tools that read ~/.gitconfig or cache under ~ fail there. An owner without a passwd
+// entry gets the profile's home/ as HOME and no USER or LOGNAME, never HOME=/root, USER=root.
 func TestPrivilegeDroppedWorkerHome(t *testing.T) {
 	requireRoot(t)
 	e := newEnv(t)

@@ -13,7 +13,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/testutil"
 )
 
-// Privilege follows the profile (issue 24; docs/security.md, "Privilege follows the profile"): a root
+// Privilege follows the profile (docs/security.md, "Privilege follows the profile"): a root
 // launcher runs every worker, sandboxed or not, as its profile home's owner, so what that owner (or its
 // own hostile sandboxed worker) writes in the home or its .env chooses nothing a more privileged worker
 // runs.
@@ -39,7 +39,7 @@ func wantIDs(t *testing.T, rep childReport, uid, gid int) {
 
 // Class 1: B's sandboxed worker plants a Python .pth in B's user site, and B's owner points B's .env's
 // HOME at the home and adds a git pager. The next UNSANDBOXED launch of B by a root launcher (CLI, and a
-// root sidecar) used to run as uid 0 with that HOME: Python ran the .pth as root. Now it runs as B's
+// root sidecar) must not run as uid 0 with that HOME (Python would run the .pth as root): it runs as B's
 // owner, and with --as 0:0 the foreign .env's HOME is refused, naming it, before anything starts.
 func TestPrivilegeFollowsProfileUnsandboxed(t *testing.T) {
 	requireRoot(t)
@@ -273,8 +273,8 @@ func TestPrivilegeAsRange(t *testing.T) {
 	})
 }
 
-// Item 4: an unsandboxed worker of a root launcher used to be root, and wrote its PID into its parent's
-// cgroup.procs in every hierarchy: it left the cgroup that `stop` then found empty and called verified.
+// Item 4: an unsandboxed worker of a root launcher that were root could write its PID into its parent's
+// cgroup.procs in every hierarchy, leaving the cgroup that `stop` would then find empty and call verified.
 // Run as its home's owner it cannot, in the v2 hierarchy and in each v1 hierarchy it was placed in.
 func TestPrivilegeWorkerCannotLeaveCgroup(t *testing.T) {
 	requireRoot(t)
@@ -323,8 +323,8 @@ func cgroupRootsOf(t *testing.T) []string {
 
 // An unprivileged launcher cannot give an unsandboxed worker other ids than its own: --as naming another
 // uid or gid is refused before anything starts (exit 125, one line naming --as); its own ids run, and a
-// sandbox still takes --as (ids inside its user namespace). On the old code the first was "--as needs
-// --sandbox" and its own ids were refused the same way.
+// sandbox still takes --as (ids inside its user namespace). The refusal is not "--as needs --sandbox",
+// and its own ids are not refused.
 func TestPrivilegeUnprivilegedAs(t *testing.T) {
 	requireRoot(t) // to become uid 65534 (setpriv)
 	w := nobodyEnv(t)

@@ -13,8 +13,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The red team's second round (issue 15): this session's new boundaries attacked as a hostile worker of
-// profile B would. Each test passes while the boundary holds.
+// The red team's second round: the protected .env and the lost-shim deadline attacked as a hostile
+// worker of profile B would. Each test passes while the boundary holds.
 
 // A process of B's uid outside the view (an unsandboxed worker of B, or anything else of that uid) swaps
 // B's .env between every shape while B's next sandboxed launches protect it: a regular file, a rename of

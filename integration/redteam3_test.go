@@ -15,13 +15,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The red team's third round (issue 15): the boundaries landed last session attacked as a hostile worker
-// would (docs/security.md, "The red team's guards"). Each test passes while the boundary holds.
+// The red team's third round: the lost-shim deadline, the protected files, the Landlock scopes and an
+// unprivileged launcher's groups attacked as a hostile worker would (docs/security.md, "The red team's
+// guards"). Each test passes while the boundary holds.
 
 // An unprivileged launcher with a supplementary group gives its sandboxed workers that group (the user
 // namespace denies setgroups: TestRedteamUnprivSandboxUsesLauncherGroups). doctor says so before any
 // launch: its kept_groups check is not OK and names the group, in --json and in the text; a launcher
-// without supplementary groups is told none is kept. On the old code doctor said nothing of it.
+// without supplementary groups is told none is kept. doctor must not say nothing of it.
 func TestRedteam3DoctorWarnsKeptGroups(t *testing.T) {
 	requireRoot(t)
 	w := nobodyEnv(t)
@@ -227,7 +228,7 @@ func TestRedteam3SwapHomeWhileLaunching(t *testing.T) {
 			"read:"+dotenv, "openw:"+dotenv, "renameover:"+dotenv, "unlink:"+dotenv, "openw:"+config, "renameover:"+config)
 		if r.Code != 0 {
 			// No link is involved: a refusal says the home was replaced, not that a path passes through a
-			// symbolic link (on the old code the home's re-check said so).
+			// symbolic link.
 			if line := strings.TrimSpace(r.Stderr); r.Code != 125 || r.Stdout != "" || strings.Contains(line, "\n") ||
 				!strings.HasPrefix(line, "hlaunch: ") || strings.Contains(line, "symbolic link") {
 				t.Errorf("launch %d refused: exit %d stdout %q stderr %q; want exit 125, one line saying what changed, nothing run", i, r.Code, r.Stdout, r.Stderr)
@@ -325,8 +326,8 @@ func TestRedteam3SandboxSignalsOutside(t *testing.T) {
 // uid, and cannot catch it) and runs on past its deadline. A stopped shim is alive to every check of its
 // PID and start time, and enforces nothing while stopped. What holds: a read of the record past the
 // deadline (a CLI status here) takes a stopped shim for a lost one and ends the tree as a lost shim's,
-// the shim included (it is a member of the cgroup); the end is recorded, shim_lost. On the old code the
-// status said running and the worker ran on, for as long as the shim stayed stopped.
+// the shim included (it is a member of the cgroup); the end is recorded, shim_lost. status must not say
+// running while the worker runs on, for as long as the shim stays stopped.
 func TestRedteam3WorkerStopsItsShim(t *testing.T) {
 	requireRoot(t)
 	requireCgroup2(t)
@@ -388,11 +389,11 @@ func procState(pid int) byte {
 }
 
 // A worker that stops its shim before the shim has reported it (its first instruction: SIGSTOP to its
-// parent). The launcher waited for the receipt for ever: the CLI hung, and the worker ran with no record
-// and so no deadline anyone would enforce. Now the launcher watches the shim it waits for: stopped, it
-// is killed, the launch fails (exit 125, one line saying so) and the worker's cgroup is killed. Where the
-// shim answers first (a slow host), the stopped shim is the after-the-receipt case: the next reader past
-// the deadline ends the tree.
+// parent). A launcher that waited for the receipt for ever would hang the CLI, and the worker would run
+// with no record and so no deadline anyone would enforce. The launcher watches the shim it waits for:
+// stopped, it is killed, the launch fails (exit 125, one line saying so) and the worker's cgroup is
+// killed. Where the shim answers first (a slow host), the stopped shim is the after-the-receipt case: the
+// next reader past the deadline ends the tree.
 func TestRedteam3WorkerStopsItsShimBeforeReceipt(t *testing.T) {
 	requireRoot(t)
 	requireCgroup2(t)

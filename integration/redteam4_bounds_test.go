@@ -20,12 +20,13 @@ import (
 
 // The red team's fourth round, its second theme: what a worker or a socket peer can make hlaunch keep or
 // consume without bound (docs/security.md, "What a privileged launch inherits, and what nothing
-// bounds"). The first theme is in redteam4_test.go. Each failed on the code it was written against but
-// TestRedteam4PeerDescriptorsHeld, which held and stays as the test that shows it.
+// bounds"). The first theme is in redteam4_test.go. Each test passes while the boundary holds.
 
 // A launch with a key of its own (a cron execution's) leaves no lock file behind, and the key's holder
-// entry goes with the worker's record; the key still excludes a second launch while its worker runs. On
-// the old code 20 launches left 20 files.
+// entry goes with the worker's record; the key still excludes a second launch while its worker runs. Every
+// distinct key a caller (a sidecar peer, a cron with a key per execution, as hermes'
+// cron-<job>-exec-<execution> names are) uses would otherwise stay as a file in <state>/keys until reboot,
+// beyond every retention bound: 20 launches leave no file.
 func TestRedteam4KeyLocksAreNotKept(t *testing.T) {
 	requireRoot(t)
 	requireCgroup2(t)
@@ -84,7 +85,13 @@ func TestRedteam4KeyLocksAreNotKept(t *testing.T) {
 	}
 }
 
-// it). On the old code the files were as large as the argv.
+// What a sidecar peer sends is kept: each spawn's argv and key go into the worker's record (up to 1,000
+// ended ones kept) and its ledger entry (up to 10,000), both by default under /run (memory). Bounds that
+// counted records, not bytes, would let a peer's spawn with an argv of most of a 1 MiB body leave a
+// 0.6 MiB record and a 0.6 MiB ledger entry, so that a socket-group user could fill /run with about 11 GB.
+// The recorded argv is its first 4 KiB (then one element saying how much was left out), the worker still
+// runs with its whole argv, and a key longer than 256 bytes is refused (400, naming the key field, without
+// echoing it).
 func TestRedteam4PeerSizesItsRecords(t *testing.T) {
 	requireRoot(t)
 	requireCgroup2(t)
@@ -118,7 +125,11 @@ func TestRedteam4PeerSizesItsRecords(t *testing.T) {
 	}
 }
 
-// whatever its open mode (fstat sees a directory through O_PATH too): the target never runs.
+// What a socket peer's descriptors leave in the sidecar and give a worker. A peer sends many descriptors
+// (SCM_RIGHTS: 8 with each of 20 requests on one connection, more than the 3 a spawn uses) and an O_PATH
+// descriptor of a directory (the hermes root) as a sandboxed worker's stdin. Holds: the sidecar keeps at
+// most three per connection and closes them all with it, and the directory is refused whatever its open
+// mode (fstat sees a directory through O_PATH too): the target never runs.
 func TestRedteam4PeerDescriptorsHeld(t *testing.T) {
 	requireRoot(t)
 	requireCgroup2(t)
@@ -184,7 +195,11 @@ func TestRedteam4PeerDescriptorsHeld(t *testing.T) {
 	}
 }
 
-// test's copies of a real one with another boot id and no end, older than it. On the old code gc kept them.
+// The ledger's bound never removes the record of an execution that has not ended, and an execution the
+// host rebooted under never records its end: each reboot with workers running would leave their records
+// in a ledger on a persistent disk (where docs/cli.md says to put it) for ever, beyond --ledger-keep and
+// --ledger-max-age. An execution of another boot has ended, and gc collects it. Here the previous boot's
+// records are the test's copies of a real one with another boot id and no end, older than it.
 func TestRedteam4LedgerKeepsOtherBootsForever(t *testing.T) {
 	requireRoot(t)
 	requireCgroup2(t)
@@ -230,7 +245,12 @@ func TestRedteam4LedgerKeepsOtherBootsForever(t *testing.T) {
 	}
 }
 
-// evicted the exited event and wrote 10,000 lines.
+// A connection the sidecar refuses (a worker's: an unsandboxed one in the cgroup hlaunch made it) is not
+// reported every time: at two log lines and a refused event each, a worker that connects in a loop would
+// fill the event ring (4,096), so that the gateway, reconnecting with ?since=, would lose the exit of a
+// worker it had not read yet, and its live stream fall behind and be dropped. Refusals are reported at most
+// about ten a second (a burst of 20 first), the next report saying how many were not; the metric still
+// counts each. 5,000 connections neither evict the exited event nor write 10,000 lines.
 func TestRedteam4RefusedPeerFloodsEvents(t *testing.T) {
 	requireRoot(t)
 	requireCgroup2(t)

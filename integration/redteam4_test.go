@@ -20,11 +20,10 @@ import (
 	"github.com/hlaunch/hlaunch/internal/testutil"
 )
 
-// The red team's fourth round (issue 24), its first theme: what a more privileged launch inherits from
-// what a less privileged uid controls (docs/security.md, "What a privileged launch inherits, and what
-// nothing bounds"); the second, what a worker or a peer can consume without bound, is in
-// redteam4_bounds_test.go. Each test passes while the boundary holds, and failed on the code it was
-// written against.
+// The red team's fourth round, its first theme: what a more privileged launch inherits from what a less
+// privileged uid controls (docs/security.md, "What a privileged launch inherits, and what nothing
+// bounds"); the second, what a worker or a peer can consume without bound, is in redteam4_bounds_test.go.
+// Each test passes while the boundary holds.
 
 // asOwner runs a shell command as uid:gid with no supplementary groups and fails the test when it fails.
 func asOwner(t *testing.T, uid, gid int, script string) {
@@ -36,7 +35,6 @@ func asOwner(t *testing.T, uid, gid int, script string) {
 }
 
 // searchable lets every uid walk down to dir (mode o+x on it and the test's directories above it, up to
-
 // the temporary directory): the profile's owner acts on its home from outside, as a local user would.
 func searchable(t *testing.T, dir string) {
 	t.Helper()
@@ -49,20 +47,12 @@ func searchable(t *testing.T, dir string) {
 }
 
 // A root launcher trusts the loader names (PATH, LD_PRELOAD, ...) of a .env that root owns. A profile's
-
 // owner can make one: a root launcher creates a worker's --log (hermes' kanban logs live in the home's
-
 // logs/) as a root-owned file holding what the worker printed, and the owner of the home renames it to
-
-// .env (a rename needs write access to the directories, not ownership of the file). Then a planted
-
-// "true" early in that PATH ran as uid 0 at the root launcher's next plain `exec -p b -- true`. Who may
-
-// write the home chooses which file is its .env: a .env in a home another uid owns, or that its group
-
-// or others may write, counts as that uid's, and the launch is refused (exit 125, naming the file and the
-
-// name). On the old code the planted command ran as uid 0.
+// .env (a rename needs write access to the directories, not ownership of the file); a "true" planted early
+// in that PATH must not run as uid 0 at the root launcher's next plain `exec -p b -- true`. Who may write
+// the home chooses which file is its .env: a .env in a home another uid owns, or that its group or others
+// may write, counts as that uid's, and the launch is refused (exit 125, naming the file and the name).
 func TestRedteam4RootLogRenamedToDotenv(t *testing.T) {
 	requireRoot(t)
 	e := newEnv(t)
@@ -116,16 +106,11 @@ func TestRedteam4RootLogRenamedToDotenv(t *testing.T) {
 func fileOwner(st os.FileInfo) int { return int(st.Sys().(*syscall.Stat_t).Uid) }
 
 // A root sidecar runs every spawn's shim as the hlaunch binary beside its own, by path, and `hlaunch
-
 // sidecar` execs the hlaunch-sidecar beside it. Installed in a directory another uid may write (a
-
-// deployment's /opt/hermes/bin owned by the hermes user), that uid replaces the file between two spawns,
-
-// and the next spawn ran its program as root. The sidecar now refuses to start from such a place (exit
-
-// 125, one line naming the path and its owner), as `hlaunch sidecar` does before it execs. On the old code
-
-// it started, and the replaced hlaunch wrote uid 0.
+// deployment's /opt/hermes/bin owned by the hermes user), that uid could replace the file between two
+// spawns and have the next spawn run its program as root. The sidecar refuses to start from such a place
+// (exit 125, one line naming the path and its owner), as `hlaunch sidecar` does before it execs, so the
+// replaced hlaunch never writes uid 0.
 func TestRedteam4SidecarBinaryBesideIsOthers(t *testing.T) {
 	requireRoot(t)
 	requireCgroup2(t)
@@ -202,27 +187,12 @@ func TestRedteam4SidecarBinaryBesideIsOthers(t *testing.T) {
 	}
 }
 
-// A detached launch with --key takes a lock file in <state>/keys named by the key's hash, and nothing
-
-// removed it: every distinct key a caller (a sidecar peer, a cron with a key per execution, as hermes'
-
-// cron-<job>-exec-<execution> names are) ever used stayed as a file until reboot, beyond every retention
-
-// bound (the records', the ledger's). Now the holder removes its lock file before it lets go, and a
-
-// launch that locked a file since removed locks again: no file is left, and a key still excludes a second
-
 // A policy's "base" entries copy names from the launcher's own environment, which holds the launch
-
-// profile's settings (the gateway mirrors A's .env into it). The load refused a credential or a gate
-
-// there, but not a launch setting: "base": ["TERMINAL_*", "HERMES_MODEL"] gave B's child A's
-
-// TERMINAL_ENV=docker and HERMES_MODEL, the seed bug --inherit refuses. Now such an entry is refused (exit
-
-// 125 naming --policy and the entry), and a wider pattern ("TERM*") never copies a launch setting. On the
-
-// old code B's child reported A's values.
+// profile's settings (the gateway mirrors A's .env into it). The load refuses a credential or a gate there,
+// and a launch setting too: "base": ["TERMINAL_*", "HERMES_MODEL"] would give B's child A's
+// TERMINAL_ENV=docker and HERMES_MODEL, the seed bug --inherit refuses. Such an entry is refused (exit 125
+// naming --policy and the entry), and a wider pattern ("TERM*") never copies a launch setting: B's child
+// never reports A's values.
 func TestRedteam4PolicyBaseCopiesLaunchSettings(t *testing.T) {
 	requireRoot(t)
 	e := newEnv(t)
@@ -250,20 +220,12 @@ func TestRedteam4PolicyBaseCopiesLaunchSettings(t *testing.T) {
 }
 
 // A --spec file says what runs (argv, sandbox or not, --as), a --policy file which of the launcher's own
-
 // names reach every child ("base"). Read by a root launcher (a root cron, `sudo hlaunch`, a system
-
 // sidecar) from a place another uid may write - the gateway's directory, a profile's cron/ - that uid
-
-// chooses what root runs: its spec ran `id -u` as uid 0 unsandboxed, its policy's "base": ["A_MARKER"]
-
-// gave B's child launch profile A's value. A spec that is a FIFO hung the launcher for ever. Now each is
-
-// refused (exit 125, one line naming the flag and the owner or mode at fault), as is a spec that is not a
-
-// regular file; a spec on stdin (--spec -) is the caller's own. On the old code the marker said 0, B's
-
-// child had A_MARKER=a, and the FIFO's launch did not end.
+// would choose what root runs: its spec would run `id -u` as uid 0 unsandboxed, its policy's "base":
+// ["A_MARKER"] give B's child launch profile A's value, and a spec that is a FIFO hang the launcher for
+// ever. Each is refused (exit 125, one line naming the flag and the owner or mode at fault), as is a spec
+// that is not a regular file; a spec on stdin (--spec -) is the caller's own.
 func TestRedteam4OrdersFromAnotherUid(t *testing.T) {
 	requireRoot(t)
 	e := newEnv(t)
@@ -322,63 +284,15 @@ func TestRedteam4OrdersFromAnotherUid(t *testing.T) {
 	}
 }
 
-// What a sidecar peer sends is kept: each spawn's argv and key go into the worker's record (up to 1,000
-
-// ended ones kept) and its ledger entry (up to 10,000), both by default under /run (memory). The bounds
-
-// counted records, not bytes: a peer's spawn with an argv of most of a 1 MiB body left a 0.6 MiB record
-
-// and a 0.6 MiB ledger entry, so a socket-group user could fill /run with about 11 GB. Now the recorded
-
-// argv is its first 4 KiB (then one element saying how much was left out), the worker still runs with
-
-// its whole argv, and a key longer than 256 bytes is refused (400, naming the key field, without echoing
-
-// What a socket peer's descriptors leave in the sidecar and give a worker. A peer sends many
-
-// descriptors (SCM_RIGHTS: 8 with each of 20 requests on one connection, more than the 3 a spawn uses)
-
-// and an O_PATH descriptor of a directory (the hermes root) as a sandboxed worker's stdin. Holds: the
-
-// sidecar keeps at most three per connection and closes them all with it, and the directory is refused
-
-// The ledger's bound never removes the record of an execution that has not ended, and an execution the
-
-// host rebooted under never records its end: each reboot with workers running left their records in a
-
-// ledger on a persistent disk (where docs/cli.md says to put it) for ever, beyond --ledger-keep and
-
-// --ledger-max-age. An execution of another boot has ended. Here the previous boot's records are the
-
-// A connection the sidecar refuses (a worker's: an unsandboxed one in the cgroup hlaunch made it) was
-
-// reported every time: two log lines and a refused event each. A worker that connects in a loop filled
-
-// the event ring (4,096) with them, so the gateway, reconnecting with ?since=, had lost the exit of a
-
-// worker it had not read yet, and its live stream fell behind and was dropped; the log grew by two lines
-
-// per connection. Now refusals are reported at most about ten a second (a burst of 20 first), the next
-
-// report saying how many were not; the metric still counts each. On the old code 5,000 connections
-
-// A root sidecar made its socket in a fresh 0700 directory beside --socket, then set the socket's mode
-
-// and group by path (chmod, chown) before renaming it into place. In a socket directory another uid may
-
-// write (a /run/hermes the gateway's user owns, so that the gateway reaches the socket), that uid renames
-
-// the fresh directory away and puts its own under the name, with a symbolic link to any file: root's
-
-// chmod 0660 and chown to the socket group followed it, giving the group /etc/shadow or /etc/sudoers.
-
-// The window is a few system calls wide; the sidecar runs under strace, which delays its fchmodat calls
-
-// by 0.3 s (as a preemption there would), and the attacker, a throwaway user owning the directory, swaps
-
-// on the directory's inotify event. The target is a root-owned 0600 file of the test's. On the old code
-
-// it became 0660 and of the attacker's group.
+// A root sidecar makes its socket in a fresh 0700 directory beside --socket and sets the socket's mode and
+// group before renaming it into place. In a socket directory another uid may write (a /run/hermes the
+// gateway's user owns, so that the gateway reaches the socket), that uid can rename the fresh directory
+// away and put its own under the name, with a symbolic link to any file: a chmod 0660 and a chown to the
+// socket group by path would follow it, giving the group /etc/shadow or /etc/sudoers. The window is a few
+// system calls wide; the sidecar runs under strace, which delays its fchmodat calls by 0.3 s (as a
+// preemption there would), and the attacker, a throwaway user owning the directory, swaps on the
+// directory's inotify event. The target is a root-owned 0600 file of the test's: it must not become 0660
+// and of the attacker's group.
 func TestRedteam4SocketDirSwap(t *testing.T) {
 	requireRoot(t)
 	requireCgroup2(t)

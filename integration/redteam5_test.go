@@ -13,8 +13,8 @@ import (
 	"time"
 )
 
-// The fourth round (docs/security.md, "The red team's guards"): the merged privilege drop and bounds of
-// issue 24, attacked from real children.
+// The fourth round (docs/security.md, "The red team's guards"): the privilege drop ("Privilege follows
+// the profile") and the bounds, attacked from real children.
 
 // A root launcher whose session keyring holds a key (`child session`: root's own, as a login's
 // pam_keyinit gives it) runs B's UNSANDBOXED worker as B's owner. Possessing a keyring grants the
@@ -61,10 +61,10 @@ func TestRedteam5DroppedWorkerKeyring(t *testing.T) {
 
 // B's owner plants, in /tmp (root's, sticky: a place anyone may add a name), a link to a directory of its
 // own, and a root worker is given TMPDIR=/tmp/<link>/.. (a path composed from a link, as "$X/.." is).
-// The kernel resolves the link first: the directory is B's. The check cleaned the path lexically first
-// ("/tmp"), passed it, and root's worker got B's directory as its TMPDIR (on the old code the worker's
-// `cd -P "$TMPDIR"; pwd -P`, a name resolved as the kernel does, printed B's directory). Now ".." is
-// walked as the kernel does: refused, exit 125, one line naming TMPDIR, nothing started.
+// The kernel resolves the link first: the directory is B's. A check that cleaned the path lexically first
+// ("/tmp") would pass it, and root's worker would get B's directory as its TMPDIR (its `cd -P "$TMPDIR";
+// pwd -P`, a name resolved as the kernel does, would print B's directory). ".." is walked as the kernel
+// does: refused, exit 125, one line naming TMPDIR, nothing started.
 func TestRedteam5DotDotThroughLink(t *testing.T) {
 	requireRoot(t)
 	e := rootHomeEnv(t)
@@ -146,11 +146,11 @@ func TestRedteam5DroppedWorkerVersusItsRootParent(t *testing.T) {
 	})
 }
 
-// Root runs B's unsandboxed worker from an interactive shell: the worker, B's owner now, was in root's
-// session with root's terminal as its controlling terminal, so TIOCSTI typed into root's shell's input
-// (a line that root's shell runs, as root, once hlaunch ends: the su/sudo pty-pushback), and it read what
-// is typed there. On the old code its TIOCSTI left bytes in root's terminal. Now a worker that runs as
-// another uid than the launcher's gets a pty of its own that hlaunch relays, as a sandbox does: the
+// Root runs B's unsandboxed worker from an interactive shell: a worker, B's owner, in root's session with
+// root's terminal as its controlling terminal could TIOCSTI into root's shell's input (a line that root's
+// shell runs, as root, once hlaunch ends: the su/sudo pty-pushback), and read what is typed there; its
+// TIOCSTI must leave no bytes in root's terminal. A worker that runs as another uid than the launcher's
+// gets a pty of its own that hlaunch relays, as a sandbox does: the
 // leader of its own session, nothing is left in the caller's terminal. Root's own worker (a root-owned
 // home, the launcher's uid) still types into it: the check is not vacuous. A detached worker of another
 // uid given the caller's terminal (--stdio inherit) has no relay: refused, exit 125, one line.
@@ -200,11 +200,10 @@ func TestRedteam5DroppedWorkerTypesIntoRootsTerminal(t *testing.T) {
 }
 
 // A root worker is given a TMPDIR in /tmp that does not exist yet (a tool makes it with `mkdir -p` when
-// it first needs it). The check judged a missing name by the directory above it, root's sticky /tmp,
-// and passed; B's owner then creates the name, a directory of its own, and root's worker writes its
-// temporary files where B swaps them. On the old code the launch ran and the worker, once B had made
-// the directory, found it owned by B. Now a missing name in a directory others may write is refused:
-// exit 125, one line naming TMPDIR, nothing started.
+// it first needs it). A check that judged a missing name by the directory above it, root's sticky /tmp,
+// would pass it; B's owner would then create the name, a directory of its own, and root's worker write its
+// temporary files where B swaps them. A missing name in a directory others may write is refused: exit
+// 125, one line naming TMPDIR, nothing started.
 func TestRedteam5MissingTMPDIRInSticky(t *testing.T) {
 	requireRoot(t)
 	e := rootHomeEnv(t)
@@ -250,10 +249,10 @@ func TestRedteam5MissingTMPDIRInSticky(t *testing.T) {
 }
 
 // B's owner writes the policy file a root launcher is given (`--policy`, a file it can write: here in B's
-// home) and lists HOME in its "foreign_allow": root's worker (--as 0:0) then takes HOME from B's .env,
-// and with it whatever B planted there to run (a Python .pth, a git pager: "Privilege follows the
-// profile"). On the old code the launch ran with B's HOME. Now the policy file, like every path a root
-// launcher trusts, must be root's or the launcher's own and writable by nobody else on every component
+// home) and lists HOME in its "foreign_allow", so that root's worker (--as 0:0) would take HOME from
+// B's .env, and with it whatever B planted there to run (a Python .pth, a git pager: "Privilege follows
+// the profile"). The launch must not run with B's HOME: the policy file, like every path a root launcher
+// trusts, must be root's or the launcher's own and writable by nobody else on every component
 // from /: refused, exit 125... one line naming --policy. The same file in a directory of root's is used.
 func TestRedteam5PolicyFileOfTheOwner(t *testing.T) {
 	requireRoot(t)
@@ -292,7 +291,7 @@ func TestRedteam5PolicyFileOfTheOwner(t *testing.T) {
 
 // B's owner puts names that choose the code a program runs, none of them credential-shaped, in B's
 // .env; root's worker of B (--as 0:0) is refused each, naming it, before anything starts (the foreign
-// .env's allow list: "Privilege follows the profile"). Holds on the old code: a row in the red team's table.
+// .env's allow list: "Privilege follows the profile"). A row in the red team's table that held.
 func TestRedteam5ForeignEnvChoosesCode(t *testing.T) {
 	requireRoot(t)
 	e := newEnv(t)
@@ -319,8 +318,8 @@ func TestRedteam5ForeignEnvChoosesCode(t *testing.T) {
 
 // B's unsandboxed worker (B's owner) of a root launcher writes into the state directory's filesystem
 // through hlaunch's own directories: the state directory, its logs/ and workers' records, the ledger.
-// Each is root's 0700: refused, so only the shim's bounded log takes the worker's output there. Holds on
-// the old code: a row in the red team's table.
+// Each is root's 0700: refused, so only the shim's bounded log takes the worker's output there. A row in
+// the red team's table that held.
 func TestRedteam5DroppedWorkerWritesState(t *testing.T) {
 	requireRoot(t)
 	e := newEnv(t)
@@ -358,11 +357,11 @@ func TestRedteam5DroppedWorkerWritesState(t *testing.T) {
 	}
 }
 
-// The same TMPDIR as a relative path: a program resolves it against its working directory, and the check
-// skipped every value that was not absolute. Root's worker starting in /tmp (its launcher's directory)
-// with TMPDIR=<name of B's directory there> got B's directory (on the old code: run, `cd -P "$TMPDIR"`
-// landed in it). Now a relative value is checked as the worker resolves it, from its working directory:
-// refused, exit 125, one line naming TMPDIR.
+// The same TMPDIR as a relative path: a program resolves it against its working directory, so a check
+// that skipped every value that is not absolute would let root's worker starting in /tmp (its launcher's
+// directory) with TMPDIR=<name of B's directory there> get B's directory (`cd -P "$TMPDIR"` landing in
+// it). A relative value is checked as the worker resolves it, from its working directory: refused, exit
+// 125, one line naming TMPDIR.
 func TestRedteam5RelativeTMPDIR(t *testing.T) {
 	requireRoot(t)
 	e := rootHomeEnv(t)

@@ -10,14 +10,14 @@ import (
 	"testing"
 )
 
-// The red team's findings on the profile environ, hlaunch's own processes, worker logs and deadlines
-// (issue 15), each kept here as the test that failed on the code it was written against.
+// The red team's findings on the profile environ, hlaunch's own processes, worker logs and deadlines,
+// each kept here as the test that guards the boundary it found open.
 
-// own example logs to /tmp/cron-42.log: in a sticky, world-writable directory anyone can create that
-// name before the launch, mode 0666, and hlaunch opens an existing regular file for appending whoever
-// owns it (opened without O_CREAT, so fs.protected_regular does not apply either). The worker's output
-// - B's credentials, if it prints them - lands in a file the local user owns and reads. Foreground and
-// detached.
+// A root launcher's --log in /tmp, as the README's own example logs to /tmp/cron-42.log: in a sticky,
+// world-writable directory anyone can create that name before the launch, mode 0666, and an existing
+// regular file is opened without O_CREAT, so fs.protected_regular does not apply. Opened for appending
+// whoever owns it, the worker's output - B's credentials, if it prints them - would land in a file the
+// local user owns and reads: the launch is refused (exit 125 naming --log), foreground and detached.
 func TestRedteamLocalUserOwnsTheLog(t *testing.T) {
 	requireRoot(t)
 	uid, gid := throwawayUser(t)

@@ -17,8 +17,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The red team (issue 15): attacks a hostile worker makes on purpose, from inside a real child, each
-// kept as a test. The attacks that hold guard the boundary from now on; docs/security.md names them.
+// The red team: attacks a hostile worker makes on purpose, from inside a real child, each kept as a
+// test that guards its boundary; docs/security.md names them.
 
 // A sandboxed worker can neither trace nor write into its init (PID 1 of its pid namespace, the
 // hlaunch stub that reports its exit), write the kernel's tunables in /proc or /sys, nor open a device

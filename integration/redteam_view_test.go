@@ -12,8 +12,8 @@ import (
 	"github.com/hlaunch/hlaunch/internal/landlock"
 )
 
-// The red team's findings on the sandbox view (issue 15), fixed: each test is the red team's
-// reproduction (integration/redteam_findings_test.go on branch redteam), kept under its name.
+// The red team's findings on the sandbox view: each test is the red team's reproduction, kept under its
+// name.
 
 // A root launcher's sandboxed worker is never host root by uid, and never gid 0 either without --as: a
 // home made by root and handed over with `chown user dir` keeps group root, and a worker of gid 0 would
@@ -171,11 +171,11 @@ func TestSandboxCoversHomes(t *testing.T) {
 	}
 }
 
-// A sandboxed worker must not reach another profile through a second path to the hermes root. The view
-// covered the root at the one path the launcher names; a host where the same directory is mounted a
-// second time (a bind mount, the same file system at two places: common with containers and
-// /var/home-style layouts) showed it there in full, read-only, and in a single-user hermes deployment
-// every profile's home has the one owner the worker runs as, so A's .env was readable. The view now
+// A sandboxed worker must not reach another profile through a second path to the hermes root. A view
+// that covered the root at the one path the launcher names would, on a host where the same directory is
+// mounted a second time (a bind mount, the same file system at two places: common with containers and
+// /var/home-style layouts), show it there in full, read-only, and in a single-user hermes deployment
+// every profile's home has the one owner the worker runs as, so A's .env would be readable. The view
 // covers every mount of the root's device that shows the root's files (sandbox.rootAliases). The launcher
 // runs in a private mount namespace of the test's own, where the alias is made.
 func TestRedteamSandboxReachesRootThroughAlias(t *testing.T) {
@@ -212,16 +212,15 @@ func TestRedteamSandboxReachesRootThroughAlias(t *testing.T) {
 	}
 }
 
-// Beyond the directories the view hides, a sandboxed worker reached every Unix socket of its host uid:
+// Beyond the directories the view hides, a sandboxed worker could reach every Unix socket of its host uid:
 // the host is in its view read-only, and connect(2) needs no write access to the mount. Such sockets are
 // the user's sessions: a screen or tmux server (commands typed outside the sandbox), an editor's remote
 // server, an agent. Here: a server that serves only B's owner, with its socket in a 0700 directory of
 // the owner's, where such servers keep them: /run/screen/S-<user>/ and a service's directory in /run
 // (the view's /run is an empty tmpfs), the user's home (covered), /tmp/tmux-<uid>/, /var/tmp (the red
-// team's case, which passed on the old code: its view's /var/tmp was the host's) and /dev/shm (private
-// tmpfs each). The launcher runs in a private mount namespace with a /run of the test's own. A socket
-// anywhere else on the host's read-only rest still serves the worker: that is docs/security.md's limit,
-// checked below so that the test says when it is gone.
+// team's case) and /dev/shm (private tmpfs each). The launcher runs in a private mount namespace with a
+// /run of the test's own. A socket anywhere else on the host's read-only rest still serves the worker:
+// that is docs/security.md's limit, checked below so that the test says when it is gone.
 func TestRedteamSandboxReachesOwnersSessionSockets(t *testing.T) {
 	requireRoot(t)
 	e := newEnv(t)
@@ -283,8 +282,8 @@ func TestRedteamSandboxReachesOwnersSessionSockets(t *testing.T) {
 // the .env this launcher composes the next environ from (a same-uid launcher takes PATH and LD_* from
 // it: nsenv's Loader rule refuses those only from a foreign-owned .env), hermes' .op.env and config.yaml
 // (the MCP servers and terminal backend the gateway's next hermes of the profile runs, perhaps
-// unsandboxed). On the old code the worker rewrote each, replaced it by a rename and removed it. Now
-// each is bound read-only over itself: read works, nothing changes on the host; auth.json stays
+// unsandboxed). The worker must not rewrite any of them, replace it by a rename or remove it: each is
+// bound read-only over itself: read works, nothing changes on the host; auth.json stays
 // writable (hermes refreshes its OAuth tokens from inside a run). A .env that is missing (the worker
 // would create it), has a second link (another name writing it) or a protected file that is a symbolic
 // link is refused before anything starts (exit 125, one line naming the file). Root launcher, and an
@@ -392,8 +391,7 @@ func authPlant(home string) string {
 // /run/lock and the file /etc/resolv.conf points to when it points into /run (here, as under
 // systemd-resolved: a link to /run/systemd/resolve/stub-resolv.conf, whose directory also holds a
 // socket). The launcher runs in a private mount namespace with a /run of the test's own and an /etc
-// overlay holding the link. On the old code /run was the host's (every socket in it reachable) and
-// /var/tmp the host's.
+// overlay holding the link. Neither /run (every socket in it reachable) nor /var/tmp is the host's.
 func TestSandboxPrivateDirsAndRun(t *testing.T) {
 	requireRoot(t)
 	e := newEnv(t)
@@ -473,9 +471,9 @@ func meminfoBytes(t *testing.T, name string) uint64 {
 // An unprivileged launcher's sandboxed worker keeps the launcher's supplementary groups: the kernel
 // denies setgroups in the user namespace an unprivileged process makes, so a socket that trusts one of
 // them (docker's root:docker 0660 socket is host root, libvirt's, a database's) serves the worker as it
-// serves the launcher (the red team's finding, branch redteam). What holds now: docker.sock's usual
-// place, /run (and /var/run, its link), is covered in every view, so the socket there does not answer
-// the worker (on the old code it did); the detached receipt names the kept groups. What does not: such
+// serves the launcher (the red team's finding). What holds: docker.sock's usual place, /run (and
+// /var/run, its link), is covered in every view, so the socket there does not answer the worker; the
+// detached receipt names the kept groups. What does not: such
 // a socket anywhere else on the host's read-only rest still serves it (docs/security.md, "The child's
 // identity"), checked so that the test says when that is gone. The launcher runs in a private mount
 // namespace with a /run of the test's own holding the socket.

@@ -82,7 +82,7 @@ func TestRetentionBesideLiveSidecar(t *testing.T) {
 	}
 	// Within a few collections, everything is within the bounds, without anyone running gc.
 	workers, logs, ledger := filepath.Join(e.State, "workers"), filepath.Join(e.State, "logs"), filepath.Join(e.State, "ledger")
-	deadline := time.Now().Add(60 * time.Second) // the guest lane under load took 122 s for the whole test
+	deadline := time.Now().Add(60 * time.Second) // a guest lane under load takes minutes for the whole test
 	for {
 		w, l, g := countFiles(t, workers, "w-", ".json"), countFiles(t, logs, "w-", ".log"), countFiles(t, ledger, "w-", ".json")
 		cg := scCgroupsWithProcs(t, v2, e.Parent)

@@ -24,9 +24,9 @@ func scopeProcs(t *testing.T, m *systemdtest.Manager, cg string) []string {
 }
 
 // A scope is a worker cgroup hlaunch did not mark. Its worker is still held whole: status reports the
-// scope's task count, and the shim's deadline reaches what the leader left behind (issue 17). On the old
-// code the shim and status loaded the scope as a raw cgroup, found no ownership mark, and silently fell
-// back to the leader alone. The deadline is 10 s: the status below must read the worker running, and
+// scope's task count, and the shim's deadline reaches what the leader left behind. A shim or status that
+// loaded the scope as a raw cgroup would find no ownership mark and fall back, silently, to the leader
+// alone. The deadline is 10 s: the status below must read the worker running, and
 // under TCG (the guest lane) the leftover's start and that status take seconds, not the milliseconds here.
 func TestScopedWorkerHeldWhole(t *testing.T) {
 	requireRoot(t)
@@ -43,7 +43,7 @@ func TestScopedWorkerHeldWhole(t *testing.T) {
 	if rc.Mode != "scoped" || !strings.HasSuffix(rc.Cgroup, ".scope") {
 		t.Fatalf("receipt: mode %q cgroup %q", rc.Mode, rc.Cgroup)
 	}
-	// What the leader leaves behind (as in issue 17's reproduction) has its PID in the log.
+	// What the leader leaves behind has its PID in the log.
 	var leftover int
 	for deadline := time.Now().Add(20 * time.Second); leftover == 0; {
 		b, _ := os.ReadFile(log)

@@ -67,7 +67,7 @@ func checkFiltered(t *testing.T, rep childReport) {
 
 // From inside a sandboxed child, every call the filter denies fails with EPERM (clone3 and openat2 with
 // ENOSYS), and what a worker needs still works - as root, dropped to another uid with --as, and started by
-// an unprivileged launcher through a user namespace. Without the filter (old code, or --seccomp off) the
+// an unprivileged launcher through a user namespace. Without the filter (--seccomp off) the
 // probes that are not "plain" answer something else: the kernel's own error for their bad arguments, or
 // success.
 func TestSeccompDeniesFromInside(t *testing.T) {

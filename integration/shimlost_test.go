@@ -124,8 +124,8 @@ func checkLostEnd(t *testing.T, rec lostRecord, pid int) {
 // past it, it ends the tree), the sidecar's watcher with nothing asked of it, and in systemd mode the
 // manager (RuntimeMaxSec=) with nothing of hlaunch's running at all. Killed before the receipt, the
 // launch fails and the cgroup is killed, or the launch answered first and the same holds: either order
-// ends the worker. Before the deadline was recorded and enforced, every "after receipt" case ran on for
-// the whole 120 s and status said running.
+// ends the worker. Without a recorded and enforced deadline every "after receipt" case would run on for
+// the whole 120 s with status saying running.
 func TestRedteamWorkerKillsItsShim(t *testing.T) {
 	requireRoot(t)
 	requireCgroup2(t)

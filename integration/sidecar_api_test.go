@@ -47,7 +47,7 @@ func scRawAnswer(t *testing.T, c net.Conn, timeout time.Duration) (int, string, 
 	return resp.StatusCode, resp.Header.Get("Idempotent-Replay"), b
 }
 
-// scSpawnKeyed sends one spawn with an Idempotency-Key through the sidecar's client; it returns the status,
+// spawnKeyed sends one spawn with an Idempotency-Key through the sidecar's client; it returns the status,
 // the Idempotent-Replay header and the body.
 func (p *scProc) spawnKeyed(key, body string) (int, string, []byte) {
 	p.t.Helper()

@@ -16,14 +16,14 @@ import (
 	"time"
 )
 
-// Issue 26: descriptors passed to the sidecar (SCM_RIGHTS) belong to the request they came with, not to
+// Descriptors passed to the sidecar (SCM_RIGHTS) belong to the request they came with, not to
 // the connection. On one kept-alive connection the gateway (root) first passes three descriptors - the
 // write end of a pipe - with a request that takes none (a health request; a spawn whose spec fails its
 // check), then asks for a "stdio": "inherit" spawn that passes none: the sidecar no longer holds the pipe
 // once the first answer is in, and the second request is refused (400 invalid) as on a fresh connection;
 // nothing is ever written to the pipe. A third request on the same connection that passes its own three
-// descriptors is served with them. On the old code the sidecar kept the first request's descriptors until
-// the connection closed and handed them to the second spawn, whose worker wrote its report into the pipe.
+// descriptors is served with them. A sidecar that kept the first request's descriptors until the
+// connection closed would hand them to the second spawn, whose worker would write its report into the pipe.
 func TestSidecarPassedFDsBelongToTheirRequest(t *testing.T) {
 	requireRoot(t)
 	requireCgroup2(t)

@@ -26,8 +26,8 @@ const floodFDLimit = 4096
 // body, oversized headers, 20 slow bodies - while the gateway (root) checks that health and spawns keep
 // answering. The flooding uid gets 429 too_many (with Retry-After) once over its share, holds at most its
 // share of connections (128) and of streams (16), and its slow requests are ended by the sidecar's timeouts.
-// On the old code the idle flood took every descriptor of the sidecar (EMFILE: health and spawns went
-// unanswered), and the streams and slow bodies were all held.
+// The idle flood must not take every descriptor of the sidecar (EMFILE: health and spawns unanswered),
+// nor may the streams and slow bodies all be held.
 func TestSidecarFlood(t *testing.T) {
 	requireRoot(t)
 	requireCgroup2(t)
@@ -127,12 +127,11 @@ func TestSidecarFlood(t *testing.T) {
 	}
 }
 
-// Issue 24, class 5: the socket group's uids together cannot take what the gateway needs. Two throw-away
+// Class 5: the socket group's uids together cannot take what the gateway needs. Two throw-away
 // users of the socket group, each within its share, fill what the sidecar's totals leave them (small
 // limits by flag: 8 connections and 4 streams, 4 and 2 per uid, so the last 4 connections and 2 streams
 // are kept for root and the sidecar's uid); the second is told 503 busy. Root (the gateway) still gets an
-// event stream, its health and a spawn. On the old code the two users took all 8 connections and all 4
-// streams, and root was answered 503 busy.
+// event stream, its health and a spawn, never 503 busy.
 func TestSidecarFloodKeepsGatewayServed(t *testing.T) {
 	requireRoot(t)
 	requireCgroup2(t)

@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// scGetLog is GET /v1/workers/{id}/logs?query: status, Log-Start, body.
+// getLog is GET /v1/workers/{id}/logs?query: status, Log-Start, body.
 func (p *scProc) getLog(id, query string, timeout time.Duration) (int, string, []byte) {
 	p.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)

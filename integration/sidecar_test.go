@@ -145,7 +145,7 @@ func TestSidecarRestartReadoption(t *testing.T) {
 	}
 	// The 5 short workers end while no sidecar runs: each shim writes its worker's exit record and exits.
 	// Until it has, the restarted sidecar holds the exit back (no code yet) and reports it after its
-	// start-up, not as an initial event (a fixed 200 ms for the records was a guess a slow host can miss).
+	// start-up, not as an initial event (the test waits for the event, not a fixed time a slow host misses).
 	must(t, os.WriteFile(release, nil, 0o644))
 	deadline := time.Now().Add(60 * time.Second)
 	for id, rc := range short {
@@ -228,7 +228,7 @@ func TestSidecarCrashLoop(t *testing.T) {
 	sock := filepath.Join(scSocketDir(t), "s.sock")
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
 	// The kill points span a few spawns' time on this host: 60 ms here, much more in a TCG guest, where a
-	// fixed 60 ms ended every sidecar before its first spawn.
+	// fixed 60 ms would end every sidecar before its first spawn.
 	window := 60 * time.Millisecond
 	{
 		p := startSidecarProc(t, e, sock)

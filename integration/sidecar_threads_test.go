@@ -23,10 +23,10 @@ func procStatus(pid int, field string) int {
 	return 0
 }
 
-// A live detached worker costs the sidecar no OS thread (issue 16: the 100,000-spawn soak's RSS grew 58%).
-// The sidecar reaped each shim from a goroutine blocked in waitid, which holds a thread for the shim's
-// life, and the Go runtime never ends a thread: the sidecar kept as many threads as it ever had workers
-// alive at once. With 64 workers alive its thread count may not grow by anything near 64.
+// A live detached worker costs the sidecar no OS thread. A goroutine blocked in waitid to reap a shim
+// holds a thread for the shim's life, and the Go runtime never ends a thread: such a sidecar would keep
+// as many threads as it ever had workers alive at once, and its RSS would grow over a long soak. With 64
+// workers alive its thread count may not grow by anything near 64.
 func TestSidecarThreadsPerLiveWorker(t *testing.T) {
 	requireRoot(t)
 	v2 := requireCgroup2(t)

@@ -171,7 +171,7 @@ type soakSide struct {
 	lists  []float64 // list latencies (ms) of the interleaved rounds
 }
 
-// The soak (issue 16 item 5), short in make test: HLAUNCH_SOAK_SPAWNS spawns (default 2,000) through one
+// The soak, short in make test: HLAUNCH_SOAK_SPAWNS spawns (default 2,000) through one
 // sidecar from 4 clients, with a gateway's mix (short /bin/true, some whose children outlive the leader,
 // some past their deadline), its state on a tmpfs and its ledger bounded. It asserts counts, never
 // durations: nothing left running or placed at the end, the records and the ledger within their bounds,

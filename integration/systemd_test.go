@@ -299,7 +299,7 @@ func TestSystemdNonRootUserManager(t *testing.T) {
 	}
 }
 
-// nobodyEnv is a hermes world that uid 65534 can read, with a copy of hlaunch it can execute.
+// nobodyWorld is a hermes world that uid 65534 can read, with a copy of hlaunch it can execute.
 type nobodyWorld struct {
 	*env
 	bin string

@@ -208,7 +208,7 @@ else
 	fi
 fi
 
-# Stop to verified-empty of a 200-process tree (issue 3): a detached worker whose shell starts 199 sleeps,
+# Stop to verified-empty of a 200-process tree: a detached worker whose shell starts 199 sleeps,
 # then `hlaunch stop`, timed from the CLI's start to its exit (verified empty is what stop reports).
 stop_tree() {
 	local i rc id cg n t0 t1
@@ -259,7 +259,7 @@ else
 	skip sidecar "needs root (cgroup placement of spawns)"
 fi
 
-# The soak (issue 16): SOAK_SPAWNS spawns (default 100,000) through one sidecar with a gateway's mix, its state
+# The soak: SOAK_SPAWNS spawns (default 100,000) through one sidecar with a gateway's mix, its state
 # on a tmpfs and its ledger bounded (integration TestSoak; make test runs it with 2,000). Counts compare its end
 # with its start; time figures compare it with a fresh sidecar in interleaved rounds at the end, so the
 # machine's load cancels out (bench_report.py's soak()).

@@ -71,7 +71,7 @@ unit() {
 	gotest unit -count=1 -timeout "$UNIT_TIMEOUT" $pkgs
 }
 
-# The non-integration packages again under the race detector (issue 18). Its log is kept apart from the
+# The non-integration packages again under the race detector. Its log is kept apart from the
 # counted logs (every test in it already counts once in "unit"); the step counts as one test.
 race() {
 	local pkgs

@@ -3,8 +3,7 @@
 //
 // It is a binary of its own so that the HTTP server's packages (net/http, crypto/tls) are not linked into
 // hlaunch: every hlaunch process - the CLI, the init stub, each worker's shim - would pay their package
-// init, 0.4 ms of a 1.9 ms start (docs/benchmarks.md). The workers' shims and init stubs are the lean
-// hlaunch binary installed beside this one.
+// init (ADR 0006). The workers' shims and init stubs are the lean hlaunch binary installed beside this one.
 package main
 
 import (
@@ -144,7 +143,7 @@ share/doc/hlaunch/sidecar.md.`,
 	return cmd
 }
 
-// maxWarm bounds --warm: each slot is an idle shim (about 1.2 MB PSS) and, for scopes, a unit.
+// maxWarm bounds --warm: each slot is an idle shim and, for scopes, a unit (ADR 0007).
 const maxWarm = 64
 
 func defaultSocket() string {

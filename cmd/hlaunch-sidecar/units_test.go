@@ -46,8 +46,8 @@ func (u unitFile) words(key string) map[string]bool {
 }
 
 // The shipped units must not change the workers behind an operator's back: every process-level setting of
-// the service is inherited by every worker it forks before the worker is placed (NoNewPrivileges=yes broke
-// sudo in workers, ProtectSystem=full made /usr read-only for them). They order only after what they pull
+// the service is inherited by every worker it forks before the worker is placed (NoNewPrivileges=yes breaks
+// sudo in workers, ProtectSystem=full makes /usr read-only for them). They order only after what they pull
 // in, run the --warm the README recommends, name a working directory, and point at documentation that
 // make install installs.
 func TestUnitsDoNotLeakIntoWorkers(t *testing.T) {

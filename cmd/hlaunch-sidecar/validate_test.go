@@ -10,8 +10,8 @@ import (
 
 // The sidecar's default placement is checked by the launcher's own checks before anything is made (the
 // socket's directory does not even exist): the same sentence as `hlaunch exec` and a spec's field give,
-// behind the sidecar's lead, exit 125. A bad --net or --cgroup-parent used to be taken at start-up and then
-// refuse every spawn it applied to.
+// behind the sidecar's lead, exit 125. A bad --net or --cgroup-parent must not be taken at start-up and
+// then refuse every spawn it applies to.
 func TestSidecarPlacementCheckedByTheLauncher(t *testing.T) {
 	for _, tt := range []struct {
 		flag, value string

@@ -32,7 +32,7 @@ func TestEveryCommandHasExamples(t *testing.T) {
 }
 
 // A mistyped command is reported as a command with a suggestion, also when flags for the intended command
-// follow it (`hlaunch exce -p b` used to be "unknown shorthand flag: 'p'").
+// follow it (`hlaunch exce -p b` is not "unknown shorthand flag: 'p'").
 func TestMistypedCommandSuggests(t *testing.T) {
 	for _, args := range [][]string{
 		{"exce", "-p", "b", "--", "true"},

@@ -6,7 +6,7 @@ import (
 )
 
 // pidFlag is a --pid value: canonical decimal from 1 to 2^31-1, one spelling per process. An int flag
-// would take strconv's base prefixes, so "032356" was octal (PID 13550), "0x34ee" hex, "+13550" and
+// would take strconv's base prefixes, so "032356" would be octal (PID 13550), "0x34ee" hex, "+13550" and
 // "1_3550" the same, and 4294980846 reached pidfd_open as 13550 (pid_t is 32 bits); a hermes row's PID
 // column must name exactly the process it says.
 type pidFlag int

@@ -18,10 +18,10 @@ func forwardedSignals() []os.Signal {
 }
 
 // relay catches the forwarded signals for a foreground exec. Subscribing costs a round trip to the Go
-// runtime's signal thread per signal, about 0.3-0.6 ms for seven on a 2-vCPU VM, all of it latency on
-// the launch path. So the subscription starts in the background at the top of main, when the command line
-// names exec, and runs while cobra parses and the launcher reads the profile; launcher.Run waits for it
-// (Signals.Ready) before it creates anything on the host.
+// runtime's signal thread per signal, all of it latency on the launch path (ADR 0006). So the subscription
+// starts in the background at the top of main, when the command line names exec, and runs while cobra
+// parses and the launcher reads the profile; launcher.Run waits for it (Signals.Ready) before it creates
+// anything on the host.
 //
 // A command line that turns out not to be a foreground exec (exec --detach, an argument that happens to be
 // "exec") gives the subscription back with release before its command runs, and any signal caught

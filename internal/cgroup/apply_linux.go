@@ -10,8 +10,8 @@ import (
 )
 
 // applyLimits writes the limits to the hierarchy each controller lives in. The files are few and their
-// formats fixed, so they are written directly (ADR 0002: containerd/cgroups' cgroup2 package costs every
-// hlaunch process 1.6 ms of start-up, more than a whole cgroup launch is allowed to cost).
+// formats fixed, so they are written directly rather than through containerd/cgroups, whose package init
+// every hlaunch process would pay (ADR 0002).
 func (g *Group) applyLimits(p plan) error {
 	l := g.limits
 	for _, c := range p.v2Ctrls {

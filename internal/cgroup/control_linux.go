@@ -89,10 +89,10 @@ func (g *Group) WaitEmpty(ctx context.Context) error { return g.waitEmpty(ctx, f
 // waitEmpty with killV1 also SIGKILLs members found only in v1 directories: cgroup.kill reaches the v2
 // members, and a process moved out of the v2 group by someone else would otherwise hold Kill forever.
 //
-// It used to sleep on inotify. Closing an inotify instance waits for an SRCU grace period, measured at
-// 7-14 ms on these machines on every foreground launch (make bench, docs/benchmarks.md); a kernfs file
-// descriptor is armed by reading it and costs nothing to close. The group is checked before anything is
-// opened, since a foreground worker's group is almost always empty already when its leader has exited.
+// It polls a kernfs descriptor, armed by reading it, rather than inotify: closing an inotify instance
+// waits for an SRCU grace period on every foreground launch (ADR 0006). The group is checked before
+// anything is opened, since a foreground worker's group is almost always empty already when its leader has
+// exited.
 func (g *Group) waitEmpty(ctx context.Context, killV1 bool) error {
 	efd := -1
 	defer func() {

@@ -42,10 +42,9 @@
 //
 // Every cgroup file is read and written here with os and x/sys/unix: directory creation (mkdir must fail on
 // an existing worker), markers, limits, member lists, counters, cgroup.kill, cgroup.freeze with a context and
-// the clone3 directory fd. containerd/cgroups v3 was used for v2 limits, members and counters at first; its
-// cgroup2 package brings protobuf and cilium/ebpf, whose package init cost every hlaunch process 1.6 ms of
-// start-up (an empty Go program: 1.0 ms; with cgroup2 imported: 2.7 ms), and hlaunch starts up to three
-// processes per launch. Its NewManager also uses MkdirAll and writes subtree_control from the hierarchy root
-// down, outside our parent, and its cgroup1 controllers expect each hierarchy at <root>/<controller> and
-// re-read mountinfo per call. ADR 0002 records the decision.
+// the clone3 directory fd. containerd/cgroups v3's cgroup2 package brings protobuf and cilium/ebpf, whose
+// package init every hlaunch process would pay, and hlaunch starts up to three processes per launch. Its
+// NewManager also uses MkdirAll and writes subtree_control from the hierarchy root down, outside our
+// parent, and its cgroup1 controllers expect each hierarchy at <root>/<controller> and re-read mountinfo per
+// call. ADR 0002 records the decision and its measurement.
 package cgroup

@@ -352,9 +352,9 @@ func TestCreateBesideParentRemoval(t *testing.T) {
 // The retry's guarantee behind Create's bound: once one attempt has failed because the parent was removed
 // under it, the next attempt makes the parent itself, and a parent an attempt makes is not removable before
 // its worker is in it (it is marked after the worker's mkdir). So beside one remover in a tight loop, an
-// attempt that follows a failed one never fails. Before, the next attempt's fresh parent was marked at once
-// and could be removed again before its worker's mkdir, so retries could all fail (the guest lane:
-// "mkdir .../w532: no such file or directory" after five attempts).
+// attempt that follows a failed one never fails. A fresh parent marked at once could be removed again
+// before its worker's mkdir, and then every retry could fail ("mkdir .../w532: no such file or directory"
+// after five attempts).
 func TestCreateRetryWinsAgainstRemoval(t *testing.T) {
 	h := testHost(t)
 	parent := testParent(t, h)

@@ -12,8 +12,8 @@ import (
 
 // Two whole-tree signals of one worker at once (two handles, as two processes would hold; one lock file),
 // against a leader that forks a sleep every few milliseconds, many rounds: each holds the worker's lock
-// around its freeze, signal, thaw, so neither thaws the other's freeze (which left the second waiting for a
-// "frozen 1" that never came) and neither misses a member; both succeed, every process ends from the
+// around its freeze, signal, thaw, so neither thaws the other's freeze (which would leave the second waiting
+// for a "frozen 1" that never comes) and neither misses a member; both succeed, every process ends from the
 // SIGTERMs alone, and the cgroup is not left frozen.
 func TestKernelSignalAllAtOnceUnderLock(t *testing.T) {
 	lock := filepath.Join(t.TempDir(), "w.lock")

@@ -3,8 +3,8 @@
 //
 // An identity is the worker's cgroup plus the boot it lives in: machine id, boot id, PID 1's start time,
 // the cgroup path and its id (inode), and the leader's PID and start time. A PID alone is not an identity:
-// after a reboot or a PID wrap-around the same number names a stranger (hermes signalled such strangers).
-// Refusal is the default: every verdict other than Running sends zero signals.
+// after a reboot or a PID wrap-around the same number names a stranger, whom a signal sent by number
+// reaches. Refusal is the default: every verdict other than Running sends zero signals.
 //
 // Signals never go to a PID number. Authorize pins a pidfd of the leader and a directory fd of the cgroup
 // and re-checks the identity through those pins; the Handle it returns can only reach the process and the

@@ -14,8 +14,8 @@ import (
 
 // A leader that moves itself out of its cgroup (an unsandboxed root worker can write cgroupfs) is never
 // taken for an exited worker, nor signalled: whether members remain or the cgroup is empty, the verdict is
-// recycled and its reason says the leader left. On the old code the empty cgroup read as "the PID now
-// names another process" with the same start tick twice.
+// recycled and its reason says the leader left, never "the PID now names another process" with the same
+// start tick twice.
 func TestKernelLeaderLeftItsCgroup(t *testing.T) {
 	requireRoot(t)
 	tr := newTree(t)
@@ -62,8 +62,8 @@ func bigExit() int {
 }
 
 // A leader that is exiting has left cgroup.procs (and, alone, emptied its cgroup) before it is a zombie:
-// the verifier must say it is ending, never that it left its cgroup (recycled), which refused the stop of
-// an adopted worker whose leader was ending under it (a flake of TestSidecarRestartReadoption). A bounded
+// the verifier must say it is ending, never that it left its cgroup (recycled), which would refuse the stop
+// of an adopted worker whose leader is ending under it (as TestSidecarRestartReadoption does). A bounded
 // adversary loop: each round verifies, as fast as it can, a leader tearing down 16 MiB, until it reads
 // exited.
 func TestKernelExitingLeaderIsNotRecycled(t *testing.T) {

@@ -113,7 +113,7 @@ func (tr *testTree) start(rel string, argv ...string) *proc {
 	return p
 }
 
-// alive fails the test if p has exited or has a signal pending: proof that a refusal sent nothing.
+// requireAlive fails the test if p has exited or has a signal pending: proof that a refusal sent nothing.
 func (p *proc) requireAlive(t testing.TB) {
 	t.Helper()
 	select {
@@ -133,7 +133,7 @@ func (p *proc) requireAlive(t testing.TB) {
 	}
 }
 
-// waitSignal waits for p to exit and requires it was killed by sig.
+// requireKilledBy waits for p to exit and requires it was killed by sig.
 func (p *proc) requireKilledBy(t testing.TB, sig syscall.Signal) {
 	t.Helper()
 	var err error

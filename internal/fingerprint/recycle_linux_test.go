@@ -95,7 +95,7 @@ func TestKernelRecycledPID(t *testing.T) {
 	if r.LeaderStart != r.StrangerStart && (r.HermesVerdict.State != Recycled || !r.HermesRefused) {
 		t.Fatalf("hermes row for the recycled PID: %v (refused %v), want recycled", r.HermesVerdict, r.HermesRefused)
 	}
-	// The worker has ended and a stranger holds its PID: recycled (issue 4), never exited-and-forgotten.
+	// The worker has ended and a stranger holds its PID: recycled, never exited-and-forgotten.
 	if r.Empty.State != Recycled || !r.EmptyRefused {
 		t.Fatalf("worker cgroup empty, stranger at its PID: %v (refused %v), want recycled and refused", r.Empty, r.EmptyRefused)
 	}

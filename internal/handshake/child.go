@@ -133,7 +133,7 @@ func ownTerminal() *syscall.SysProcAttr {
 }
 
 // forwarded are the signals the sandbox's init passes on to the target: the ones a supervisor sends. Not
-// "all": enabling each is a hand-off to the runtime's signal thread, and all 65 cost a launch about 3 ms.
+// "all": enabling each is a hand-off to the runtime's signal thread, paid on every launch (ADR 0006).
 var forwarded = []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1,
 	syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGALRM, syscall.SIGCONT, syscall.SIGTSTP}
 

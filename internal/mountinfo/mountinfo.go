@@ -28,8 +28,8 @@ type Entry struct {
 func Parse(r io.Reader) ([]Entry, error) {
 	var out []Entry
 	sc := bufio.NewScanner(r)
-	// 4 KiB to start (a mountinfo line rarely needs more), up to 1 MiB for the longest: a 64 KiB start was
-	// a large allocation, zeroed and page-faulted in every short-lived hlaunch process (ADR 0006).
+	// 4 KiB to start (a mountinfo line rarely needs more), up to 1 MiB for the longest: a larger start
+	// buffer would be allocated, zeroed and page-faulted in every short-lived hlaunch process.
 	sc.Buffer(make([]byte, 0, 4096), 1024*1024)
 	for sc.Scan() {
 		// id parent maj:min root mountpoint opts [optional...] - fstype source superopts

@@ -11,8 +11,8 @@ import (
 )
 
 // Only a process listed both times, pinned by a pidfd in between, is signalled: a PID that appears in one
-// listing only (a member that left, a number taken over meanwhile) gets nothing. Before, cgroup.Group.Signal
-// passed every PID of one listing to kill(2).
+// listing only (a member that left, a number taken over meanwhile) gets nothing, where passing every PID
+// of one listing to kill(2) would signal it.
 func TestMembersSignalsOnlyPinnedAndListedTwice(t *testing.T) {
 	start := func() *exec.Cmd {
 		c := exec.Command("sleep", "30")

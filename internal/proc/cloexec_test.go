@@ -8,8 +8,8 @@ import (
 )
 
 // The walk that stands in for close_range(CLOSE_RANGE_CLOEXEC) on kernels 5.7-5.10 marks an inherited
-// descriptor close-on-exec. Before it existed, close_range's error was dropped and such kernels leaked
-// every inherited descriptor to workers.
+// descriptor close-on-exec: on such kernels close_range fails, and without the walk every inherited
+// descriptor would reach the worker.
 func TestCloexecByWalkMarksInherited(t *testing.T) {
 	r, w, err := os.Pipe()
 	if err != nil {

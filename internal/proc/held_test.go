@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 	os.Exit(testutil.RunWithLeakCheck(m))
 }
 
-// procStat returns the state letter and the tracer of pid.
+// procState returns the state letter and the tracer of pid.
 func procState(t *testing.T, pid int) (state string, tracer string) {
 	t.Helper()
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")

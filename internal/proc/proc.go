@@ -34,7 +34,7 @@ type Command struct {
 //
 // Spawn uses syscall.ForkExec, not os/exec: os.StartProcess probes pidfd support once per process by
 // forking a throw-away child, and every hlaunch process (the CLI, the shim) starts exactly one child, so
-// the probe was paid on every launch (0.3 ms, docs/benchmarks.md).
+// the probe would be paid on every launch (ADR 0006).
 type Proc struct {
 	Pid int
 

@@ -324,8 +324,9 @@ func TestAPI(t *testing.T) {
 	var rc4 launcher.Receipt
 	ts.do(t, "POST", "/v1/workers", `{"profile":"gamma","argv":["x"]}`, &rc4)
 	ts.do(t, "POST", "/v1/workers/"+rc4.ID+"/stop", `{"grace":"10ms"}`, &rec)
-	// The watcher notices the stop within a poll or two; the bound is for a watcher that never does (500
-	// rounds of 5 ms fell through silently to the check below wherever the rounds ran slow).
+	// The watcher notices the stop within a poll or two; the bound is a deadline for a watcher that never
+	// does, not a count of polls, which a slow host would use up and fall through silently to the check
+	// below.
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
 		if ts.do(t, "GET", "/v1/health", "", &h); h.Running == 0 {
 			break

@@ -163,7 +163,6 @@ func (f *fakeBackend) exit(id string, code int, sig string, oom bool) {
 	f.recs[id] = r
 }
 
-// add puts a record in the fake state directory, as a previous sidecar or the CLI would have.
 // getsSince returns the Get calls per id since the last call, and resets the count.
 func (f *fakeBackend) getsSince() map[string]int {
 	f.mu.Lock()
@@ -186,6 +185,7 @@ func (f *fakeBackend) remove(id string) {
 	}
 }
 
+// add puts a record in the fake state directory, as a previous sidecar or the CLI would have.
 func (f *fakeBackend) add(r launcher.Record) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

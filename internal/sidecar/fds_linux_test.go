@@ -43,10 +43,10 @@ func TestFdConnReadAfterResetIsNotNegative(t *testing.T) {
 	}
 }
 
-// Descriptors a request passes end with that request (issue 26): after the answer to a health request that
-// passed a pipe's write end three times the server no longer holds it (the reader sees EOF), and an
-// inherit spawn on the same connection that passes none is refused as on a fresh connection. On the old
-// code the connection kept them and the spawn was served with them as its stdio.
+// Descriptors a request passes end with that request: after the answer to a health request that passed a
+// pipe's write end three times the server no longer holds it (the reader sees EOF), and an inherit spawn on
+// the same connection that passes none is refused as on a fresh connection. A connection that kept them
+// would serve the spawn with them as its stdio.
 func TestPassedFDsEndWithTheirRequest(t *testing.T) {
 	ts := startTest(t, newFake(), Config{})
 	nc, err := net.Dial("unix", ts.path)

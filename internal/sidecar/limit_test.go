@@ -66,8 +66,8 @@ func TestLimiter(t *testing.T) {
 
 // The reserve: uids the limiter is not kept for (the socket group's) together hold at most the total less
 // one uid's share, however many of them there are; root and the owner (uid 7 here) still get theirs, up to
-// the total. A small total keeps half for the others. Without the reserve four uids at their share took
-// all 8 slots and root was busy.
+// the total. A small total keeps half for the others. Without the reserve four uids at their share would
+// take all 8 slots and leave root busy.
 func TestLimiterReserve(t *testing.T) {
 	l := newLimiter("connections", 8, 2, 0, 7)
 	take := func(uid uint32, want error) {
@@ -163,8 +163,7 @@ func closedByPeer(c net.Conn, d time.Duration) bool {
 }
 
 // A uid over its share of connections gets 429 too_many with Retry-After and its connection closed, while
-// it holds them; once one closes, it is served again. Idle connections hold their slots. On the old code
-// every connection was served.
+// it holds them; once one closes, it is served again. Idle connections hold their slots.
 func TestConnLimitPerUID(t *testing.T) {
 	ts := startTest(t, newFake(), Config{MaxConnsPerUID: 4})
 	var held []net.Conn
@@ -305,8 +304,8 @@ func TestStreamLimitPerUID(t *testing.T) {
 	}
 }
 
-// A body sent slower than BodyTimeout is answered 408 too_slow and its connection closed; on the old code
-// the request waited for the body for as long as the client kept the connection.
+// A body sent slower than BodyTimeout is answered 408 too_slow and its connection closed; the request must
+// not wait for the body for as long as the client keeps the connection.
 func TestSlowBody(t *testing.T) {
 	ts := startTest(t, newFake(), Config{BodyTimeout: 300 * time.Millisecond})
 	c, err := net.Dial("unix", ts.path)
@@ -355,7 +354,7 @@ func TestHeaderBytes(t *testing.T) {
 // A reader of /v1/events that stops reading is cut off: its queue fills and it is dropped from the broker
 // at once (a lost event waits for it at the end of what it has not read), and the stream's handler ends
 // within StreamWriteTimeout, freeing its connection and its stream slot; the sidecar's heap does not grow
-// with the events published meanwhile. On the old code the handler stayed blocked in its write forever.
+// with the events published meanwhile. The handler must never stay blocked in its write.
 func TestSlowEventReader(t *testing.T) {
 	ts := startTest(t, newFake(), Config{StreamQueue: 16, StreamWriteTimeout: time.Second, MaxStreamsPerUID: 1})
 	c, err := net.Dial("unix", ts.path)

@@ -71,8 +71,8 @@ type observer struct {
 	limitLogs map[string]*limitLog // bound -> when it was last logged, and what was refused since
 }
 
-// spawnBuckets: a spawn answers in 2-10 ms on an idle host (docs/benchmarks.md); the tail under load and
-// a systemd job that waits go to seconds.
+// spawnBuckets run from a millisecond (a spawn on an idle host, docs/benchmarks.md) to seconds (the tail
+// under load, a systemd job that waits).
 var spawnBuckets = []float64{.001, .002, .004, .008, .016, .032, .064, .128, .256, .512, 1, 2, 4, 8}
 
 // newObserver registers the metrics; counts reports the records the watcher knows and how many run, warm

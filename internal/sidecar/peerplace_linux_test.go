@@ -58,9 +58,9 @@ func placeServerMain(sock string) int {
 }
 
 // A sidecar in a cgroup namespace (a container's, a test manager's world) reads a peer outside it as
-// "/../x": a path that names nothing under its mount. It is kept apart, never looked up (the old code
-// looked "/../x" up for worker marks and path.Clean'd it into "/x", another cgroup, for scopes); such a
-// peer is served unless a component of the path is a scope named as hlaunch names its scopes.
+// "/../x": a path that names nothing under its mount. It is kept apart, never looked up for worker marks
+// nor path.Clean'd into "/x", another cgroup, for scopes; such a peer is served unless a component of the
+// path is a scope named as hlaunch names its scopes.
 func TestPeerOutsideCgroupNamespace(t *testing.T) {
 	v2 := testutil.RequireCgroup2(t)
 	parent := testutil.CgroupParent(t)

@@ -90,7 +90,7 @@ type Config struct {
 	Placement *launcher.Spec
 	// Warm is how many warm slots (launcher.Warm) to keep ready for spawns of the default placement: each is
 	// a worker's shim already started and, for a systemd scope, already in its scope, so a spawn that fits
-	// one skips both. Zero means none. An unused slot costs one idle shim (about 1.2 MB PSS).
+	// one skips both. Zero means none. An unused slot costs one idle shim (ADR 0007).
 	Warm int
 	// Retention is what the sidecar collects by, on its own, every GCInterval (off the spawn path): ended
 	// workers' records and logs, empty cgroups, the ledger's bound. nil means launcher.DefaultRetention.

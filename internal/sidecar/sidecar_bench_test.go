@@ -41,7 +41,7 @@ type sidecarFigures struct {
 	Notes          []string       `json:"notes"`
 	StateFS        string         `json:"state_fs"`
 	// Systemd is the spawn latency of a `--scope systemd` sidecar against a real user manager (the
-	// systemdtest harness), one client; issue 9 compares it with systemd-run --user --scope.
+	// systemdtest harness), one client; ADR 0006 compares it with systemd-run --user --scope.
 	Systemd *clientPoint `json:"systemd,omitempty"`
 	// WarmLatency and SystemdWarm are the same measurements with `--warm 4` (warm slots: shims started and
 	// scopes made before the spawns that take them).
@@ -51,7 +51,7 @@ type sidecarFigures struct {
 	Paced     *clientPoint `json:"paced,omitempty"`
 	WarmPaced *clientPoint `json:"warm_paced,omitempty"`
 	// Rate and WarmRate: open loop, benchClients clients sending benchRate spawns per second between them
-	// on a fixed schedule (issue 9: at least 300 spawns/s, p99 at 10 concurrent clients).
+	// on a fixed schedule (the load ADR 0006 measures the p99 at).
 	Rate     *latencyPoint `json:"rate,omitempty"`
 	WarmRate *latencyPoint `json:"warm_rate,omitempty"`
 }
@@ -97,10 +97,10 @@ type latencyPoint struct {
 }
 
 // BenchmarkSidecarLoad drives a real `hlaunch sidecar` process ($HLAUNCH_BIN) over its socket, as the
-// gateway would, and writes the issue 7/9 figures to $HLAUNCH_BENCH_SIDECAR: spawn-to-running latency
-// (POST /v1/workers answers once the target runs) at 1, 10 and 50 concurrent clients and the spawn rate,
-// the same at 300 spawns/s offered by 10 clients on a fixed schedule (open loop),
-// the sidecar's memory with 1,000 tracked workers, one shim's memory (the per-worker cost of the
+// gateway would, and writes the figures docs/benchmarks.md reports to $HLAUNCH_BENCH_SIDECAR:
+// spawn-to-running latency (POST /v1/workers answers once the target runs) at 1, 10 and 50 concurrent
+// clients and the spawn rate, the same at 300 spawns/s offered by 10 clients on a fixed schedule (open
+// loop), the sidecar's memory with 1,000 tracked workers, one shim's memory (the per-worker cost of the
 // exit-status mechanism, ADR 0005), and the re-adoption time of 1,000 records after SIGKILL and restart.
 // It is scripts/bench.sh's load generator, not a Go benchmark: it skips unless the variable is set, needs
 // root (cgroup placement), and runs once (-benchtime 1x). Everything lives under a cgroup parent of its

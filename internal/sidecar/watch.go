@@ -71,8 +71,8 @@ func isFinal(r launcher.Record, alive func(launcher.Receipt) bool) bool {
 
 // list returns the records a poll must look at, and the ids of every record (final ones included). Final
 // records are skipped: a gateway that ran 10,000 cron jobs has 10,000 exited records, and verifying each of
-// them at every poll cost the sidecar more CPU than its spawns (measured: half of its CPU under load). A
-// record removed between the listing and its read is skipped too.
+// them at every poll would cost the sidecar more CPU than its spawns (ADR 0006). A record removed between
+// the listing and its read is skipped too.
 func (s *Server) list(ctx context.Context) ([]launcher.Record, map[string]struct{}, error) {
 	ids, err := s.b.IDs(ctx)
 	if err != nil {

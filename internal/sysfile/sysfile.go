@@ -4,7 +4,7 @@
 // os.Open registers every descriptor it opens with the Go runtime's network poller, and the first one
 // starts the poller: an epoll instance, an eventfd, and from then on a scheduler that polls it and a
 // thread parked in epoll_wait. The hlaunch CLI never waits on such a file, and on its launch path (one
-// short-lived process per launch) that start-up is measurable (docs/benchmarks.md). Descriptors made
+// short-lived process per launch) that start-up is measurable (ADR 0006). Descriptors made
 // here are blocking and are never registered with the poller. Kind names a stat mode's file type for the
 // messages that refuse a file of the wrong kind.
 package sysfile

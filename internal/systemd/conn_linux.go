@@ -71,11 +71,11 @@ func Connect(ctx context.Context, o ConnectOptions) (*Conn, error) {
 }
 
 // connectPair makes go-systemd's connection pair (one for calls, one for the JobRemoved signal) with both
-// dials in flight at once: each costs an accept and an authentication round trip in the manager (about
-// 1.3 ms measured), and go-systemd would otherwise make them one after the other. On a bus, each
-// connection's Hello is sent without waiting for its answer, as sd-bus does: go-systemd's first call on
-// the signal connection (AddMatch) goes out behind it, and both answers are checked once go-systemd has
-// its connections, which saves a round trip on the launch path.
+// dials in flight at once: each costs an accept and an authentication round trip in the manager
+// (ADR 0003), and go-systemd would otherwise make them one after the other. On a bus, each connection's
+// Hello is sent without waiting for its answer, as sd-bus does: go-systemd's first call on the signal
+// connection (AddMatch) goes out behind it, and both answers are checked once go-systemd has its
+// connections, which saves a round trip on the launch path.
 func connectPair(ctx context.Context, addr string, hello bool) (*sdbus.Conn, error) {
 	type dialed struct {
 		c     *godbus.Conn

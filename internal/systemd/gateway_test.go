@@ -42,10 +42,11 @@ func readPID(t *testing.T, p string) int {
 	return 0
 }
 
-// TestGatewayRestartKillMode is the control for issue 5's restart test: a gateway run as a transient
-// service with KillMode=mixed is restarted; a plain child of the gateway dies with it, while a worker the
-// gateway placed in its own scope (here with systemd-run --user --scope, as hermes did; the launcher's
-// integration test does the same through hlaunch) survives in that scope.
+// TestGatewayRestartKillMode is the control for the integration test
+// TestSystemdWorkersSurviveGatewayRestart: a gateway run as a transient service with KillMode=mixed is
+// restarted; a plain child of the gateway dies with it, while a worker the gateway placed in its own scope
+// (here with systemd-run --user --scope, as hermes did; the integration test does the same through
+// hlaunch) survives in that scope.
 func TestGatewayRestartKillMode(t *testing.T) {
 	m := systemdtest.Start(t)
 	ctx := ctxT(t)

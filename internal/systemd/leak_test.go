@@ -7,5 +7,5 @@ import (
 	"github.com/hlaunch/hlaunch/internal/testutil"
 )
 
-// TestMain fails the package's run when a test leaves a goroutine running (issue 18).
+// TestMain fails the package's run when a test leaves a goroutine running.
 func TestMain(m *testing.M) { os.Exit(testutil.RunWithLeakCheck(m)) }

@@ -342,7 +342,7 @@ func TestStartScopeNoInfo(t *testing.T) {
 // RuntimeMax and StopTimeout are the manager's backstop for a detached worker's deadline (launcher:
 // scopeBackstop): the manager stops the scope RuntimeMax after it started, SIGTERM first, and kills what
 // ignores it StopTimeout later. The parked shell ignores SIGTERM, so only the kill ends it. RuntimeMax is
-// 15 s, not 1 s: under TCG the guest's manager stopped a 1 s scope before its properties were read back.
+// 15 s, not 1 s: under TCG a guest's manager can stop a 1 s scope before its properties are read back.
 func TestStartScopeRuntimeMax(t *testing.T) {
 	m := systemdtest.Start(t)
 	c := connect(t, m)

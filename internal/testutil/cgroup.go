@@ -88,7 +88,7 @@ func RemoveCgroups(rel string) error {
 // where the hierarchy has it, else SIGKILL to each listed process after thawing a v1 freezer), and removes
 // the directories bottom-up, retrying for up to ten seconds while members are still dying. The subtree is
 // walked again on each retry: a cgroup made under dir meanwhile (a shim's exit leaf, made as it ends)
-// kept dir busy for ever when only the first walk was removed. A dir that does not exist is not an error.
+// would keep dir busy for ever if only the first walk were removed. A dir that does not exist is not an error.
 func RemoveTree(dir string) error {
 	deadline := time.Now().Add(10 * time.Second)
 	for {

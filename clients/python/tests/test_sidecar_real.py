@@ -188,8 +188,8 @@ class RealSidecarTest(unittest.TestCase):
             self.assertEqual(self.client.stop(rc["id"], grace=0.5)["state"], "exited")
 
     def test_signal_delivered(self):
-        # The shell says when its trap is in place (a USR1 before that ends it by the default action); a
-        # fixed 0.3 s for the trap was a guess a loaded host can miss.
+        # The shell says when its trap is in place (a USR1 before that ends it by the default action), so
+        # the test waits for that, not for a fixed time a loaded host can miss.
         ready = os.path.join(self.dir, "trap-%d" % time.monotonic_ns())
         rc = self.spawn("alpha", "trap 'exit 42' USR1; : > '%s'; while :; do sleep 0.05; done" % ready)
         deadline = time.monotonic() + 30
@@ -277,7 +277,7 @@ class RealSidecarTest(unittest.TestCase):
 
     def test_worker_that_kills_its_shim_ends_at_its_deadline(self):
         """An unsandboxed worker SIGKILLs its shim once the receipt is out; the record holds the deadline,
-        and the sidecar enforces it: the final record says shim_lost, reason shim-lost (issue 15)."""
+        and the sidecar enforces it: the final record says shim_lost, reason shim-lost."""
         go = os.path.join(self.dir, "go-shim-%d" % time.monotonic_ns())
         # 5 s: the worker must kill its shim, after the go, before its deadline, or the shim enforces the
         # deadline itself (a loaded host's start and go can take a good part of a second).

@@ -20,9 +20,9 @@ import (
 // controlling terminal (TIOCSCTTY, or an open without O_NOCTTY) only when it leads a session and the
 // terminal belongs to no other session: the caller's terminal is its caller's session's. So a worker that
 // holds the caller's terminal as stdio can still read and write it, but neither type into it nor take it
-// over, even after a setsid of its own. Chosen over a session of its own for the stub (setsid): with
-// scheduler autogroups every new session is a new scheduling group, and the stub's Go start-up in one
-// measured 4x slower on a loaded host (BenchmarkEnter); and over a pty relay: a process per worker.
+// over, even after a setsid of its own. The stub does not take a session of its own (setsid): with
+// scheduler autogroups every new session is a new scheduling group, which slows the stub's Go start-up on
+// a loaded host (ADR 0004); nor a pty relay: that is a process per worker.
 //
 // A stub that leads its session was started so by a launcher that gave it a pty of its own as its
 // controlling terminal (launcher's ptyRelay: setsid and TIOCSCTTY at the clone): that terminal it keeps.

@@ -69,8 +69,8 @@ func TestDecideUserNS(t *testing.T) {
 
 // TestUserNSDecidedOnce: no other Go file of the module reads a user-namespace knob. The launcher's
 // refusal, the clone flags and `hlaunch doctor` all go through UserNamespaces; a second reading of the
-// knobs (doctor's own, as before issue 18) is how they came to disagree (doctor said yes for root on a
-// host whose max_user_namespaces is 0, and never looked at AppArmor's restriction).
+// knobs lets them disagree (doctor saying yes for root on a host whose max_user_namespaces is 0, or
+// missing AppArmor's restriction).
 func TestUserNSDecidedOnce(t *testing.T) {
 	root, err := filepath.Abs("../../..")
 	if err != nil {

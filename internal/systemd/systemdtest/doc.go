@@ -24,7 +24,7 @@
 //
 // Processes to be placed should live in the manager's subtree. On a host whose cgroup2 mount has
 // nsdelegate the kernel refuses to move a process from outside the manager's cgroup namespace (ENOENT); on
-// hosts without it (these VMs) the move succeeds and pulls the outside process into the subtree, where
+// hosts without it the move succeeds and pulls the outside process into the subtree, where
 // teardown kills it. So a test must pass StartScope only PIDs it started itself (TestStartScopeAdoptsOutsidePID
 // in internal/systemd records this), and should start them in the subtree. Command starts programs in a "clients"
 // leaf of the subtree (the wrapper shell writes its own PID there, then execs nsenter into the manager's

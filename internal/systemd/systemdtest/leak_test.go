@@ -8,5 +8,5 @@ import (
 )
 
 // TestMain fails the package's run when a test leaves a goroutine running: the manager's waiter and a
-// parked process's reaper must end with their owner (issue 18).
+// parked process's reaper must end with their owner.
 func TestMain(m *testing.M) { os.Exit(testutil.RunWithLeakCheck(m)) }

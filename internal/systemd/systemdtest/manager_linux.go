@@ -52,7 +52,7 @@ type Manager struct {
 	waitErr error
 }
 
-// layout is "hybrid" or "unified".
+// detectLayout says whether /sys/fs/cgroup is "hybrid" or "unified".
 func detectLayout() (string, error) {
 	var st unix.Statfs_t
 	if err := unix.Statfs("/sys/fs/cgroup", &st); err != nil {
