@@ -67,7 +67,7 @@ func (l *Launcher) start(ctx context.Context, spec Spec, id string, p placement,
 			return proc, err
 		}
 		// It cannot be held at its exec (we lack CAP_SYS_PTRACE, run under strace -f or a debugger, or
-		// ptrace is restricted): the stub holds it instead, as slowly as before.
+		// ptrace is restricted): the stub holds it instead, at the cost of its Go start (ADR 0006).
 	} else {
 		c.sb.SysProcAttr(&attr)
 		if err := selfguard.AllowIDMaps(); err != nil {

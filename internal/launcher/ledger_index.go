@@ -14,8 +14,8 @@ import (
 
 // ledgerIndex is what a Launcher knows of its ledger between two scans of the directory, so that a
 // collection costs what it removes rather than what the ledger keeps: the sidecar collects every
-// --gc-interval for months, and a pass over a full ledger (10,000 files stat'ed) cost as much as ten
-// launches (issue 16's soak). It holds the records in the order of their last write, oldest first, as the
+// --gc-interval for months, and a pass that stat'ed every file of a full ledger would cost with its size
+// (ADR 0010). It holds the records in the order of their last write, oldest first, as the
 // last scan found them, and how many the ledger holds: that scan's count, plus the detached launches this
 // launcher made since (each shim writes one record), minus the records pruned since. A record another
 // process adds (a CLI launch on the same state directory) is counted from the next scan, at most
@@ -90,8 +90,8 @@ func (x *ledgerIndex) prune(dir string, keep int, old time.Time, boot string) in
 		} else if err != nil || (rec.EndedAt == "" && (boot == "" || rec.BootID == "" || rec.BootID == boot)) {
 			continue // unreadable now, or not ended: kept
 		}
-		// Written since the scan (the execution ended just now): it is the newest now. Without this a
-		// worker that ended mid-pass lost its ledger record (the soak, issue 16).
+		// Written since the scan (the execution ended just now): it is the newest now. Pruned as the
+		// scan's oldest, a worker that ended mid-pass would lose its ledger record.
 		if info, err := os.Lstat(filepath.Join(dir, e.id+".json")); err != nil || !info.ModTime().Equal(e.mod) {
 			continue
 		}

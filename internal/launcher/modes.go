@@ -9,7 +9,7 @@ import (
 
 // The enumerated values of a Spec and a Receipt: each a named string type with its constants and one
 // Parse function (the one check Spec.Validate makes; a caller holding a flag's string uses it too). The
-// JSON form is the plain string, as before.
+// JSON form is the plain string.
 
 // Scope is Spec.Scope, the placement asked for; "" means ScopeAuto.
 type Scope string

@@ -82,8 +82,8 @@ func New(cfg Config) (*Launcher, error) {
 	if l.host != nil {
 		l.src.CgroupRoot = l.host.Unified
 	}
-	// The boot id is read once per Launcher, not once per record verified (a List of the sidecar's 1,000
-	// records read it 1,000 times): it cannot change while this process lives. The machine id can be
+	// The boot id is read once per Launcher, not once per record verified (a List of 1,000
+	// records would read it 1,000 times): it cannot change while this process lives. The machine id can be
 	// rewritten on disk (a cloned image given its own id): a List or Ledger pass reads it once for all its
 	// records (sources), every other verification reads it anew.
 	l.src = l.src.KeepBootID()

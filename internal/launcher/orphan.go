@@ -13,7 +13,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/systemd"
 )
 
-// A worker whose shim is gone (issue 15: an unsandboxed worker of the launcher's uid SIGKILLs its parent
+// A worker whose shim is gone (an unsandboxed worker of the launcher's uid can SIGKILL its parent
 // once the receipt is out) is supervised by nothing of its own any more. Its record holds its deadline
 // (Receipt.DeadlineBoottimeNS, GraceNS), so whatever of hlaunch's reads the record enforces it instead:
 // every read goes through Launcher.record (status, list/ps, wait, stop, gc, and the sidecar's watcher and
@@ -172,6 +172,6 @@ func scopeBackstop(spec Spec) systemd.ScopeSpec {
 
 // backstopMargin puts the manager's stop after the shim's own deadline: the manager counts from the
 // scope's start, the shim from its receipt, which comes later by the identity capture and the records
-// (over half a second under TCG in the guest lane, where a manager's stop at timeout+grace ended a tree
-// before its shim's deadline and the end was recorded as not timed out).
+// (ADR 0005): a manager's stop at timeout+grace could end a tree before its shim's deadline, and its end
+// be recorded as not timed out.
 const backstopMargin = 5 * time.Second

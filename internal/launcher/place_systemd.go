@@ -241,7 +241,7 @@ func (p *scopePlacement) release(ctx context.Context) {
 		return
 	}
 	// An empty scope is stopped and collected by the manager itself (CollectMode=inactive-or-failed); the
-	// StopUnit job costs a D-Bus round trip and a job wait on every foreground launch (make bench). Only
+	// StopUnit job costs a D-Bus round trip and a job wait on every foreground launch (ADR 0003). Only
 	// for generated unit names, which no later launch reuses, and only when the scope's own cgroup says
 	// "populated 0"; anything else (members left, an unreadable file) still goes through StopUnit.
 	if p.unit != "" && !scopeEmpty(p.events) {

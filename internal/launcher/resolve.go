@@ -3,15 +3,15 @@ package launcher
 import "fmt"
 
 // ShimTasks is how many of a detached worker's --pids its shim may use: the shim is a Go process in the
-// worker's cgroup (ADR 0005), 6 to 8 threads on Go 1.26 with GOMAXPROCS=1, and pids.max counts threads. A
+// worker's cgroup, and pids.max counts its threads (ADR 0005 gives how many). A
 // detached --pids at or below it is refused, so that the limit never fails the command's first fork with
 // an error that blames the command.
 const ShimTasks = 8
 
 // resolve checks spec as the caller wrote it, then fills what it leaves empty from the launcher's defaults
 // (Config.Defaults: the sidecar's or the CLI's placement flags). Checking the caller's own spec first means
-// an error names a field the caller sent, never one a default added (`hlaunch sidecar --net none` used to
-// refuse every unsandboxed spawn with "--net none needs --sandbox").
+// an error names a field the caller sent, never one a default added (`hlaunch sidecar --net none` must not
+// refuse an unsandboxed spawn with "--net none needs --sandbox").
 func (l *Launcher) resolve(spec Spec, detach bool) (Spec, error) {
 	spec.Detach = detach
 	if err := spec.Validate(); err != nil {

@@ -43,8 +43,7 @@ type Retention struct {
 
 // DefaultRetention is what the sidecar collects by, on its own, and what `hlaunch gc` applies unless told
 // otherwise: the last 1,000 ended workers or 24 hours of them, and a ledger of at most 10,000 records or 7
-// days (about 1 KB each, at most about 5 KB: a record keeps 4 KiB of argv and 256 bytes of key, so 10 MB
-// typically and 50 MB at most).
+// days (ADR 0010 gives the bound this puts on the state directory).
 func DefaultRetention() Retention {
 	return Retention{Keep: 1000, MaxAge: 24 * time.Hour, LedgerKeep: 10000, LedgerMaxAge: 7 * 24 * time.Hour, OrphanAge: 3 * time.Minute}
 }

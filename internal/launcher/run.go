@@ -22,7 +22,7 @@ type Signals struct {
 	C <-chan os.Signal
 	// Ready, when not nil, is closed once C is subscribed. Run waits for it before it creates anything on
 	// the host, so a signal that ends hlaunch earlier leaves nothing behind to clean up. Subscribing costs
-	// a round trip to the Go runtime's signal thread per signal (about 0.3 ms for seven), which a caller
+	// a round trip to the Go runtime's signal thread per signal (ADR 0006), which a caller
 	// can overlap with Run's own reading of the profile this way.
 	Ready <-chan struct{}
 }

@@ -95,7 +95,7 @@ func shimMain() {
 	// A stop sends SIGTERM to every member of the cgroup: the shim must live on to record the exit. The
 	// signals are caught and dropped, not ignored: an ignored disposition survives execve, and the worker
 	// would inherit a deaf SIGTERM. Catching costs a hand-off to the runtime's signal thread per signal
-	// (about 0.1 ms each), so it runs while the config is read, and is complete before the worker is
+	// (ADR 0006), so it runs while the config is read, and is complete before the worker is
 	// started: a launcher started with SIGHUP or SIGINT ignored (nohup, a shell's background job) gives us
 	// those ignored, and a worker forked before the catch would inherit the ignore (a caught signal is
 	// reset by execve).
@@ -109,7 +109,7 @@ func shimMain() {
 	}()
 	// While the launcher places us and sends the config (a warm slot waits here until a spawn takes it), do
 	// what does not depend on the config: the cgroup layout, the boot and machine ids, and the JSON codecs'
-	// caches for the messages and records (a cold process spends a few hundred µs building them).
+	// caches for the messages and records, which a cold process builds on first use (ADR 0006).
 	prepped := make(chan shimPrep, 1)
 	go func() { prepped <- prepareShim() }()
 	conn := shim.Open()

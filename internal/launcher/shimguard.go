@@ -11,7 +11,7 @@ import (
 
 // errShimStopped is why a launch fails whose shim was stopped (SIGSTOP: an unsandboxed worker can stop its
 // parent as it can kill it) before it reported the worker: a stopped shim never answers, and the launcher
-// waited for its receipt forever while the worker ran with no record and no deadline.
+// would wait for its receipt forever while the worker ran with no record and no deadline.
 var errShimStopped = errors.New("the shim was stopped (SIGSTOP) before it reported the worker")
 
 // shimPoll is how often the launcher looks at a shim that has not answered yet. An answer normally comes
