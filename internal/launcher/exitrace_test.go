@@ -13,8 +13,8 @@ import (
 // stop's completion of the exit record (recordStopped: it thinks the shim died with the tree) and the
 // shim's own final record race when the shim outlives the SIGTERM: whichever writes second must merge,
 // not overwrite. The shim's facts (the leader's exit code, the log's figures) are never lost, and a stop
-// that came first still says stopped. Before, each wrote its own record whole: a stop that read before the
-// shim's write and wrote after it dropped the exit code.
+// that came first still says stopped. Were each to write its own record whole, a stop that read before
+// the shim's write and wrote after it would drop the exit code.
 func TestExitRecordStopAndShimRace(t *testing.T) {
 	for round := 0; round < 200; round++ {
 		dir := t.TempDir()

@@ -5,8 +5,8 @@ import (
 	"testing"
 )
 
-// TestParseID: decimal digits only, 0..4294967294, one spelling per id. 4294967296 was truncated to 0
-// (root) and 4294967295 is (uid_t)-1, "unchanged" to setresuid.
+// TestParseID: decimal digits only, 0..4294967294, one spelling per id. 4294967296 must not wrap to 0
+// (root), and 4294967295 is (uid_t)-1, "unchanged" to setresuid.
 func TestParseID(t *testing.T) {
 	for _, tc := range []struct {
 		in   string

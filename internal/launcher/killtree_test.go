@@ -10,8 +10,8 @@ import (
 
 // A foreground worker's whole-cgroup kill waits a bounded time for the cgroup to empty: a kill that never
 // sees it empty (a member in uninterruptible sleep; here a fake that waits for its context) returns at the
-// bound and says so in one line on stderr, naming the cgroup. Before, the timer's kill waited on
-// context.Background() for ever.
+// bound and says so in one line on stderr, naming the cgroup, rather than waiting
+// on context.Background() for ever.
 func TestKillTreeBounded(t *testing.T) {
 	var stderr bytes.Buffer
 	l := &Launcher{cfg: Config{Stderr: &stderr}}

@@ -81,7 +81,7 @@ func TestWithDefaults(t *testing.T) {
 		t.Fatalf("defaults not applied: %+v", got)
 	}
 	// Each default only where it applies: no network without a sandbox, no slice for a raw cgroup. A
-	// default must never make a valid spec invalid (sidecar --net none refused every unsandboxed spawn).
+	// default must never make a valid spec invalid (a sidecar --net none must not refuse an unsandboxed spawn).
 	got = Spec{Scope: ScopeCgroup, Profile: "b", Argv: []string{"x"}}.withDefaults(d)
 	if got.Net != "" || got.Slice != "" {
 		t.Fatalf("defaults applied where they do not apply: %+v", got)

@@ -9,7 +9,7 @@ import (
 
 // TestMain lets the test binary serve as the init stub and the shim (Config.Self defaults to
 // /proc/self/exe: a detached or sandboxed launch in a test re-executes this binary), then fails the
-// package's run when a test leaves a goroutine running (issue 18).
+// package's run when a test leaves a goroutine running.
 func TestMain(m *testing.M) {
 	MaybeRunInternal()
 	os.Exit(testutil.RunWithLeakCheck(m))

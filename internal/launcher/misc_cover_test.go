@@ -199,8 +199,8 @@ func TestDetachedInheritedStdio(t *testing.T) {
 	}
 }
 
-// --scope auto places the worker as doctor says it would (one decision): on this hybrid host without a
-// system manager a cgroup, on a host with one a scope.
+// --scope auto places the worker as doctor says it would (one decision): a cgroup on a host whose
+// system manager does not answer, a scope on one whose manager does.
 func TestAutoPlacementIsDoctorsChoice(t *testing.T) {
 	w := newWorld(t, launcher.ScopeCgroup, nil)
 	r, err := w.l.Doctor(context.Background())

@@ -82,10 +82,10 @@ func hierarchies(h *cgroup.Host) []string {
 func randParent(*testing.T) string { return testutil.RandName("hlaunch-test-decide-") }
 
 // Doctor's --scope auto answer is the launch's: a parent that exists without hlaunch's marker, in any
-// one hierarchy, is refused by both or by neither. Before one decision served both, doctor checked the
-// parent in one hierarchy (the v2 tree, or the first v1 mount by name) while the launch makes it in the
-// hierarchies its limits need (the freezer on a legacy host): doctor said "cgroup" and the launch
-// degraded, or the other way round.
+// one hierarchy, is refused by both or by neither. A doctor that checked the parent
+// in one hierarchy (the v2 tree, or the first v1 mount by name) while the launch makes it in the
+// hierarchies its limits need (the freezer on a legacy host) would say "cgroup" where the launch
+// degrades, or the other way round.
 func TestDoctorAndLaunchAgreeOnAuto(t *testing.T) {
 	h := placeTestHost(t)
 	ctx := context.Background()

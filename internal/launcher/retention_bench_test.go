@@ -14,7 +14,7 @@ import (
 // rate (50 launches' ledger records written, then GC with the soak's retention: 200 ended workers kept, a ledger
 // bound of 5,000), over a ledger below its bound (a fresh sidecar: 2,000 records, nothing to prune) and at it
 // (a soaked one: 50 records pruned a pass).
-// The soak compares the two sidecars (issue 16): a pass must not cost with the size of what is kept.
+// integration.TestSoak compares the two sidecars: a pass must not cost with the size of what is kept.
 // The state directory is on a tmpfs where there is one, as /run/hlaunch is.
 func BenchmarkGCPassLedger(b *testing.B) {
 	for _, tc := range []struct {

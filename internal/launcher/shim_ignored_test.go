@@ -14,9 +14,9 @@ import (
 
 // A launcher started with SIGHUP and SIGINT ignored (nohup, or a shell's background job) gives its shim
 // those dispositions; the shim catches them, and a caught signal is reset by execve. A detached worker
-// started before the shim's catch was in place inherited the ignore instead: its SIGHUP and SIGINT were
-// deaf, a trap on them never ran, and `hlaunch signal -s HUP` did nothing (TestLegacyRow under nohup:
-// "hup never appeared", 10 runs in 10). The worker reads its own SigIgn.
+// must not inherit the ignore (as one started before the shim's catch is in place would): its SIGHUP
+// and SIGINT would be deaf, a trap on them would never run, and `hlaunch signal -s HUP` would do nothing
+// (TestLegacyRow under nohup). The worker reads its own SigIgn.
 func TestDetachedWorkerDoesNotInheritIgnoredSignals(t *testing.T) {
 	w := newWorld(t, launcher.ScopeCgroup, nil)
 	signal.Ignore(syscall.SIGHUP, syscall.SIGINT)

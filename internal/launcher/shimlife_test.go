@@ -9,8 +9,8 @@ import (
 )
 
 // A worker whose tree has ended by its deadline is never recorded as timed out, even when the deadline
-// and the leader's end arrive in the same instant (before: the shim's timers were not stopped, and a
-// deadline that fired between the leader's exit and the check marked it timed out). A bounded adversary
+// and the leader's end arrive in the same instant (a timer left running could fire between the leader's
+// exit and the check, and mark it timed out). A bounded adversary
 // loop: the deadline is armed only once the leader has already exited, and fires at once.
 func TestSuperviseEndBeforeDeadlineIsNotTimedOut(t *testing.T) {
 	for i := 0; i < 200; i++ {
