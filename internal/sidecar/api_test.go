@@ -68,7 +68,7 @@ func startTest(t *testing.T, b backend, cfg Config, opts ...func(*Server)) *test
 	ts := &testServer{Server: s, path: cfg.Socket, client: unixClient(cfg.Socket), done: make(chan error, 1)}
 	go func() { ts.done <- s.Serve(ctx) }()
 	select {
-	case <-s.Ready():
+	case <-s.ready:
 	case err := <-ts.done:
 		t.Fatalf("Serve: %v", err)
 	case <-time.After(5 * time.Second):
