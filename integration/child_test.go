@@ -9,7 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -213,7 +213,7 @@ func report(cg string, checks []string) int {
 				r.Procs = append(r.Procs, n)
 			}
 		}
-		sort.Ints(r.Procs)
+		slices.Sort(r.Procs)
 	}
 	r.FDs = startFDs
 	if b, err := os.ReadFile("/proc/1/environ"); err == nil {
@@ -263,7 +263,7 @@ func check(kind, arg string) string {
 			pid, _ = strconv.Atoi(arg)
 		}
 		lists := threadCPUs(pid)
-		sort.Strings(lists)
+		slices.Sort(lists)
 		return "ok:" + strings.Join(lists, " ")
 	case "syscall":
 		// A raw system call (syscalls_test.go): "ok" or its errno's text.
@@ -301,7 +301,7 @@ func openFDs() []int {
 			fds = append(fds, fd)
 		}
 	}
-	sort.Ints(fds)
+	slices.Sort(fds)
 	return fds
 }
 

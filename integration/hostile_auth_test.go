@@ -26,10 +26,12 @@ import (
 )
 
 // mintToken makes a verified token for pid in cgroup cg (relative to the v2 root) with the public codec,
-// as any local user could: the token codec has no secret in it.
+// as any local user could: the token codec has no secret in it. CaptureChild reads the same facts of any
+// process a forger may name (pid need not be the test's child nor a member of cg): only the checks at
+// use, never the capture, stand between a forged token and a signal.
 func mintToken(t *testing.T, v2root string, pid int, cg string) string {
 	t.Helper()
-	id := fingerprint.Capture(fingerprint.Sources{CgroupRoot: v2root}, pid, cg)
+	id := fingerprint.CaptureChild(fingerprint.Sources{CgroupRoot: v2root}, pid, cg)
 	if id.Unverified {
 		t.Fatalf("minting a token for pid %d in %s: %s", pid, cg, id.Reason)
 	}

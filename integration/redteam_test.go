@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -162,19 +164,13 @@ func TestRedteamSandboxNestedNamespaces(t *testing.T) {
 	}
 	e := newEnv(t)
 	as := attacks(e.Root)
-	var checks []string
-	for c := range as {
-		checks = append(checks, c)
-	}
+	checks := slices.Collect(maps.Keys(as))
 	rep, _ := e.report([]string{"-p", "b", "--sandbox", "--scope", "none", "--seccomp", "off"}, checks...)
 	look(t, rep, as)
 	t.Run("unprivileged launcher", func(t *testing.T) {
 		w := nobodyEnv(t)
 		as := attacks(w.Root)
-		var checks []string
-		for c := range as {
-			checks = append(checks, c)
-		}
+		checks := slices.Collect(maps.Keys(as))
 		r := w.asNobody(append([]string{"exec", "-p", "b", "--sandbox", "--scope", "none", "--seccomp", "off", "--", selfBin, "child", "report"}, checks...)...)
 		if r.Code != 0 {
 			t.Fatalf("exit %d: %s", r.Code, r.Stderr)

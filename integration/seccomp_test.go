@@ -5,7 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -29,7 +29,7 @@ func syscallChecks() []string {
 	for name := range everyday {
 		out = append(out, "syscall:"+name)
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	return out
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -68,7 +69,7 @@ func pctMS(d []time.Duration, p float64) float64 {
 		return 0
 	}
 	s := append([]time.Duration{}, d...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	slices.Sort(s)
 	return float64(s[int(p*float64(len(s)-1))]) / 1e6
 }
 

@@ -3,7 +3,7 @@ package main
 import (
 	"os"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 
@@ -97,7 +97,7 @@ func TestDocsCLIFlagsMatchCommands(t *testing.T) {
 			}
 		}
 	}
-	sort.Strings(unknown)
+	slices.Sort(unknown)
 	for _, u := range unknown {
 		t.Errorf("docs/cli.md names a flag no hlaunch command has: %s", u)
 	}

@@ -3,7 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -61,12 +62,7 @@ func writeReport(w io.Writer, r launcher.Report) error {
 		return yes(c.OK) + ": " + c.Detail
 	}
 	fmt.Fprintf(tw, "cgroup mode\t%s\n", orDash(r.CgroupMode))
-	names := make([]string, 0, len(r.Mounts))
-	for k := range r.Mounts {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
+	for _, k := range slices.Sorted(maps.Keys(r.Mounts)) {
 		fmt.Fprintf(tw, "  mount %s\t%s\n", k, r.Mounts[k])
 	}
 	fmt.Fprintf(tw, "controllers\t%s\n", orDash(strings.Join(r.Controllers, " ")))

@@ -141,38 +141,3 @@ func Reopen(fd, flags int, name string) (int, error) {
 	}
 	return nfd, nil
 }
-
-// MkdirAll makes every missing directory of rel below dir (mode perm, before the umask), each created
-// with mkdirat in the directory just opened and never through a symbolic link, and returns an O_PATH
-// descriptor of the last one.
-func MkdirAll(dir int, rel string, perm uint32, name string) (int, error) {
-	cur := dir
-	closeCur := func() {
-		if cur != dir {
-			unix.Close(cur)
-		}
-	}
-	for _, c := range strings.Split(rel, "/") {
-		if c == "" || c == "." {
-			continue
-		}
-		if c == ".." {
-			closeCur()
-			return -1, &os.PathError{Op: "mkdirat", Path: name, Err: unix.EXDEV}
-		}
-		if err := unix.Mkdirat(cur, c, perm); err != nil && !errors.Is(err, unix.EEXIST) {
-			closeCur()
-			return -1, &os.PathError{Op: "mkdirat", Path: name, Err: err}
-		}
-		fd, err := Open(cur, c, unix.O_PATH|unix.O_DIRECTORY, 0, name)
-		closeCur()
-		if err != nil {
-			return -1, err
-		}
-		cur = fd
-	}
-	if cur == dir {
-		return unix.FcntlInt(uintptr(dir), unix.F_DUPFD_CLOEXEC, 0) // nothing to walk: one the caller may close
-	}
-	return cur, nil
-}

@@ -4,9 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -173,7 +174,7 @@ func (h *Host) create(parent, name string, lim Limits) (*Group, error) {
 	}
 	// Co-mounted controllers (cpu,cpuacct) share one directory: create it once.
 	made := map[string]string{}
-	for _, c := range sortedKeys(p.v1) {
+	for _, c := range slices.Sorted(maps.Keys(p.v1)) {
 		mp := p.v1[c]
 		if d, dup := made[mp]; dup {
 			g.v1[c] = d
@@ -232,7 +233,7 @@ func (h *Host) enableV2(pdir string, ctrls []string, lim Limits) error {
 	enabled := strings.Fields(string(sub))
 	var want []string
 	for _, c := range ctrls {
-		if !contains(enabled, c) {
+		if !slices.Contains(enabled, c) {
 			want = append(want, c)
 		}
 	}
@@ -245,7 +246,7 @@ func (h *Host) enableV2(pdir string, ctrls []string, lim Limits) error {
 	}
 	var missing []string
 	for _, c := range want {
-		if !contains(strings.Fields(string(avail)), c) {
+		if !slices.Contains(strings.Fields(string(avail)), c) {
 			missing = append(missing, c)
 		}
 	}
@@ -322,22 +323,4 @@ func (h *Host) Load(path string) (*Group, error) {
 		return nil, err
 	}
 	return g, nil
-}
-
-func contains(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
-func sortedKeys(m map[string]string) []string {
-	k := make([]string, 0, len(m))
-	for x := range m {
-		k = append(k, x)
-	}
-	sort.Strings(k)
-	return k
 }

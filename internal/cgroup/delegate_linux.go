@@ -6,6 +6,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -101,10 +102,8 @@ func ProcCgroup2(pid int) (string, error) {
 // cleanProcCgroup cleans a "0::" path read from name, refusing one that leaves the namespace's root.
 func cleanProcCgroup(p, name string) (string, error) {
 	// ParseProcCgroup has checked that p is absolute. Check components before cleaning, as cleanParent does: cleaning would hide the escape.
-	for _, c := range strings.Split(p, "/") {
-		if c == ".." {
-			return "", &OutsideNamespaceError{File: name, Path: p}
-		}
+	if slices.Contains(strings.Split(p, "/"), "..") {
+		return "", &OutsideNamespaceError{File: name, Path: p}
 	}
 	return path.Clean(p), nil
 }

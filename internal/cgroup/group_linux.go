@@ -3,9 +3,10 @@ package cgroup
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -38,7 +39,7 @@ func (g *Group) finish() {
 			g.v1dirs = append(g.v1dirs, d)
 		}
 	}
-	sort.Strings(g.v1dirs)
+	slices.Sort(g.v1dirs)
 	switch {
 	case g.v2 != "":
 		g.primary = g.v2
@@ -135,12 +136,7 @@ func (g *Group) Procs() ([]int, error) {
 			set[p] = struct{}{}
 		}
 	}
-	out := make([]int, 0, len(set))
-	for p := range set {
-		out = append(out, p)
-	}
-	sort.Ints(out)
-	return out, nil
+	return slices.Sorted(maps.Keys(set)), nil
 }
 
 // Populated reports whether anything is left: v2 cgroup.events "populated 1" (which counts the whole
@@ -239,12 +235,7 @@ func subtreePids(dir string) ([]int, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cgroup: procs of %s: %w", dir, err)
 	}
-	out := make([]int, 0, len(set))
-	for p := range set {
-		out = append(out, p)
-	}
-	sort.Ints(out)
-	return out, nil
+	return slices.Sorted(maps.Keys(set)), nil
 }
 
 // walkDirs calls fn for dir and every directory below it, parents first.

@@ -9,7 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -118,7 +118,7 @@ func roots(h *Host) []string {
 			r = append(r, mp)
 		}
 	}
-	sort.Strings(r)
+	slices.Sort(r)
 	return r
 }
 

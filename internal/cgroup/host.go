@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -146,10 +147,8 @@ func cleanParent(parent string) (string, error) {
 		return "", fmt.Errorf("%w: %q contains a control character", ErrBadParent, parent)
 	}
 	// Check components before cleaning: path.Clean would turn "/../x" into "/x" and hide the escape.
-	for _, c := range strings.Split(parent, "/") {
-		if c == ".." {
-			return "", fmt.Errorf("%w: %q contains \"..\"", ErrBadParent, parent)
-		}
+	if slices.Contains(strings.Split(parent, "/"), "..") {
+		return "", fmt.Errorf("%w: %q contains \"..\"", ErrBadParent, parent)
 	}
 	p := path.Clean("/" + parent)
 	if p == "/" {

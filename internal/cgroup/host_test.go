@@ -3,6 +3,7 @@ package cgroup
 import (
 	"errors"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -155,12 +156,7 @@ func FuzzCleanParent(f *testing.F) {
 }
 
 func containsDotDot(p string) bool {
-	for _, c := range strings.Split(p, "/") {
-		if c == ".." {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(strings.Split(p, "/"), "..")
 }
 
 func TestParseSize(t *testing.T) {

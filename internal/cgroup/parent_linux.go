@@ -3,8 +3,10 @@ package cgroup
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -63,7 +65,7 @@ func (h *Host) CheckParent(parent string, lim Limits) (string, error) {
 		roots = append(roots, h.Unified)
 	}
 	seen := map[string]bool{}
-	for _, c := range sortedKeys(p.v1) {
+	for _, c := range slices.Sorted(maps.Keys(p.v1)) {
 		if mp := p.v1[c]; !seen[mp] {
 			seen[mp] = true
 			roots = append(roots, mp)
@@ -181,7 +183,7 @@ func (h *Host) RemoveParentIfEmpty(parent string) error {
 		roots = append(roots, h.Unified)
 	}
 	seen := map[string]bool{}
-	for _, k := range sortedKeys(h.V1) {
+	for _, k := range slices.Sorted(maps.Keys(h.V1)) {
 		if mp := h.V1[k]; !seen[mp] && h.Mode != Unified {
 			seen[mp] = true
 			roots = append(roots, mp)

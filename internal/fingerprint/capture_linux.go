@@ -14,27 +14,15 @@ import (
 // maxReasonLen keeps an unverified identity's reason (and so its token) short.
 const maxReasonLen = 512
 
-// Capture records the identity of the worker whose leader is pid and whose cgroup is cgroupPath (relative to
-// src.CgroupRoot; empty when the worker has no cgroup of its own). It never fails: when any part cannot be
-// captured, or the leader is not a member of the cgroup, it returns what it has with Unverified set and a
-// Reason, and such an identity is never signalled.
+// CaptureChild records the identity of the worker whose leader is pid, the caller's own unreaped child,
+// started inside the cgroup cgroupPath (relative to src.CgroupRoot; empty when the worker has no cgroup of
+// its own): cloned there, or forked by a member of it. Its PID cannot be reused before the caller waits for
+// it, and its cgroup is known by construction, so a child that has already exited (a zombie) still gets a
+// verified identity: a worker's shim uses it, so that even /bin/true is identified.
 //
-// The leader is pinned with a pidfd for the duration of the capture, and its start time and membership are
-// read while the pidfd shows it unreaped, so the facts cannot belong to a process that reused the PID.
-// Capture the identity before the worker can exit (the launcher does it while the child waits to exec).
-func Capture(src Sources, pid int, cgroupPath string) Identity {
-	return capture(src, pid, cgroupPath, false)
-}
-
-// CaptureChild is Capture for a process that is the caller's own unreaped child, started inside
-// cgroupPath (cloned there, or forked by a member of it): its PID cannot be reused before the caller waits
-// for it and its cgroup is known by construction, so a child that has already exited (a zombie) still gets
-// a verified identity. A worker's shim uses it, so that even /bin/true is identified.
+// It never fails: when any part cannot be captured it returns what it has with Unverified set and a
+// Reason, and such an identity is never signalled.
 func CaptureChild(src Sources, pid int, cgroupPath string) Identity {
-	return capture(src, pid, cgroupPath, true)
-}
-
-func capture(src Sources, pid int, cgroupPath string, child bool) Identity {
 	id := Identity{Version: FormatVersion, PID: pid}
 	var fails []string
 	fail := func(format string, args ...any) { fails = append(fails, fmt.Sprintf(format, args...)) }
@@ -66,7 +54,7 @@ func capture(src Sources, pid int, cgroupPath string, child bool) Identity {
 
 	if pid <= 0 {
 		fail("pid %d is not a process", pid)
-	} else if err := captureLeader(src, &id, dir, child); err != nil {
+	} else if err := captureLeader(src, &id); err != nil {
 		fail("leader: %v", err)
 	}
 
@@ -80,8 +68,9 @@ func capture(src Sources, pid int, cgroupPath string, child bool) Identity {
 	return id
 }
 
-// captureLeader reads the leader's start time and checks its membership while a pidfd pins it.
-func captureLeader(src Sources, id *Identity, dir int, child bool) error {
+// captureLeader reads the leader's start time while a pidfd pins it: the stat read is the caller's
+// child's own, alive or a zombie.
+func captureLeader(src Sources, id *Identity) error {
 	pidfd, err := linux.PidfdOpen(id.PID)
 	if err != nil {
 		return err
@@ -90,27 +79,6 @@ func captureLeader(src Sources, id *Identity, dir int, child bool) error {
 	st, err := readStatFile(src.statPath(id.PID))
 	if err != nil {
 		return err
-	}
-	if child {
-		// Our unreaped child: the stat we read is its own (alive or zombie), and it was born in the cgroup.
-		id.Start = st.Start
-		return nil
-	}
-	member := true
-	if dir >= 0 {
-		if member, err = isMember(dir, id.PID); err != nil {
-			return fmt.Errorf("cgroup membership: %w", err)
-		}
-	}
-	alive, err := linux.PidfdAlive(pidfd)
-	if err != nil {
-		return err
-	}
-	if !alive || st.Dead() {
-		return fmt.Errorf("pid %d exited before its identity was captured", id.PID)
-	}
-	if !member {
-		return fmt.Errorf("pid %d is not a member of cgroup %s", id.PID, id.Cgroup)
 	}
 	id.Start = st.Start
 	return nil

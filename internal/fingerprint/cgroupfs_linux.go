@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -145,12 +146,7 @@ func isMember(dir, pid int) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	for _, p := range pids {
-		if p == pid {
-			return true, nil
-		}
-	}
-	return false, nil
+	return slices.Contains(pids, pid), nil
 }
 
 // populated reports whether the cgroup or a descendant holds a process: cgroup.events on v2, a walk of

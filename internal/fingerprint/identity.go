@@ -11,7 +11,7 @@ import (
 	"sync"
 )
 
-// FormatVersion is the identity and token format this package writes. Capture sets Identity.Version to it.
+// FormatVersion is the identity and token format this package writes. CaptureChild sets Identity.Version to it.
 const FormatVersion = 1
 
 // Sources is where identity facts come from; injectable so tests can fake another boot or machine.

@@ -137,7 +137,7 @@ func recycleSteps(r *recycleReport) error {
 	if err != nil {
 		return err
 	}
-	id := Capture(src, recyclePID, w)
+	id := CaptureChild(src, recyclePID, w)
 	if id.Unverified {
 		return fmt.Errorf("capture: %s", id.Reason)
 	}

@@ -72,9 +72,6 @@ func Default() (*Filter, error) {
 // Supported says whether Default can assemble a filter on this architecture: nil here.
 func Supported() error { return nil }
 
-// Len is the number of BPF instructions (the kernel takes at most 4096).
-func (f *Filter) Len() int { return len(f.insts) }
-
 // Offsets in struct seccomp_data {int nr; u32 arch; u64 instruction_pointer; u64 args[6];}. Both
 // architectures are little endian: an argument's low word comes first.
 const (

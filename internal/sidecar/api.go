@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -253,13 +254,7 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(NextAfterHeader, recs[len(recs)-1].ID)
 	}
 	if st := q.Get("state"); st != "" {
-		kept := recs[:0]
-		for _, rec := range recs {
-			if string(rec.State) == st {
-				kept = append(kept, rec)
-			}
-		}
-		recs = kept
+		recs = slices.DeleteFunc(recs, func(rec launcher.Record) bool { return string(rec.State) != st })
 	}
 	if recs == nil {
 		recs = []launcher.Record{} // [] not null: clients iterate it

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -68,7 +69,7 @@ func startTest(t *testing.T, b backend, cfg Config, opts ...func(*Server)) *test
 	ts := &testServer{Server: s, path: cfg.Socket, client: unixClient(cfg.Socket), done: make(chan error, 1)}
 	go func() { ts.done <- s.Serve(ctx) }()
 	select {
-	case <-s.Ready():
+	case <-s.ready:
 	case err := <-ts.done:
 		t.Fatalf("Serve: %v", err)
 	case <-time.After(5 * time.Second):
@@ -158,7 +159,7 @@ func (es *eventStream) next(t *testing.T, types ...string) Event {
 				ch <- res{err: fmt.Errorf("bad event line %q: %w", es.sc.Text(), err)}
 				return
 			}
-			if len(types) == 0 || contains(types, e.Type) {
+			if len(types) == 0 || slices.Contains(types, e.Type) {
 				ch <- res{e: e}
 				return
 			}
@@ -176,15 +177,6 @@ func (es *eventStream) next(t *testing.T, types ...string) Event {
 		t.Fatalf("no %v event within 5s", types)
 	}
 	return Event{}
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func TestAPI(t *testing.T) {

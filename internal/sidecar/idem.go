@@ -6,9 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -229,11 +230,7 @@ func (st *idemStore) pruneLocked() {
 	if len(st.known) <= st.maxKeys {
 		return
 	}
-	names := make([]string, 0, len(st.known))
-	for n := range st.known {
-		names = append(names, n)
-	}
-	sort.Slice(names, func(i, j int) bool { return st.known[names[i]].Before(st.known[names[j]]) })
+	names := slices.SortedFunc(maps.Keys(st.known), func(a, b string) int { return st.known[a].Compare(st.known[b]) })
 	for _, n := range names[:len(names)-st.maxKeys] {
 		_ = os.Remove(filepath.Join(st.dir, n))
 		delete(st.known, n)

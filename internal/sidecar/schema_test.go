@@ -2,10 +2,10 @@ package sidecar
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
@@ -41,17 +41,12 @@ func jsonNames(t reflect.Type) []string {
 			out = append(out, name)
 		}
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	return out
 }
 
 func propNames(s map[string]any) []string {
-	var out []string
-	for k := range s["properties"].(map[string]any) {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return slices.Sorted(maps.Keys(s["properties"].(map[string]any)))
 }
 
 // TestSchemasMatchTypes fails when a field is added to Spec, Receipt, Record, Limits or Event without the schema

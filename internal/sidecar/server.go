@@ -343,10 +343,8 @@ func (s *Server) warmReady() int {
 	return len(s.pool.slots)
 }
 
-// Ready is closed when the server accepts requests (after the start-up reconciliation).
-func (s *Server) Ready() <-chan struct{} { return s.ready }
-
-// Addr is the socket path being served (the activated socket's name when socket-activated); empty before Ready.
+// Addr is the socket path being served (the activated socket's name when socket-activated); empty before
+// the server is ready.
 func (s *Server) Addr() string {
 	s.addrMu.Lock()
 	defer s.addrMu.Unlock()

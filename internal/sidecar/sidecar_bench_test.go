@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -505,7 +504,7 @@ func pctMS(d []time.Duration, p float64) float64 {
 		return 0
 	}
 	s := append([]time.Duration(nil), d...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	slices.Sort(s)
 	i := int(float64(len(s)-1) * p)
 	return float64(s[i].Microseconds()) / 1000
 }

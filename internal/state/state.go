@@ -12,7 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"syscall"
 )
@@ -140,7 +140,7 @@ func (d *Dir) Names(prefix string) ([]string, error) {
 		}
 		out = append(out, strings.TrimSuffix(n, ".json"))
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	return out, nil
 }
 

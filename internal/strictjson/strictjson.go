@@ -65,17 +65,6 @@ func Decode(data []byte, v any) error {
 	return nil
 }
 
-// DecodeReader reads r to its end and decodes it with Decode. The caller bounds r (io.LimitReader,
-// http.MaxBytesReader); a read error is returned as is, unwrapped, so that a caller can tell "too large"
-// from "malformed".
-func DecodeReader(r io.Reader, v any) error {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return err
-	}
-	return Decode(data, v)
-}
-
 // invalidOffset is the offset of the first byte of data that is not part of valid UTF-8.
 func invalidOffset(data []byte) int {
 	for i := 0; i < len(data); {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -63,10 +64,8 @@ func (s ScopeSpec) Validate() error {
 	case s.CPUWeight > 10000:
 		return fmt.Errorf("%w: CPUWeight %d is above 10000", ErrBadSpec, s.CPUWeight)
 	}
-	for _, p := range s.PIDs {
-		if p == 0 {
-			return fmt.Errorf("%w: PID 0", ErrBadSpec)
-		}
+	if slices.Contains(s.PIDs, 0) {
+		return fmt.Errorf("%w: PID 0", ErrBadSpec)
 	}
 	return nil
 }

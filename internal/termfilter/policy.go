@@ -1,6 +1,9 @@
 package termfilter
 
-import "unicode/utf8"
+import (
+	"slices"
+	"unicode/utf8"
+)
 
 // The policy: which complete sequences pass. Each is a list of what passes; everything not named is
 // dropped, so a sequence a terminal adds later is dropped until it is judged. The principle: a sequence
@@ -63,7 +66,7 @@ func csiPasses(body []byte, final byte) bool {
 			return true
 		case 'T':
 			// SD; with five parameters it starts xterm's highlight mouse tracking, which reports.
-			return !contains(params, ';')
+			return !slices.Contains(params, ';')
 		case 'h', 'l':
 			// SM, RM: only IRM (4, insert) and LNM (20, newline). KAM (2) locks the caller's keyboard,
 			// SRM (12) turns its local echo on.
@@ -144,12 +147,7 @@ func modesAre(params []byte, allowed ...int) bool {
 		if digits == 0 {
 			return false
 		}
-		for _, a := range allowed {
-			if n == a {
-				return true
-			}
-		}
-		return false
+		return slices.Contains(allowed, n)
 	}
 	for _, b := range params {
 		switch {
@@ -168,16 +166,6 @@ func modesAre(params []byte, allowed ...int) bool {
 		}
 	}
 	return ok()
-}
-
-// contains reports whether b holds c.
-func contains(b []byte, c byte) bool {
-	for _, x := range b {
-		if x == c {
-			return true
-		}
-	}
-	return false
 }
 
 // titlePasses reports whether an OSC's payload (between ESC ] and its end) sets the icon name, the window

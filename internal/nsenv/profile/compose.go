@@ -89,145 +89,233 @@ func Compose(req Request) (Environ, error) {
 
 	// Check every flag before reading any file, so bad input fails the same way whatever is on disk.
 	envKeys := slices.Sorted(maps.Keys(req.Env))
-	for _, k := range envKeys {
-		if err := checkFlagName(k); err != nil {
-			return nil, fmt.Errorf("--env %q: %w", k, err)
-		}
-		if strings.IndexByte(req.Env[k], 0) >= 0 {
-			return nil, fmt.Errorf("--env %q: %w: NUL byte in the value", k, ErrBadAssignment)
-		}
-		up := upperASCII(k)
-		if m.isTier1(up) {
-			return nil, fmt.Errorf("--env %q: %w: %s", k, ErrRefusedName, tier1Why(up))
-		}
-		if isPinned(up) {
-			return nil, fmt.Errorf("--env %s: %w: it names the child's profile and is always derived from -p", k, ErrRefusedName)
-		}
+	if err := checkFlags(&req, m, envKeys); err != nil {
+		return nil, err
 	}
-	for _, k := range req.Inherit {
-		if err := checkFlagName(k); err != nil {
-			return nil, fmt.Errorf("--inherit %q: %w", k, err)
-		}
-		if why := m.refuseInherit(upperASCII(k)); why != "" {
-			return nil, fmt.Errorf("--inherit %s: %w: %s", k, ErrRefusedInherit, why)
-		}
-	}
-	for _, k := range req.Pass {
-		if err := checkFlagName(k); err != nil {
-			return nil, fmt.Errorf("--pass %q: %w", k, err)
-		}
-		if m.isTier1(upperASCII(k)) {
-			return nil, fmt.Errorf("--pass %q: %w: %s", k, ErrRefusedName, tier1Why(upperASCII(k)))
-		}
-	}
-
 	dotenv, owner, err := readDotenv(p)
 	if err != nil {
 		return nil, err
 	}
-	// A .env that anyone but the worker's uid or root can choose may not choose what code the worker runs:
-	// a worker of a root launcher run as root (--as 0:0) would otherwise run what a user's .env names (HOME,
-	// a GIT_CONFIG_* pager, PYTHONPATH ...), and that user's workers, sandboxed ones too, can rewrite it or
-	// rename another file over it in a home they can write. A deny list of such names is never complete, so
-	// such a .env may set only the credentials, the profile's gates and the policy's foreign_allow names;
-	// the caller can still pass any other name with --pass (from the .env) or --env. foreign says why, ""
-	// when nobody else can choose the file.
-	foreign := ""
-	if owner != noOwner && owner != 0 && owner != req.WorkerUID {
-		foreign = fmt.Sprintf("the file is owned by uid %d", owner)
-	} else if owner != noOwner {
-		if foreign, err = homeWriter(p, req.WorkerUID); err != nil {
-			return nil, err
-		}
+	foreign, err := foreignWriter(p, owner, req.WorkerUID)
+	if err != nil {
+		return nil, err
 	}
 
 	// Layers append in order; the final sort keeps the last entry of each name. One slice and one index
 	// sort instead of a map of entries: this runs on every launch.
-	out := make(Environ, 0, len(dotenv)+len(req.Env)+len(req.Inherit)+16)
-	add := func(name, value, source string, secret bool) {
-		out = append(out, Entry{Name: name, Value: value, Source: source, Secret: secret})
+	c := composer{req: req, m: m, out: make(Environ, 0, len(dotenv)+len(req.Env)+len(req.Inherit)+16)}
+	c.base()
+	c.derived()
+	if err := c.dotenv(dotenv, foreign); err != nil {
+		return nil, err
 	}
-	addClassified := func(name, value, source string) {
-		add(name, value, source, m.isCredential(upperASCII(name)))
-	}
+	c.env(envKeys)
+	c.inherit()
+	return lastByName(c.out), nil
+}
 
-	// 1. base (the first occurrence of a name in the launcher counts, as with os.Getenv)
-	for _, kv := range req.Launcher {
+// checkFlags refuses a bad --env, --inherit or --pass name before anything is read: each must be a
+// valid name, and none may ask for a name its layer never passes (see Compose). envKeys are req.Env's
+// names, sorted, so that the first refusal is the same on every run.
+func checkFlags(req *Request, m *matcher, envKeys []string) error {
+	for _, k := range envKeys {
+		if err := checkEnvFlag(m, k, req.Env[k]); err != nil {
+			return err
+		}
+	}
+	for _, k := range req.Inherit {
+		if err := checkFlagName(k); err != nil {
+			return fmt.Errorf("--inherit %q: %w", k, err)
+		}
+		if why := m.refuseInherit(upperASCII(k)); why != "" {
+			return fmt.Errorf("--inherit %s: %w: %s", k, ErrRefusedInherit, why)
+		}
+	}
+	for _, k := range req.Pass {
+		if err := checkFlagName(k); err != nil {
+			return fmt.Errorf("--pass %q: %w", k, err)
+		}
+		if m.isTier1(upperASCII(k)) {
+			return fmt.Errorf("--pass %q: %w: %s", k, ErrRefusedName, tier1Why(upperASCII(k)))
+		}
+	}
+	return nil
+}
+
+// checkEnvFlag refuses an --env k=v that could not be an environ entry (a bad name, a NUL in the value),
+// a Tier-1 name (refused rather than dropped: a caller asking for one has a bug it should see) and a
+// pinned name (it would point the child at another profile).
+func checkEnvFlag(m *matcher, k, v string) error {
+	if err := checkFlagName(k); err != nil {
+		return fmt.Errorf("--env %q: %w", k, err)
+	}
+	if strings.IndexByte(v, 0) >= 0 {
+		return fmt.Errorf("--env %q: %w: NUL byte in the value", k, ErrBadAssignment)
+	}
+	up := upperASCII(k)
+	if m.isTier1(up) {
+		return fmt.Errorf("--env %q: %w: %s", k, ErrRefusedName, tier1Why(up))
+	}
+	if isPinned(up) {
+		return fmt.Errorf("--env %s: %w: it names the child's profile and is always derived from -p", k, ErrRefusedName)
+	}
+	return nil
+}
+
+// foreignWriter says why someone other than uid or root can choose the profile's .env (owner is its
+// owner, noOwner when there is none), or "" when nobody else can.
+//
+// Such a .env may not choose what code the worker runs: a worker of a root launcher run as root (--as
+// 0:0) would otherwise run what a user's .env names (HOME, a GIT_CONFIG_* pager, PYTHONPATH ...), and that
+// user's workers, sandboxed ones too, can rewrite it or rename another file over it in a home they can
+// write. A deny list of such names is never complete, so such a .env may set only the credentials, the
+// profile's gates and the policy's foreign_allow names; the caller can still pass any other name with
+// --pass (from the .env) or --env.
+func foreignWriter(p *Profile, owner, uid uint32) (string, error) {
+	switch {
+	case owner == noOwner:
+		return "", nil
+	case owner != 0 && owner != uid:
+		return fmt.Sprintf("the file is owned by uid %d", owner), nil
+	}
+	return homeWriter(p, uid)
+}
+
+// composer collects the entries of Compose's layers in order, each with its provenance.
+type composer struct {
+	req Request
+	m   *matcher
+	out Environ
+}
+
+// add appends one entry.
+func (c *composer) add(name, value, source string, secret bool) {
+	c.out = append(c.out, Entry{Name: name, Value: value, Source: source, Secret: secret})
+}
+
+// addClassified appends one entry, marked Secret when its name is a credential.
+func (c *composer) addClassified(name, value, source string) {
+	c.add(name, value, source, c.m.isCredential(upperASCII(name)))
+}
+
+// base is layer 1: the policy's base names from the launcher, the first occurrence of a name counting
+// (as with os.Getenv). A credential, profile gate or launch-profile setting is skipped even when a base
+// pattern matches it: a policy's "base": ["*_TOKEN"] or ["TERM*"] must not copy the launcher's secrets
+// or its own profile's settings into another profile's child.
+func (c *composer) base() {
+	for _, kv := range c.req.Launcher {
 		name, value, ok := strings.Cut(kv, "=")
-		if !ok || name == "" || !m.baseExact.match(name) {
+		if !ok || name == "" || !c.m.baseExact.match(name) {
 			continue
 		}
-		if up := upperASCII(name); m.isCredential(up) || m.isProfileGate(up) || m.isLaunchSetting(up) {
-			continue // a policy's "base": ["*_TOKEN"] or ["TERM*"] must not copy the launcher's secrets or its profile's settings
+		if up := upperASCII(name); c.m.isCredential(up) || c.m.isProfileGate(up) || c.m.isLaunchSetting(up) {
+			continue
 		}
-		if _, seen := out.Lookup(name); !seen {
-			addClassified(name, value, SourceLauncher)
+		if _, seen := c.out.Lookup(name); !seen {
+			c.addClassified(name, value, SourceLauncher)
 		}
 	}
+}
 
-	// 2. derived
+// derived is layer 2: the names that say which profile the child belongs to and where its scratch
+// space is; none of them is ever a secret.
+func (c *composer) derived() {
+	p := c.req.Profile
 	scratch := p.Scratch()
-	add("HERMES_HOME", p.Home, SourceDerived, false)
-	add("HERMES_PROFILE", p.Name, SourceDerived, false)
-	add("TMPDIR", scratch, SourceDerived, false)
-	add("TMP", scratch, SourceDerived, false)
-	add("TEMP", scratch, SourceDerived, false)
-	if req.OSHome != "" {
-		add("HERMES_REAL_HOME", req.OSHome, SourceDerived, false)
+	c.add("HERMES_HOME", p.Home, SourceDerived, false)
+	c.add("HERMES_PROFILE", p.Name, SourceDerived, false)
+	c.add("TMPDIR", scratch, SourceDerived, false)
+	c.add("TMP", scratch, SourceDerived, false)
+	c.add("TEMP", scratch, SourceDerived, false)
+	if c.req.OSHome != "" {
+		c.add("HERMES_REAL_HOME", c.req.OSHome, SourceDerived, false)
 	}
+}
 
-	// 3. the target's .env
-	file := p.EnvFile()
+// dotenv is layer 3: the target's .env entries in file order, without pinned and Tier-1 names and,
+// under SecretsNone, without credentials; then the --pass names added back from their last line.
+// foreign (see foreignWriter) refuses every other name the caller did not pass itself. A NUL byte in a
+// key or value is refused, naming the line, as the child could not be given it.
+func (c *composer) dotenv(dotenv []DotenvEntry, foreign string) error {
+	file := c.req.Profile.EnvFile()
 	sources := profileSources(file, dotenv)
-	last := make(map[string]int, len(req.Pass)) // --pass name -> index of its last line
-	for _, k := range req.Pass {
+	last := passLines(c.req.Pass, dotenv)
+	for i, d := range dotenv {
+		if strings.IndexByte(d.Key, 0) >= 0 || strings.IndexByte(d.Value, 0) >= 0 {
+			return fmt.Errorf("%s:%d: %w: NUL byte in %q", file, d.Line, ErrInvalidEntry, d.Key)
+		}
+		up := upperASCII(d.Key)
+		if isPinned(up) || c.m.isTier1(up) {
+			continue
+		}
+		if err := c.refuseForeign(file, d, up, foreign, last); err != nil {
+			return err
+		}
+		cred := c.m.isCredential(up)
+		if c.req.Secrets == SecretsNone && cred {
+			continue
+		}
+		c.add(d.Key, d.Value, sources[i], cred)
+	}
+	for _, k := range c.req.Pass {
+		i := last[k]
+		if i < 0 {
+			return fmt.Errorf("--pass %s: %w %s", k, ErrPassNotFound, file)
+		}
+		if !isPinned(upperASCII(k)) {
+			c.addClassified(k, dotenv[i].Value, sources[i])
+		}
+	}
+	return nil
+}
+
+// passLines maps each --pass name to the index of its last entry in dotenv (the one hermes keeps), -1
+// when the .env does not have it.
+func passLines(pass []string, dotenv []DotenvEntry) map[string]int {
+	last := make(map[string]int, len(pass))
+	for _, k := range pass {
 		last[k] = -1
 	}
 	for i, d := range dotenv {
-		if strings.IndexByte(d.Key, 0) >= 0 || strings.IndexByte(d.Value, 0) >= 0 {
-			return nil, fmt.Errorf("%s:%d: %w: NUL byte in %q", file, d.Line, ErrInvalidEntry, d.Key)
-		}
 		if _, ok := last[d.Key]; ok {
 			last[d.Key] = i
 		}
-		up := upperASCII(d.Key)
-		if isPinned(up) || m.isTier1(up) {
-			continue
-		}
-		if _, passed := last[d.Key]; foreign != "" && !passed && !m.foreignAllowed(up) {
-			if _, given := req.Env[d.Key]; !given {
-				return nil, fmt.Errorf("%s:%d: %w: %s: %s and the worker runs as uid %d, and such a .env sets only credentials, profile gates and the policy's foreign_allow names (pass it with --pass %s or --env, or run the worker as the home's owner by dropping --as)",
-					file, d.Line, ErrRefusedName, d.Key, foreign, req.WorkerUID, d.Key)
-			}
-		}
-		cred := m.isCredential(up)
-		if req.Secrets == SecretsNone && cred {
-			continue
-		}
-		add(d.Key, d.Value, sources[i], cred)
 	}
-	for _, k := range req.Pass {
-		i := last[k]
-		if i < 0 {
-			return nil, fmt.Errorf("--pass %s: %w %s", k, ErrPassNotFound, file)
-		}
-		if !isPinned(upperASCII(k)) {
-			addClassified(k, dotenv[i].Value, sources[i])
-		}
-	}
+	return last
+}
 
-	// 4. --env
+// refuseForeign refuses entry d (up: its name upper-cased) of a foreign .env (foreign != "") unless the
+// policy lets such a file set it or the caller names it itself (--pass, a key of passed; or --env).
+func (c *composer) refuseForeign(file string, d DotenvEntry, up, foreign string, passed map[string]int) error {
+	if foreign == "" || c.m.foreignAllowed(up) {
+		return nil
+	}
+	if _, ok := passed[d.Key]; ok {
+		return nil
+	}
+	if _, given := c.req.Env[d.Key]; given {
+		return nil
+	}
+	return fmt.Errorf("%s:%d: %w: %s: %s and the worker runs as uid %d, and such a .env sets only credentials, profile gates and the policy's foreign_allow names (pass it with --pass %s or --env, or run the worker as the home's owner by dropping --as)",
+		file, d.Line, ErrRefusedName, d.Key, foreign, c.req.WorkerUID, d.Key)
+}
+
+// env is layer 4: the caller's literal --env values, in name order (checkFlags has refused the names
+// no child may get).
+func (c *composer) env(envKeys []string) {
 	for _, k := range envKeys {
-		addClassified(k, req.Env[k], SourceFlag)
+		c.addClassified(k, c.req.Env[k], SourceFlag)
 	}
+}
 
-	// 5. --inherit
-	for _, k := range req.Inherit {
-		if v, ok := lookupFirst(req.Launcher, k); ok {
-			addClassified(k, v, SourceLauncher)
+// inherit is layer 5: the --inherit names the launcher holds (checkFlags has refused the names that
+// never come from the launcher); a name it does not hold is not set.
+func (c *composer) inherit() {
+	for _, k := range c.req.Inherit {
+		if v, ok := lookupFirst(c.req.Launcher, k); ok {
+			c.addClassified(k, v, SourceLauncher)
 		}
 	}
-	return lastByName(out), nil
 }
 
 // profileSources builds "profile:<file>:<line>" for every entry in one allocation.

@@ -3,7 +3,6 @@ package profile
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"strings"
 	"unicode/utf8"
 )
@@ -21,7 +20,8 @@ type DotenvEntry struct {
 // utf8BOM is stripped from the start of a .env, as hermes' utf-8-sig decoding does.
 const utf8BOM = "\xEF\xBB\xBF"
 
-// ParseDotenv tokenizes a .env the way hermes' load_env_file (agent/secret_scope.py) does, rule for rule:
+// parseDotenv tokenizes a .env's bytes the way hermes' load_env_file (agent/secret_scope.py) does, rule
+// for rule:
 //
 //   - the bytes lose a leading UTF-8 BOM and must be valid UTF-8 (hermes' utf-8-sig). A file that is not
 //     is refused with ErrNotUTF8 naming the byte offset (counted in the file, BOM included): hermes reads
@@ -38,20 +38,7 @@ const utf8BOM = "\xEF\xBB\xBF"
 //     a bare value is trimmed. No ${VAR} interpolation, no multi-line values, no \n decoding.
 //
 // Entries come back in file order, duplicates included (hermes keeps the later one; so does Compose).
-// The errors are one from r (ErrUnreadable) and ErrNotUTF8.
-func ParseDotenv(r io.Reader) ([]DotenvEntry, error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return nil, fmt.Errorf(".env: %w: %w", ErrUnreadable, err)
-	}
-	entries, err := parseDotenv(data)
-	if err != nil {
-		return nil, fmt.Errorf(".env: %w", err)
-	}
-	return entries, nil
-}
-
-// parseDotenv is ParseDotenv over bytes already read; the error (ErrNotUTF8) names no file.
+// The error is ErrNotUTF8, naming no file (readDotenv adds it).
 func parseDotenv(data []byte) ([]DotenvEntry, error) {
 	bom := 0
 	if bytes.HasPrefix(data, []byte(utf8BOM)) {

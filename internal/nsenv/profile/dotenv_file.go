@@ -17,8 +17,11 @@ import (
 // secrets file, and reading it on every launch would be a denial of service.
 const maxDotenvSize = 16 << 20
 
-// ReadDotenv reads and tokenizes the profile's .env (see ParseDotenv). A missing file is an empty list,
-// as in hermes.
+// noOwner is the owner readDotenv reports for a missing .env.
+const noOwner = ^uint32(0)
+
+// readDotenv reads and tokenizes the profile's .env (see parseDotenv) and returns the file's owner (fstat
+// of the descriptor it read). A missing file is an empty list, as in hermes, owned by noOwner.
 //
 // The file is opened below the home's descriptor that Open kept, never through the Home string,
 // and never through a symbolic link: a .env that is a link - even to a file inside the home - gives
@@ -27,16 +30,6 @@ const maxDotenvSize = 16 << 20
 // is then opened for reading (through the same descriptor), so a FIFO or a device planted as .env is
 // never opened at all (ErrUnreadable). A file over 16 MiB is ErrUnreadable, one that is not UTF-8
 // ErrNotUTF8. Every message names the file.
-func ReadDotenv(p *Profile) ([]DotenvEntry, error) {
-	entries, _, err := readDotenv(p)
-	return entries, err
-}
-
-// noOwner is the owner readDotenv reports for a missing .env.
-const noOwner = ^uint32(0)
-
-// readDotenv is ReadDotenv that also returns the file's owner (fstat of the descriptor it read; noOwner
-// when there is no file).
 func readDotenv(p *Profile) ([]DotenvEntry, uint32, error) {
 	path := p.EnvFile()
 	if p.dir == nil {

@@ -3,13 +3,13 @@ package profile
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"syscall"
 	"testing"
-	"testing/iotest"
 )
 
 // kv is a compact expected entry for the tokenizer tables.
@@ -132,11 +132,19 @@ func TestParseDotenvRules(t *testing.T) {
 	}
 }
 
-func TestParseDotenvReaderError(t *testing.T) {
-	_, err := ParseDotenv(iotest.ErrReader(errors.New("boom")))
-	if !errors.Is(err, ErrUnreadable) {
-		t.Fatalf("err = %v, want ErrUnreadable", err)
+// ParseDotenv is parseDotenv over a reader, for the table tests and the fuzz target.
+func ParseDotenv(r io.Reader) ([]DotenvEntry, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
 	}
+	return parseDotenv(data)
+}
+
+// ReadDotenv is readDotenv without the owner.
+func ReadDotenv(p *Profile) ([]DotenvEntry, error) {
+	entries, _, err := readDotenv(p)
+	return entries, err
 }
 
 // mkProfile creates <root>/profiles/<name> (or the root for default) and writes its .env when env != "".

@@ -65,7 +65,7 @@ func newProfile(name, root, home string, fd int) (*Profile, error) {
 // The root is the caller's choice (--root, HERMES_HOME) and may be or pass through a symbolic link; it is
 // opened once. Everything below it is resolved from that descriptor without following any symbolic
 // link (internal/beneath: openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS), and the
-// home's descriptor is kept: ReadDotenv opens the .env below it, so a worker that swaps its home, or a
+// home's descriptor is kept: readDotenv opens the .env below it, so a worker that swaps its home, or a
 // directory on the way, for a link to another profile between this check and the read gains nothing.
 //
 // Errors: a tombstone at <root>/profiles/.deleted/<name> gives ErrTombstoned and a missing home gives

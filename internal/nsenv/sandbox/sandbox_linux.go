@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -239,7 +239,7 @@ func (s *Spec) openView() (*view, error) {
 	for _, w := range s.writable() {
 		ws = append(ws, w.path)
 	}
-	sort.Strings(ws) // a parent sorts before its children, so children end up on top
+	slices.Sort(ws) // a parent sorts before its children, so children end up on top
 	for _, w := range ws {
 		if pathUnder(w, s.Home) {
 			continue // the home's clone carries it

@@ -9,7 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -235,7 +235,7 @@ func reportMain(spec string) int {
 	for _, i := range ifs {
 		r.Ifaces = append(r.Ifaces, i.Name)
 	}
-	sort.Strings(r.Ifaces)
+	slices.Sort(r.Ifaces)
 	if err := json.NewEncoder(os.Stdout).Encode(r); err != nil {
 		return 1
 	}
