@@ -427,6 +427,12 @@ func testSpawnNeverAdopted(t *testing.T, listDelay time.Duration) {
 		}
 		seen[e.ID] = true
 	}
+	// Nor later: polls that list every record again add no event.
+	ts.awaitPolls(t, 4)
+	var h Health
+	if ts.do(t, "GET", "/v1/health", "", &h); h.LastEvent != n {
+		t.Fatalf("%d events after %d spawns and three whole polls, want %d", h.LastEvent, n, n)
+	}
 }
 
 // TestExitWaitsForStatus: an exit is announced once, with its code, after the shim has written it - not
