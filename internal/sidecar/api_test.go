@@ -455,7 +455,7 @@ func TestExitWaitsForStatus(t *testing.T) {
 		f.mu.Unlock()
 	}
 	setState("w-00000000000a", func(r *launcher.Record) { r.State = "exited" }) // leader gone, no status yet
-	ts.awaitPolls(t, 12)                                                        // 11 whole polls saw it without a status
+	ts.awaitPolls(t, 4)                                                         // three whole polls saw it without a status
 	setState("w-00000000000a", func(r *launcher.Record) { r.ExitCode = intp(9) })
 	if e := es.next(t); e.Type != EventExited || e.ID != "w-00000000000a" || e.ExitCode == nil || *e.ExitCode != 9 {
 		t.Fatalf("first event %+v, want exited w-...a with code 9", e)
