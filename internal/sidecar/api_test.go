@@ -526,6 +526,7 @@ func TestPollSkipsFinalRecords(t *testing.T) {
 	f.add(launcher.Record{Receipt: launcher.Receipt{ID: "w-00000000000b"}, State: "exited", ExitCode: &code})
 	f.add(launcher.Record{Receipt: launcher.Receipt{ID: "w-00000000000c"}, State: "foreign-boot"})
 	f.add(launcher.Record{Receipt: launcher.Receipt{ID: "w-00000000000d", ShimPID: 4242}, State: "exited"}) // status not in yet
+	f.add(launcher.Record{Receipt: launcher.Receipt{ID: "w-00000000000e"}, State: "running"})               // read by every poll to the end
 	ts := startTest(t, f, Config{PollInterval: time.Millisecond}, func(s *Server) {
 		s.alive = func(r launcher.Receipt) bool { return r.ShimPID == 4242 }
 	})
@@ -555,11 +556,11 @@ func TestPollSkipsFinalRecords(t *testing.T) {
 		}
 	}
 	// The poll that published the exit marked the record final; every poll after it skips the record,
-	// while the unsettled one is still read by each of them.
+	// while the running one is still read by each of them.
 	f.getsSince()
 	ts.awaitPolls(t, 4)
-	if g := f.getsSince(); g["w-00000000000a"] != 0 || g["w-00000000000d"] < 3 {
-		t.Fatalf("after three whole polls: an exited record reported with its status is still read, or the unsettled one is not: %v", g)
+	if g := f.getsSince(); g["w-00000000000a"] != 0 || g["w-00000000000e"] < 3 {
+		t.Fatalf("after three whole polls: an exited record reported with its status is still read, or the running one is not: %v", g)
 	}
 	f.remove("w-00000000000b")
 	deadline := time.Now().Add(5 * time.Second)
