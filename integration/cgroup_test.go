@@ -80,6 +80,24 @@ func alive(pid int) bool {
 	return i > 0 && len(b) > i+2 && b[i+2] != 'Z'
 }
 
+// treeGrandchild waits for the setsid grandchild of a "child spawn-tree 300" (its sleep) to run in the
+// cgroup directory dir, and returns its PID.
+func treeGrandchild(t *testing.T, dir string) int {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		for _, f := range strings.Fields(string(b)) {
+			pid, _ := strconv.Atoi(f)
+			if cmd, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); strings.HasPrefix(string(cmd), "sleep\x00300") {
+				return pid
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("spawn-tree's grandchild never appeared in %s (members %q)", dir, b)
+		}
+	}
+}
+
 // The target program's first read of /proc/self/cgroup already shows the worker's cgroup in the v2 tree
 // and in each v1 hierarchy its limits use.
 func TestCgroupPlacedBeforeFirstInstruction(t *testing.T) {
@@ -291,12 +309,12 @@ func TestCgroupPureV2(t *testing.T) {
 	if !strings.HasPrefix(rc.Cgroup, "/hlaunch/w-") {
 		t.Fatalf("receipt cgroup %q", rc.Cgroup)
 	}
-	time.Sleep(300 * time.Millisecond)
+	grandchild := treeGrandchild(t, filepath.Join(requireCgroup2(t), e.Parent+"-v2ns", rc.Cgroup)) // the tree is whole before the stop
 	if r := e.pureV2("stop", "--grace", "500ms", rc.ID); r.Code != 0 {
 		t.Fatalf("stop: %d %s", r.Code, r.Stderr)
 	}
-	if alive(rc.PID) {
-		t.Fatal("leader survived stop")
+	if alive(rc.PID) || alive(grandchild) {
+		t.Fatalf("a member survived stop: leader %d alive %v, setsid grandchild %d alive %v", rc.PID, alive(rc.PID), grandchild, alive(grandchild))
 	}
 	// This machine binds memory to v1, so a pure-v2 tree has no memory controller: the limit is refused,
 	// never silently ignored, and nothing runs.

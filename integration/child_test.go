@@ -49,7 +49,8 @@ type childReport struct {
 //	sleep DUR            sleep, then exit 0
 //	echo                 copy stdin to stdout
 //	trap                 print "ready", then exit 42 on SIGTERM
-//	countsig             count SIGUSR1s (the count so far in $HERMES_HOME/sigcount); on SIGTERM exit with 10 + the count
+//	countsig             count SIGUSR1s (the count so far in $HERMES_HOME/sigcount) and SIGUSR2s, the test's markers
+//	                     ($HERMES_HOME/sigmark); on SIGTERM exit with 10 + the SIGUSR1 count
 //	spawn-tree DUR       double-fork a setsid grandchild that sleeps DUR, print its pid, sleep DUR
 //	forkbomb             fork until fork fails, report how many, exit 0
 //	memhog MiB           allocate and touch MiB of memory, then sleep
@@ -118,22 +119,29 @@ func childMain(args []string) int {
 		return 42
 	case "countsig":
 		sig := make(chan os.Signal, 16)
-		signalNotify(sig, syscall.SIGUSR1, syscall.SIGTERM)
-		n := 0
+		signalNotify(sig, syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGTERM)
+		n, marks := 0, 0
 		// "0": subscribed. Before this a USR1 is caught by the Go runtime and dropped, so a test that sends
 		// one must wait for it (SigCgt shows the runtime's handler from the start, not the subscription).
-		count := func() {
+		write := func(name string, v int) {
 			if home := os.Getenv("HERMES_HOME"); home != "" {
-				_ = os.WriteFile(filepath.Join(home, "sigcount"), []byte(strconv.Itoa(n)), 0o644)
+				_ = os.WriteFile(filepath.Join(home, name), []byte(strconv.Itoa(v)), 0o644)
 			}
 		}
-		count()
+		write("sigcount", n)
 		for s := range sig {
-			if s == syscall.SIGTERM {
+			switch s {
+			case syscall.SIGTERM:
 				return 10 + n
+			case syscall.SIGUSR2:
+				// A marker: every USR1 sent to this process before it has been counted (pending signals
+				// are delivered lowest number first, and the channel keeps their order).
+				marks++
+				write("sigmark", marks)
+			default:
+				n++
+				write("sigcount", n) // the count so far, for a test that waits for each signal to arrive before the next
 			}
-			n++
-			count() // the count so far, for a test that waits for each signal to arrive before the next
 		}
 		return 2
 	case "spawn-tree":

@@ -164,7 +164,9 @@ func TestSandboxForwardsSignals(t *testing.T) {
 
 // A whole-worker signal reaches a sandboxed target once: the sweep signals it directly and leaves out the
 // init (the leader), which would forward a second copy. The target counts its SIGUSR1s and, at stop's
-// single SIGTERM, exits with 10 + the count.
+// single SIGTERM, exits with 10 + the count. After each SIGUSR1 the test sends the leader a SIGUSR2, which
+// the init forwards: a second copy the init forwarded would reach the target before that marker, so once
+// the target has counted the marker, its count of SIGUSR1s is final.
 func TestSandboxWholeWorkerSignalArrivesOnce(t *testing.T) {
 	requireRoot(t)
 	e := newEnv(t)
@@ -172,29 +174,30 @@ func TestSandboxWholeWorkerSignalArrivesOnce(t *testing.T) {
 	if !rc.Sandbox {
 		t.Fatalf("receipt of a sandboxed worker does not say sandbox: %+v", rc)
 	}
-	count := func() string {
-		b, _ := os.ReadFile(filepath.Join(e.Root, "profiles", "b", "sigcount"))
+	read := func(name string) string {
+		b, _ := os.ReadFile(filepath.Join(e.Root, "profiles", "b", name))
 		return string(b)
 	}
-	for i := 0; i <= 3; i++ {
-		if i > 0 {
-			if r := e.run("signal", "--all", "-s", "USR1", rc.ID); r.Code != 0 {
-				t.Fatalf("signal --all: %d %s", r.Code, r.Stderr)
-			}
-		}
-		// Count 0: the target has subscribed (a USR1 before that is dropped by the Go runtime). Then each
-		// signal is counted before the next is sent (two pending USR1s would merge, and a slow host
-		// delivers late), and a forwarded second copy, if any, has a moment to arrive and be counted.
-		deadline := time.Now().Add(20 * time.Second)
-		for count() != strconv.Itoa(i) {
+	// Count 0: the target has subscribed (a USR1 before that is dropped by the Go runtime).
+	awaitFile := func(name, want string) {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); read(name) != want; time.Sleep(10 * time.Millisecond) {
 			if time.Now().After(deadline) {
-				t.Fatalf("after signal %d the target counted %q", i, count())
+				t.Fatalf("%s is %q, want %s", name, read(name), want)
 			}
-			time.Sleep(10 * time.Millisecond)
 		}
-		time.Sleep(200 * time.Millisecond)
-		if c := count(); c != strconv.Itoa(i) {
-			t.Fatalf("signal %d arrived twice: the target counted %s", i, c)
+	}
+	awaitFile("sigcount", "0")
+	for i := 1; i <= 3; i++ {
+		if r := e.run("signal", "--all", "-s", "USR1", rc.ID); r.Code != 0 {
+			t.Fatalf("signal --all: %d %s", r.Code, r.Stderr)
+		}
+		if r := e.run("signal", "-s", "USR2", rc.ID); r.Code != 0 {
+			t.Fatalf("signal the leader: %d %s", r.Code, r.Stderr)
+		}
+		awaitFile("sigmark", strconv.Itoa(i))
+		if c := read("sigcount"); c != strconv.Itoa(i) {
+			t.Fatalf("after signal %d and its marker the target counted %s SIGUSR1s, want %d", i, c, i)
 		}
 	}
 	r := e.run("stop", "--json", "--grace", "20s", rc.ID)

@@ -95,7 +95,7 @@ func TestSystemdScopeFromFirstInstruction(t *testing.T) {
 	if !strings.Contains(list, unit2+".scope") {
 		t.Fatalf("systemctl --user list-units does not show the scope:\n%s", list)
 	}
-	time.Sleep(200 * time.Millisecond)
+	grandchild := treeGrandchild(t, filepath.Join(m.CgroupV2, "app.slice", rc.Unit)) // the tree is whole before the stop
 	if r := e.sd(m, "stop", "--grace", "500ms", rc.ID); r.Code != 0 {
 		t.Fatalf("stop: %d %s", r.Code, r.Stderr)
 	}
@@ -112,6 +112,9 @@ func TestSystemdScopeFromFirstInstruction(t *testing.T) {
 			t.Fatalf("scope still listed after stop:\n%s", list)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	if alive(grandchild) {
+		t.Fatalf("spawn-tree's setsid grandchild %d outlived its stopped scope", grandchild)
 	}
 }
 

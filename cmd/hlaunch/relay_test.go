@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -35,21 +36,26 @@ const relayChildEnv = "HLAUNCH_TEST_RELAY_CHILD"
 func relayChild() {
 	r := startRelay([]string{"exec"})
 	<-r.ready
-	// Caught, not fatal: the relay holds it.
+	// Caught, not fatal: the relay holds it. Taken from the relay and put back, which proves that it was
+	// caught before release, not still on its way.
 	_ = syscall.Kill(os.Getpid(), syscall.SIGTERM)
-	time.Sleep(100 * time.Millisecond)
+	r.c <- <-r.c
 	os.Stdout.WriteString("alive\n")
 	r.release()
-	// The re-raised signal is delivered on return from the kill(2) inside release, at the latest here.
-	time.Sleep(5 * time.Second)
+	select {} // the signal release raises again ends the process; the test bounds the wait
 }
 
 // A command line that named exec but was not a foreground exec gives the signals back: one caught before
 // release is delivered again with its default action (for SIGTERM, the end of the process).
 func TestRelayReleaseRedeliversCaughtSignals(t *testing.T) {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), relayChildEnv+"=1")
 	out, err := cmd.Output()
+	if ctx.Err() != nil {
+		t.Fatalf("the child still ran after 30s (stdout %q): the caught signal was not raised again", out)
+	}
 	if string(out) != "alive\n" {
 		t.Fatalf("the child did not survive the caught signal: stdout %q, err %v", out, err)
 	}

@@ -69,7 +69,9 @@ func TestV1LimitsLand(t *testing.T) {
 	}
 }
 
-// TestForkBombStopsAtPids: a shell forking 200 sleeps ends up with exactly Pids tasks.
+// TestForkBombStopsAtPids: a shell forking 200 sleeps is refused the fork that would make Pids+1 tasks, and
+// the limit counts the refusal. The shell (dash) ends at the first fork it is refused, so once it is reaped
+// what is left is every task it ever started: Pids-1 sleeps.
 func TestForkBombStopsAtPids(t *testing.T) {
 	h := testHost(t)
 	parent := testParent(t, h)
@@ -83,16 +85,17 @@ func TestForkBombStopsAtPids(t *testing.T) {
 	c := selfShell(`read x; i=0; while [ $i -lt 200 ]; do sleep 100 & i=$((i+1)); done 2>/dev/null; wait`)
 	release := startIn(t, g, c)
 	release()
-	waitFor(t, 10*time.Second, "pids.current to reach 20", func() bool {
-		s, err := g.Stats()
-		return err == nil && s.PidsCurrent == 20
-	})
-	time.Sleep(100 * time.Millisecond) // the loop keeps trying; the count must stay at the limit
-	if s, _ := g.Stats(); s.PidsCurrent != 20 {
-		t.Fatalf("pids.current = %d, want 20", s.PidsCurrent)
+	if err := c.Wait(); err == nil {
+		t.Fatal("the shell ended its loop of 200 forks under a limit of 20 without a refused fork")
 	}
-	if p, _ := g.Procs(); len(p) > 20 {
-		t.Fatalf("%d members, limit 20", len(p))
+	if s, _ := g.Stats(); s.PidsCurrent != 19 {
+		t.Fatalf("pids.current = %d after the shell ended, want its 19 sleeps", s.PidsCurrent)
+	}
+	if p, _ := g.Procs(); len(p) != 19 {
+		t.Fatalf("%d members after the shell ended, want its 19 sleeps", len(p))
+	}
+	if refused := pidsRefused(t, g); refused == 0 {
+		t.Fatal("pids.events counts no fork refused at the limit")
 	}
 	if err := g.Kill(ctxT(t, 10*time.Second)); err != nil {
 		t.Fatal(err)
@@ -134,6 +137,21 @@ func TestMemoryHogOOMKilled(t *testing.T) {
 	if err := g.Delete(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// pidsRefused reads how many forks g's pids limit refused (pids.events max, in the v1 pids directory
+// when the group has one).
+func pidsRefused(t *testing.T, g *Group) uint64 {
+	t.Helper()
+	d := g.v1["pids"]
+	if d == "" {
+		d = g.v2
+	}
+	n, ok, err := readKey(filepath.Join(d, "pids.events"), "max")
+	if err != nil || !ok {
+		t.Fatalf("pids.events of %s: %v (max found: %v)", d, err, ok)
+	}
+	return n
 }
 
 func selfShell(script string) *exec.Cmd { return exec.Command("sh", "-c", script) }

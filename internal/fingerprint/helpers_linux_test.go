@@ -113,23 +113,37 @@ func (tr *testTree) start(rel string, argv ...string) *proc {
 	return p
 }
 
-// requireAlive fails the test if p has exited or has a signal pending: proof that a refusal sent nothing.
+// requireAlive fails the test if p has exited, is stopped, or has a signal pending: proof that a refusal sent
+// nothing. It does not wait: kill(2) queues a signal before it returns, and a fatal signal stays visible in
+// the pending sets (SIGKILL in SigPnd, the signal itself in ShdPnd) until the process is reaped, even while
+// it is killing the process. So a fatal signal sent before the call is seen now, however slow the host. A
+// stop signal is seen as pending, or once the process has stopped; one whose default action is to be
+// ignored leaves no trace. The targets are sleeps, for which the signals the refused calls would send
+// (SIGTERM, SIGKILL) are fatal.
 func (p *proc) requireAlive(t testing.TB) {
 	t.Helper()
-	select {
-	case err := <-p.done:
-		p.done <- err
-		t.Fatalf("pid %d exited (%v) but must still be alive", p.pid, err)
-	case <-time.After(100 * time.Millisecond):
-	}
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(p.pid) + "/status")
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("pid %d must still be alive: %v", p.pid, err)
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if k, v, ok := strings.Cut(line, ":"); ok && (k == "SigPnd" || k == "ShdPnd") && strings.Trim(strings.TrimSpace(v), "0") != "" {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		v = strings.TrimSpace(v)
+		if (k == "SigPnd" || k == "ShdPnd") && strings.Trim(v, "0") != "" {
 			t.Fatalf("pid %d has a pending signal: %s", p.pid, line)
 		}
+		if k == "State" && strings.ContainsAny(v[:1], "TtZX") {
+			t.Fatalf("pid %d is stopped or has exited: %s", p.pid, line)
+		}
+	}
+	select {
+	case err := <-p.done: // reaped after the read above
+		p.done <- err
+		t.Fatalf("pid %d exited (%v) but must still be alive", p.pid, err)
+	default:
 	}
 }
 

@@ -1,13 +1,12 @@
 package pidsignal
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // Only a process listed both times, pinned by a pidfd in between, is signalled: a PID that appears in one
@@ -39,12 +38,19 @@ func TestMembersSignalsOnlyPinnedAndListedTwice(t *testing.T) {
 	if err := both.Wait(); err == nil {
 		t.Fatal("the process listed twice was not signalled")
 	}
-	// Any signal Members sent went out before it returned; give a SIGTERM the moment it takes to end a sleep.
-	time.Sleep(50 * time.Millisecond)
+	// Any signal Members sent was queued before it returned, and a fatal one stays in the pending sets
+	// (SigPnd, ShdPnd) until the process is reaped: read now, no wait is needed to see it.
 	for _, c := range []*exec.Cmd{first, second} {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.Process.Pid))
-		if i := bytes.LastIndexByte(b, ')'); err != nil || i < 0 || i+2 >= len(b) || b[i+2] == 'Z' {
-			t.Errorf("pid %d, listed once, was signalled (stat %q, %v)", c.Process.Pid, b, err)
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.Process.Pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			k, v, _ := strings.Cut(l, ":")
+			v = strings.TrimSpace(v)
+			if (k == "SigPnd" || k == "ShdPnd") && strings.Trim(v, "0") != "" || k == "State" && strings.HasPrefix(v, "Z") {
+				t.Errorf("pid %d, listed once, was signalled (%s)", c.Process.Pid, l)
+			}
 		}
 	}
 }

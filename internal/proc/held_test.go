@@ -70,7 +70,7 @@ func TestHoldThenRelease(t *testing.T) {
 	if state, tracer := procState(t, h.Proc.Pid); state != "t" || tracer != strconv.Itoa(unix.Gettid()) {
 		t.Errorf("held child: state %q tracer %s, want a tracing stop (t) traced by this thread (Hold locked it)", state, tracer)
 	}
-	time.Sleep(50 * time.Millisecond)
+	// In a tracing stop (read above) it runs nothing until Release: no wait can add to that.
 	if _, err := os.Stat(mark); err == nil {
 		t.Fatal("the target ran before Release")
 	}

@@ -93,6 +93,21 @@ func startTest(t *testing.T, b backend, cfg Config, opts ...func(*Server)) *test
 	return ts
 }
 
+// awaitPolls returns once the watcher has finished n more polls. The first of them may have begun before
+// the call; every later one began after it, so n >= 2 proves that n-1 whole polls saw what the caller set up
+// before the call. It fails the test when the watcher stops polling.
+func (ts *testServer) awaitPolls(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for i := range n {
+		select {
+		case <-ts.nextPoll():
+		case <-deadline:
+			t.Fatalf("the watcher finished %d of %d polls within 30s", i, n)
+		}
+	}
+}
+
 // do sends a request and decodes the JSON answer into out (when non-nil); it returns the status and, for
 // errors, the stable code.
 func (ts *testServer) do(t *testing.T, method, path, body string, out any) (int, string) {
@@ -405,6 +420,12 @@ func testSpawnNeverAdopted(t *testing.T, listDelay time.Duration) {
 		}
 		seen[e.ID] = true
 	}
+	// Nor later: polls that list every record again add no event.
+	ts.awaitPolls(t, 4)
+	var h Health
+	if ts.do(t, "GET", "/v1/health", "", &h); h.LastEvent != n {
+		t.Fatalf("%d events after %d spawns and three whole polls, want %d", h.LastEvent, n, n)
+	}
 }
 
 // TestExitWaitsForStatus: an exit is announced once, with its code, after the shim has written it - not
@@ -427,7 +448,7 @@ func TestExitWaitsForStatus(t *testing.T) {
 		f.mu.Unlock()
 	}
 	setState("w-00000000000a", func(r *launcher.Record) { r.State = "exited" }) // leader gone, no status yet
-	time.Sleep(60 * time.Millisecond)                                           // a dozen polls
+	ts.awaitPolls(t, 4)                                                         // three whole polls saw it without a status
 	setState("w-00000000000a", func(r *launcher.Record) { r.ExitCode = intp(9) })
 	if e := es.next(t); e.Type != EventExited || e.ID != "w-00000000000a" || e.ExitCode == nil || *e.ExitCode != 9 {
 		t.Fatalf("first event %+v, want exited w-...a with code 9", e)
@@ -456,17 +477,19 @@ func TestAdoptionWaitsForSpawnsInFlight(t *testing.T) {
 		st, _ := ts.do(t, "POST", "/v1/workers", `{"profile":"a","argv":["x"]}`, nil)
 		done <- st
 	}()
-	for { // wait until the spawn has written its record
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) { // until the spawn has written its record
 		f.mu.Lock()
 		n := f.n
 		f.mu.Unlock()
 		if n == 1 {
 			break
 		}
-		time.Sleep(time.Millisecond)
+		if time.Now().After(deadline) {
+			t.Fatal("the spawn did not write its record within 30s")
+		}
 	}
 	f.add(launcher.Record{Receipt: launcher.Receipt{ID: "w-0000000000ee", PID: 99}, State: "running"})
-	time.Sleep(50 * time.Millisecond) // dozens of polls
+	ts.awaitPolls(t, 6) // five whole polls listed both records while the spawn was in flight
 	var h Health
 	ts.do(t, "GET", "/v1/health", "", &h)
 	if h.LastEvent != 0 {
@@ -496,12 +519,13 @@ func TestPollSkipsFinalRecords(t *testing.T) {
 	f.add(launcher.Record{Receipt: launcher.Receipt{ID: "w-00000000000b"}, State: "exited", ExitCode: &code})
 	f.add(launcher.Record{Receipt: launcher.Receipt{ID: "w-00000000000c"}, State: "foreign-boot"})
 	f.add(launcher.Record{Receipt: launcher.Receipt{ID: "w-00000000000d", ShimPID: 4242}, State: "exited"}) // status not in yet
+	f.add(launcher.Record{Receipt: launcher.Receipt{ID: "w-00000000000e"}, State: "running"})               // read by every poll to the end
 	ts := startTest(t, f, Config{PollInterval: time.Millisecond}, func(s *Server) {
 		s.alive = func(r launcher.Receipt) bool { return r.ShimPID == 4242 }
 	})
 	es := ts.events(t, "")
 	f.getsSince()
-	time.Sleep(100 * time.Millisecond)
+	ts.awaitPolls(t, 4) // three whole polls since the count was reset
 	g := f.getsSince()
 	if g["w-00000000000a"] < 3 || g["w-00000000000d"] < 3 {
 		t.Fatalf("running and unsettled records were not re-read at every poll: %v", g)
@@ -524,11 +548,12 @@ func TestPollSkipsFinalRecords(t *testing.T) {
 			t.Fatalf("event %+v, want exited w-00000000000a", e)
 		}
 	}
-	time.Sleep(20 * time.Millisecond)
+	// The poll that published the exit marked the record final; every poll after it skips the record,
+	// while the running one is still read by each of them.
 	f.getsSince()
-	time.Sleep(100 * time.Millisecond)
-	if g := f.getsSince(); g["w-00000000000a"] != 0 {
-		t.Fatalf("an exited record reported with its status is still read: %v", g)
+	ts.awaitPolls(t, 4)
+	if g := f.getsSince(); g["w-00000000000a"] != 0 || g["w-00000000000e"] < 3 {
+		t.Fatalf("after three whole polls: an exited record reported with its status is still read, or the running one is not: %v", g)
 	}
 	f.remove("w-00000000000b")
 	deadline := time.Now().Add(5 * time.Second)

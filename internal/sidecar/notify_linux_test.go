@@ -29,10 +29,11 @@ func TestWatchDirWakesWatcher(t *testing.T) {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond) // the watcher picks the directory up and lists once
+	// The watcher picks the directory up and lists once; its first idle tick shows that it watches it.
+	ts.awaitIdleTicks(t, 1)
 
 	f.exit("w-00000000000b", 2, "", false) // no file written: only the slow poll would see it
-	time.Sleep(100 * time.Millisecond)
+	ts.awaitIdleTicks(t, 3)                // three ticks that chose not to list
 	var h Health
 	ts.do(t, "GET", "/v1/health", "", &h)
 	if h.Running != 2 {
@@ -43,5 +44,18 @@ func TestWatchDirWakesWatcher(t *testing.T) {
 	}
 	if e := es.next(t); e.Type != EventExited || e.ID != "w-00000000000b" || *e.ExitCode != 2 {
 		t.Fatalf("after the exit file: %+v", e)
+	}
+}
+
+// awaitIdleTicks returns once the watcher has taken n more ticks without listing (Server.idleTicks), and
+// fails the test when it does not within 30s: a watcher that lists at every tick never takes one.
+func (ts *testServer) awaitIdleTicks(t *testing.T, n uint64) {
+	t.Helper()
+	idle := func() uint64 { ts.mu.Lock(); defer ts.mu.Unlock(); return ts.idleTicks }
+	want := idle() + n
+	for deadline := time.Now().Add(30 * time.Second); idle() < want; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the watcher took %d of %d idle ticks within 30s", n-(want-idle()), n)
+		}
 	}
 }

@@ -185,6 +185,9 @@ type Server struct {
 	pollErr      error
 	spawnErr     string // the last host-level spawn failure (see noteSpawn); "" when spawns work
 	placementBad bool   // spawnErr comes from checkPlacement, which clears it once the placement works
+	// idleTicks counts the watcher's ticks that listed nothing (the directory watched, nothing changed
+	// since the last list): what shows that the watcher ran and chose not to list.
+	idleTicks uint64
 
 	// ready is closed once the listener is up and the start-up reconciliation is done.
 	ready    chan struct{}

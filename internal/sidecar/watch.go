@@ -229,8 +229,12 @@ func (s *Server) watch(ctx context.Context) {
 		}
 		s.mu.Lock()
 		held := len(s.pending) > 0 || len(s.unknown) > 0
+		idle := w != nil && !woken && !held && s.now().Sub(last) < s.cfg.SlowPoll
+		if idle {
+			s.idleTicks++
+		}
 		s.mu.Unlock()
-		if w != nil && !woken && !held && s.now().Sub(last) < s.cfg.SlowPoll {
+		if idle {
 			continue
 		}
 		woken, last = false, s.now()

@@ -370,11 +370,16 @@ class RealSidecarTest(unittest.TestCase):
                     pass
 
             streamer = asyncio.create_task(read_events())
-            # Both requests are in flight once the sidecar has answered the stream's headers and holds the
-            # wait; the ticker keeps running meanwhile (nothing blocks the loop).
-            while ticks < 20:
+            # Both requests are in flight once each has its connection (one per request, Connection: close);
+            # the ticker keeps running meanwhile and after (nothing blocks the loop).
+            end = time.monotonic() + 30
+            while len(_socket_fds()) < len(before) + 2:
+                self.assertLess(time.monotonic(), end, "the wait and the event stream did not both connect")
                 await asyncio.sleep(0.01)
-            self.assertGreater(len(_socket_fds()), len(before))
+            seen = ticks
+            while ticks < seen + 2:
+                self.assertLess(time.monotonic(), end, "the event loop stopped ticking with both requests open")
+                await asyncio.sleep(0.01)
             waiter.cancel()
             streamer.cancel()
             for task in (waiter, streamer):
