@@ -37,9 +37,12 @@ rm -rf "$OUT"
 mkdir -p "$OUT"/{unit-self,unit-child,integration,tests,bin,logs} || exit 1
 OUT=$(cd "$OUT" && pwd)
 # Workers run as other users (a profile home's owner, throwaway users, 65534) and their stubs write here:
-# the path must be searchable and the data directories writable by all.
+# the path must be searchable and the data directories writable by all. Not sticky: every process of a
+# cover build renames its meta-data file over the one there (the runtime's size check never matches it),
+# which a sticky directory refuses a process that does not own the file ("operation not permitted", on
+# the worker's stderr when it is the stub).
 chmod 0755 "$OUT"
-chmod 1777 "$OUT"/unit-child "$OUT"/integration
+chmod 0777 "$OUT"/unit-child "$OUT"/integration
 d=$(dirname "$OUT")
 while [ "$d" != / ]; do
 	[ $((0$(stat -c %a "$d") & 1)) = 1 ] || echo "cover: $d is not searchable by others: workers of other users cannot write their counters" >&2
