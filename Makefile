@@ -10,7 +10,7 @@ FUZZTIME  ?= 5s
 STATICCHECK_VERSION ?= v0.8.2
 STATICCHECK := $(CURDIR)/bin/staticcheck
 
-.PHONY: all build man install uninstall test check unit integration fuzz bench bench-ab lint demo clean dist py-types
+.PHONY: all build man install uninstall test check unit integration cover fuzz bench bench-ab lint demo clean dist py-types
 
 all: build
 
@@ -46,6 +46,12 @@ unit:
 
 integration: build
 	HLAUNCH_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -timeout 15m -v ./integration/...
+
+# Coverage with the re-executed roles counted (scripts/cover.sh): the unit tests and the integration suite
+# against -cover builds, merged with go tool covdata; a table per package, bin/cover/cover.out. Not part
+# of make test. COVER_RUN=<regex> runs a subset of the tests, COVER_PKGS the unit step's packages.
+cover:
+	COVER_RUN='$(COVER_RUN)' scripts/cover.sh
 
 fuzz:
 	FUZZTIME=$(FUZZTIME) scripts/fuzz.sh

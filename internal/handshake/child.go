@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/hlaunch/hlaunch/internal/coverdir"
 	"github.com/hlaunch/hlaunch/internal/linux"
 	"github.com/hlaunch/hlaunch/internal/msgpipe"
 	"github.com/hlaunch/hlaunch/internal/proc"
@@ -29,6 +30,10 @@ func Main() {
 	unix.CloseOnExec(ResultFD)
 	unix.CloseOnExec(StatusFD)
 	res := os.NewFile(ResultFD, "handshake-result")
+	// A cover build's counters (internal/coverdir): opened once the parent has placed us (and written a
+	// user namespace's id maps), before the sandbox; written before the exec or exit. Nil, and a plain
+	// os.Exit, in every other build.
+	var cov *coverdir.Counters
 	fail := func(stage string, err error, code int) {
 		f := Failure{Stage: stage, Message: err.Error()}
 		var errno unix.Errno
@@ -36,7 +41,7 @@ func Main() {
 			f.Errno = int(errno)
 		}
 		_ = msgpipe.WriteJSON(res, f)
-		os.Exit(code)
+		cov.Exit(code)
 	}
 	// In a new pid namespace the stub will be the init. Enabling the forwarded signals takes the runtime a
 	// hand-off per signal, so it happens now, while the parent is still placing us.
@@ -54,6 +59,7 @@ func Main() {
 	case err != nil:
 		fail("config", err, 125)
 	}
+	cov = coverdir.Open()
 	if len(cfg.Argv) == 0 {
 		fail("config", errors.New("empty argv"), 125)
 	}
@@ -99,6 +105,7 @@ func Main() {
 			fail("exec", err, proc.ExitCodeFor(err))
 		}
 		res.Close() // EOF: the target runs
+		cov.Flush()
 		if !cfg.CPUs.IsZero() {
 			// The init lives as long as the target: off the launch's path now, it leaves the pin. From
 			// another thread: this one dropped its capabilities in Sandbox.Enter, and setting a sibling's
@@ -110,8 +117,9 @@ func Main() {
 		// pid namespace's init ignores a signal it sends itself), so its exit code alone would make a
 		// SIGKILL look like `exit 137`.
 		_ = proc.WriteStatus(os.NewFile(StatusFD, "handshake-status"), ws)
-		os.Exit(proc.ExitCode(ws))
+		cov.Exit(proc.ExitCode(ws))
 	}
+	cov.Flush()
 	err = unix.Exec(path, cfg.Argv, cfg.Env)
 	fail("exec", &os.PathError{Op: "execve", Path: path, Err: err}, proc.ExitCodeFor(err))
 }
