@@ -118,7 +118,9 @@ if [ -z "$SKIP_SIDECAR" ]; then
 	abstate=$(mktemp -d "$STATE_BASE/hlaunch-benchab.XXXXXX")
 	go test -c -o "$tmp/sidecar.test" ./internal/sidecar
 	log "sidecar: $SIDECAR_ROUNDS rounds x $SIDECAR_SPAWNS spawns a side, then $WORKERS idle workers a side"
-	HLAUNCH_BENCH_AB=$ab HLAUNCH_BIN=$tmp/head/hlaunch HLAUNCH_BIN_BASE=$tmp/base/hlaunch \
+	# TMPDIR: the benchmark's own temporary directories (the hermes root, the sockets) live in ours, so that
+	# the cleanup above removes them even when the benchmark is killed before its own cleanup runs.
+	TMPDIR=$tmp HLAUNCH_BENCH_AB=$ab HLAUNCH_BIN=$tmp/head/hlaunch HLAUNCH_BIN_BASE=$tmp/base/hlaunch \
 		HLAUNCH_BENCH_PARENT=$parent-sc HLAUNCH_BENCH_STATE_BASE=$abstate HLAUNCH_AB_ROUNDS=$SIDECAR_ROUNDS \
 		HLAUNCH_AB_SPAWNS=$SIDECAR_SPAWNS HLAUNCH_AB_WORKERS=$WORKERS \
 		"$tmp/sidecar.test" -test.run '^$' -test.bench '^BenchmarkSidecarAB$' -test.benchtime 1x >"$tmp/ab.log" 2>&1 ||
