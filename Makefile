@@ -60,7 +60,8 @@ fuzz:
 bench: build
 	scripts/bench.sh
 
-# The launch path of BASE against this checkout's, interleaved in one run: make bench-ab BASE=<commit>.
+# The launch path, the sidecar's spawn rate and p99, and the memory per idle worker of BASE against this
+# checkout's, interleaved in one run: make bench-ab BASE=<commit> (knobs: scripts/bench-ab.sh).
 bench-ab:
 	BASE=$(BASE) scripts/bench-ab.sh
 

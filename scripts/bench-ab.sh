@@ -10,10 +10,21 @@
 # anchor; the head also runs with its default limits off (`max`). Each command runs RUNS times in ROUNDS round-robin rounds (a burst of load from elsewhere lands on
 # every command, not on one); the table gives medians and head/base.
 #
+# The sidecar half (`internal/sidecar` BenchmarkSidecarAB, built from this checkout and run against both
+# builds): a `hlaunch sidecar --scope cgroup` of each side, state on tmpfs, 10 clients in a closed loop,
+# base and head alternated in SIDECAR_ROUNDS rounds (a fresh sidecar and state directory each), pooled:
+# spawns/s, p50, p99 and CPU per spawn; then per side WORKERS idle detached workers (`sleep`), unsandboxed
+# and sandboxed, and the summed Pss (smaps_rollup) of the hlaunch processes serving them (shims, init
+# stubs) against the workers' own.
+#
 # Knobs: BASE (required: a commit, tag or branch), RUNS (default 400), ROUNDS (20), WARMUP (5),
-# OUT (default bin/bench-ab.md). Needs root (raw cgroups), hyperfine, git, python3; bwrap optional.
-# Everything it makes lives in a temporary directory and one cgroup parent hlaunch-benchab-<random> in every
-# hierarchy, removed at the end, on failure and ^C too.
+# OUT (default bin/bench-ab.md); SIDECAR_ROUNDS (3), SIDECAR_SPAWNS (300 a round and side), WORKERS (200;
+# 1000 for issue 28's figure, about a minute more), STATE_BASE (/dev/shm), SKIP_SIDECAR=1. With the
+# defaults the whole run takes about 4 minutes on this 2-vCPU machine. Needs root (raw cgroups), hyperfine,
+# git, go, python3; bwrap optional. Everything it makes lives in a temporary directory, a state directory
+# under STATE_BASE, and cgroup parents hlaunch-benchab-<random> (the launches) and
+# hlaunch-benchab-<random>-sc-<n> (one per sidecar) in every hierarchy, removed at the end, on failure and
+# ^C too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,6 +33,11 @@ RUNS=${RUNS:-400}
 ROUNDS=${ROUNDS:-20}
 WARMUP=${WARMUP:-5}
 OUT=${OUT:-bin/bench-ab.md}
+SIDECAR_ROUNDS=${SIDECAR_ROUNDS:-3}
+SIDECAR_SPAWNS=${SIDECAR_SPAWNS:-300}
+WORKERS=${WORKERS:-200}
+STATE_BASE=${STATE_BASE:-/dev/shm}
+SKIP_SIDECAR=${SKIP_SIDECAR:-}
 log() { echo "bench-ab: $*" >&2; }
 
 [ "$(id -u)" -eq 0 ] || { log "needs root (a writable cgroup parent)"; exit 1; }
@@ -36,7 +52,7 @@ parent=hlaunch-benchab-$(basename "$tmp" | tr -dc 'a-zA-Z0-9' | tail -c 6 | tr '
 cleanup() {
 	local rc=$? d
 	set +e
-	for d in /sys/fs/cgroup/"$parent" /sys/fs/cgroup/*/"$parent"; do
+	for d in /sys/fs/cgroup/"$parent" /sys/fs/cgroup/*/"$parent" /sys/fs/cgroup/"$parent"-sc-* /sys/fs/cgroup/*/"$parent"-sc-*; do
 		[ -d "$d" ] || continue
 		[ -e "$d/cgroup.kill" ] && echo 1 >"$d/cgroup.kill" 2>/dev/null
 		find "$d" -name cgroup.procs -exec sh -c 'xargs -r kill -9 <"$1" 2>/dev/null' _ {} \;
@@ -46,6 +62,7 @@ cleanup() {
 	done
 	git worktree remove --force "$tmp/base-src" >/dev/null 2>&1
 	rm -rf "$tmp"
+	[ -z "${abstate:-}" ] || rm -rf "$abstate"
 	exit "$rc"
 }
 trap cleanup EXIT
@@ -95,10 +112,25 @@ done
 log "hyperfine: $(wc -l <"$cmds") commands x $RUNS runs in $ROUNDS rounds"
 hyperfine "${args[@]}" >/dev/null
 
+ab=""
+if [ -z "$SKIP_SIDECAR" ]; then
+	ab=$tmp/ab.json
+	abstate=$(mktemp -d "$STATE_BASE/hlaunch-benchab.XXXXXX")
+	go test -c -o "$tmp/sidecar.test" ./internal/sidecar
+	log "sidecar: $SIDECAR_ROUNDS rounds x $SIDECAR_SPAWNS spawns a side, then $WORKERS idle workers a side"
+	# TMPDIR: the benchmark's own temporary directories (the hermes root, the sockets) live in ours, so that
+	# the cleanup above removes them even when the benchmark is killed before its own cleanup runs.
+	TMPDIR=$tmp HLAUNCH_BENCH_AB=$ab HLAUNCH_BIN=$tmp/head/hlaunch HLAUNCH_BIN_BASE=$tmp/base/hlaunch \
+		HLAUNCH_BENCH_PARENT=$parent-sc HLAUNCH_BENCH_STATE_BASE=$abstate HLAUNCH_AB_ROUNDS=$SIDECAR_ROUNDS \
+		HLAUNCH_AB_SPAWNS=$SIDECAR_SPAWNS HLAUNCH_AB_WORKERS=$WORKERS \
+		"$tmp/sidecar.test" -test.run '^$' -test.bench '^BenchmarkSidecarAB$' -test.benchtime 1x >"$tmp/ab.log" 2>&1 ||
+		{ tail -n 20 "$tmp/ab.log" >&2; log "the sidecar A/B failed"; exit 1; }
+fi
+
 mkdir -p "$(dirname "$OUT")"
-python3 - "$tmp/hf.json" "$base_rev" "$head_rev$dirty" "$RUNS" "$ROUNDS" >"$OUT" <<'EOF'
+python3 - "$tmp/hf.json" "$base_rev" "$head_rev$dirty" "$RUNS" "$ROUNDS" "$ab" >"$OUT" <<'EOF'
 import json, statistics, sys
-path, base, head, runs, rounds = sys.argv[1:6]
+path, base, head, runs, rounds, ab = sys.argv[1:7]
 pooled = {}
 for r in json.load(open(path))["results"]:
     label = r["command"].rsplit("@", 1)[0]
@@ -120,5 +152,31 @@ for key, name in names.items():
     print(f"| {name} | {b:.2f} ms | {h:.2f} ms | {h / b:.3f} | {ratio} | {nolim} |")
 if bw:
     print(f"| bwrap (pid+ipc+uts, `--clearenv`) | | {bw:.2f} ms | | 1.00 | | |")
+if ab:
+    f = json.load(open(ab))
+    lb, lh = f["load"]["base"], f["load"]["head"]
+    print()
+    print(f"The sidecar (`--scope cgroup`, state on {f['state_fs']}, {f['clients']} clients, closed loop, "
+          f"base and head alternated in {f['rounds']} rounds of {f['spawns_per_round']} spawns a side, pooled; "
+          f"idle workers: {f['workers']} detached `sleep`s a side):")
+    print()
+    print("| figure | base | head | head / base |")
+    print("|---|---|---|---|")
+    def row(name, b, h, unit, fmt=".1f"):
+        r = f"{h / b:.3f}" if b else ""
+        print(f"| {name} | {b:{fmt}}{unit} | {h:{fmt}}{unit} | {r} |")
+    row("sidecar spawns/s (pooled)", lb["spawns_per_s"], lh["spawns_per_s"], "", ".0f")
+    print(f"| sidecar spawns/s, per round | {', '.join(f'{v:.0f}' for v in lb['round_spawns_per_s'])} | "
+          f"{', '.join(f'{v:.0f}' for v in lh['round_spawns_per_s'])} | |")
+    row("sidecar spawn p50", lb["p50_ms"], lh["p50_ms"], " ms", ".2f")
+    row("sidecar spawn p99", lb["p99_ms"], lh["p99_ms"], " ms", ".2f")
+    row("CPU per spawn (sidecar, shims, targets)", lb["cpu_ms_per_spawn"], lh["cpu_ms_per_spawn"], " ms", ".2f")
+    for key, what in (("memory", "idle detached worker"), ("sandbox_memory", "idle detached sandboxed worker")):
+        mb, mh = f[key]["base"], f[key]["head"]
+        per = lambda m, k: m[k] / m["workers"]
+        row(f"Pss hlaunch adds per {what} (its {mh['hlaunch_procs'] / mh['workers']:.0f} hlaunch process(es))",
+            per(mb, "hlaunch_pss_kib"), per(mh, "hlaunch_pss_kib"), " KiB", ".0f")
+        row(f"Pss of the {what} itself", per(mb, "worker_pss_kib"), per(mh, "worker_pss_kib"), " KiB", ".0f")
+        row(f"sidecar RSS growth per {what}", per(mb, "sidecar_rss_growth_kib"), per(mh, "sidecar_rss_growth_kib"), " KiB", ".1f")
 EOF
 cat "$OUT"
