@@ -2,7 +2,8 @@
 # `make bench`: one hyperfine run of hlaunch in every mode side by side with the anchors (the fork+exec
 # floor, unshare, bwrap, runc, systemd-run --user --scope against a private test manager), the stop of a
 # 200-process tree, the sidecar's latency/throughput/memory/re-adoption, and the Go benchmarks of the hot
-# paths. Writes docs/benchmarks.md (scripts/bench_report.py turns the raw results into the tables).
+# paths. Writes docs/benchmarks.md (scripts/bench_report.py turns the raw results into the tables; the
+# sections it does not write, measurements written by hand, are kept).
 #
 # Everything it creates lives in a temporary directory and under one cgroup parent named
 # hlaunch-bench-<random> in every hierarchy (runc's: hlaunch-bench-<random>-runc); all are removed at the end, on failure and ^C too.
@@ -293,6 +294,6 @@ else
 fi
 
 python3 scripts/bench_report.py --dir "$tmp" --hl "$HL" --root "$root" --state "$state" --parent "$parent" \
-	--runs "$RUNS" --rounds "$ROUNDS" --warmup "$WARMUP" --benchtime "$BENCHTIME" >"$tmp/out.md"
+	--runs "$RUNS" --rounds "$ROUNDS" --warmup "$WARMUP" --benchtime "$BENCHTIME" --keep "$OUT" >"$tmp/out.md"
 mv "$tmp/out.md" "$OUT"
 log "wrote $OUT"

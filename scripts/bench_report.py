@@ -515,6 +515,7 @@ def main():
     ap = argparse.ArgumentParser()
     for f in ("dir", "hl", "root", "state", "parent", "runs", "rounds", "warmup", "benchtime"):
         ap.add_argument("--" + f, required=True)
+    ap.add_argument("--keep", help="the report this one replaces: its hand-written sections are kept")
     a = ap.parse_args()
     notes = load_notes(a.dir)
     out = ["# Benchmarks", "",
@@ -562,8 +563,30 @@ def main():
     soak(a, notes, out)
     out += ["## Go benchmarks (`go test -run=^$ -bench=. -benchmem -benchtime %s`, allocations reported)" % a.benchtime, ""]
     gobench(a, out)
+    out += kept_sections(a.keep, out + NOTES.split("\n"))
     out += [NOTES]
     sys.stdout.write("\n".join(out) + "\n")
+
+
+def kept_sections(path, generated):
+    """The `## ` sections of the report at path that this script does not write (A/B runs, breakdowns
+    and other measurements written by hand), in their order: a new `make bench` run replaces its own
+    tables and keeps them."""
+    if not path or not os.path.exists(path):
+        return []
+    ours = {heading_key(l) for l in generated if l.startswith("## ")}
+    kept, keep = [], False
+    for line in open(path).read().split("\n"):
+        if line.startswith("## "):
+            keep = heading_key(line) not in ours
+        if keep:
+            kept.append(line)
+    return kept
+
+
+def heading_key(line):
+    """A section's heading without what a run fills in (the Go benchmarks' -benchtime)."""
+    return line.split(" (`go test")[0].strip()
 
 
 if __name__ == "__main__":
