@@ -124,16 +124,16 @@ func checkDamagedList(t *testing.T, l *Launcher, live, id string, want fingerpri
 	if fmt.Sprint(states) != fmt.Sprint(wantStates) {
 		t.Fatalf("List: %v, want %v", states, wantStates)
 	}
-	if _, err := l.holdKey(ctx, "held", newID()); !errors.Is(err, ErrKeyHeld) {
+	if _, err := l.holdKey(ctx, "held", NewWorkerID()); !errors.Is(err, ErrKeyHeld) {
 		t.Errorf("key of the live worker: %v, want ErrKeyHeld", err)
 	}
-	unlock, err := l.holdKey(ctx, "free", newID())
+	unlock, err := l.holdKey(ctx, "free", NewWorkerID())
 	if err != nil {
 		t.Fatalf("a free key: %v", err)
 	}
 	unlock()
 	if key != "" {
-		if _, err := l.holdKey(ctx, key, newID()); !errors.Is(err, ErrKeyHeld) {
+		if _, err := l.holdKey(ctx, key, NewWorkerID()); !errors.Is(err, ErrKeyHeld) {
 			t.Errorf("the key the damaged record names: %v, want ErrKeyHeld", err)
 		}
 	}
@@ -224,10 +224,10 @@ func FuzzDamagedRecord(f *testing.F) {
 		if r, err := l.Get(ctx, live); err != nil || r.State != fingerprint.Running {
 			t.Fatalf("the live worker: %s, %v", r.State, err)
 		}
-		if _, err := l.holdKey(ctx, "held", newID()); !errors.Is(err, ErrKeyHeld) {
+		if _, err := l.holdKey(ctx, "held", NewWorkerID()); !errors.Is(err, ErrKeyHeld) {
 			t.Fatalf("key of the live worker: %v", err)
 		}
-		if unlock, err := l.holdKey(ctx, "free-key", newID()); err == nil {
+		if unlock, err := l.holdKey(ctx, "free-key", NewWorkerID()); err == nil {
 			unlock()
 		} else if rec.Key != "free-key" {
 			t.Fatalf("a free key: %v", err)

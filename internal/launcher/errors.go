@@ -37,6 +37,9 @@ var (
 	ErrCannotRun = errors.New("command cannot run")
 	// ErrCommandNotFound: the command was not found in the child's PATH (exit 127).
 	ErrCommandNotFound = errors.New("command not found")
+	// ErrNoLog: the worker has no log hlaunch can read back: its output went to inherited descriptors or
+	// /dev/null, or to a file its caller named (--log), which is the caller's to read (code "no_log").
+	ErrNoLog = errors.New("worker has no log to read")
 )
 
 // invalid marks err as bad input (exit 125, JSON code "invalid").

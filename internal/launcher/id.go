@@ -9,8 +9,9 @@ import (
 	"github.com/hlaunch/hlaunch/internal/linux"
 )
 
-// newID returns a worker id, "w-" and 12 hex digits, random so that ids never repeat across restarts.
-func newID() string {
+// NewWorkerID returns a worker id, "w-" and 12 hex digits, random so that ids never repeat across restarts
+// (StartWithID takes one).
+func NewWorkerID() string {
 	var b [6]byte
 	// getrandom(2) itself, not crypto/rand: on its first use crypto/rand arms a one-minute timer (a warning
 	// if entropy blocks), and the first timer starts the runtime's network poller, which costs the CLI's
@@ -20,10 +21,10 @@ func newID() string {
 	return "w-" + hex.EncodeToString(b[:])
 }
 
-// isID reports whether ref is a worker id as newID makes them ("w-" and 12 lowercase hex digits) rather
+// IsID reports whether ref is a worker id as NewWorkerID makes them ("w-" and 12 lowercase hex digits) rather
 // than a token. Only that spelling names a record file: "W-..." or upper-case hex would be another file
 // name for what a caller thinks is the same worker.
-func isID(ref string) bool {
+func IsID(ref string) bool {
 	if !strings.HasPrefix(ref, "w-") || len(ref) != 14 {
 		return false
 	}
@@ -34,10 +35,3 @@ func isID(ref string) bool {
 	}
 	return true
 }
-
-// IsID reports whether ref is spelled as a worker id (isID): for callers that take one, such as a page's
-// cursor.
-func IsID(ref string) bool { return isID(ref) }
-
-// NewWorkerID returns a fresh worker id for StartWithID.
-func NewWorkerID() string { return newID() }

@@ -11,16 +11,16 @@ import (
 	"github.com/hlaunch/hlaunch/internal/state"
 )
 
-// Only newID's spelling is a worker id: anything else is not a record's name.
+// Only NewWorkerID's spelling is a worker id: anything else is not a record's name.
 func TestIsID(t *testing.T) {
 	for ref, want := range map[string]bool{
-		newID(): true, "w-0123456789ab": true,
+		NewWorkerID(): true, "w-0123456789ab": true,
 		"w-0123456789AB": false, "W-0123456789ab": false, "w-0123456789a": false, "w-0123456789abc": false,
 		"w-../../../etc": false, "w-01234/6789ab": false, "w-0123456789a\x00": false, "w-0x23456789ab": false,
 		"w-+123456789ab": false, " w-0123456789ab": false, "": false,
 	} {
-		if got := isID(ref); got != want {
-			t.Errorf("isID(%q) = %v, want %v", ref, got, want)
+		if got := IsID(ref); got != want {
+			t.Errorf("IsID(%q) = %v, want %v", ref, got, want)
 		}
 	}
 }

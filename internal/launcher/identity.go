@@ -86,14 +86,16 @@ func (id identity) otherUID() bool { return id.drop && id.uid != uint32(os.Geteu
 // placement, CLI and sidecar:
 //   - --as UID:GID (spec field user) when given. An unprivileged launcher's unsandboxed worker cannot be
 //     another uid or gid than the launcher's, and is refused; its sandbox maps the launcher's uid and
-//     drops to the ids inside. A launcher with Config.OwnerOnly (a sidecar without --allow-as) refuses
+//     drops to the ids inside. A launcher with Config.OwnerOnly (ownerOnly) (a sidecar without --allow-as) refuses
 //     any other ids than the home owner's.
 //   - else, for a root launcher, the owner uid and the group gid of the profile home, with every
 //     supplementary group dropped. A sandbox refuses a home owned by root or of group root (it never
 //     runs as host root unless asked); an unsandboxed worker of a root-owned home is root (its owner),
 //     and one of a home of another owner but group root is refused.
 //   - else the launcher's own uid and gid.
-func (l *Launcher) identity(spec Spec, p *profile.Profile) (identity, error) {
+//
+// ownerOnly is the launcher's Config.OwnerOnly.
+func identityFor(spec Spec, p *profile.Profile, ownerOnly bool) (identity, error) {
 	euid, egid := uint32(os.Geteuid()), uint32(os.Getegid())
 	owner, group := p.Owner()
 	if spec.User != "" {
@@ -101,7 +103,7 @@ func (l *Launcher) identity(spec Spec, p *profile.Profile) (identity, error) {
 		if err != nil {
 			return identity{}, &FieldError{Msg: fmt.Sprintf("--as %q: %v", spec.User, err)}
 		}
-		if l.cfg.OwnerOnly && (uid != owner || gid != group) {
+		if ownerOnly && (uid != owner || gid != group) {
 			return identity{}, &FieldError{Msg: fmt.Sprintf("--as %s: this sidecar runs each worker as its home's owner (%d:%d for %s); `hlaunch sidecar --allow-as` lets a caller choose", spec.User, owner, group, p.Home)}
 		}
 		switch {

@@ -63,7 +63,7 @@ func (l *Launcher) readRecord(id string) (Receipt, error) {
 // readEntry reads the index entry for s in dir; ok is false when there is none or it is damaged.
 func readEntry(dir, s string) (indexEntry, bool) {
 	var e indexEntry
-	if err := (&state.Dir{Path: dir}).Read(indexName(s), &e); err != nil || !isID(e.ID) {
+	if err := (&state.Dir{Path: dir}).Read(indexName(s), &e); err != nil || !IsID(e.ID) {
 		return indexEntry{}, false
 	}
 	return e, true
@@ -109,7 +109,7 @@ func (l *Launcher) scanToken(token string) (Receipt, bool) {
 		return Receipt{}, false
 	}
 	for _, id := range ids {
-		if !isID(id) {
+		if !IsID(id) {
 			continue
 		}
 		if rc, err := l.readRecord(id); err == nil && rc.Token == token {
@@ -122,7 +122,7 @@ func (l *Launcher) scanToken(token string) (Receipt, bool) {
 // indexToken adds a started worker's token to the index. A failure leaves the entry missing, which the
 // next lookup rebuilds.
 func (l *Launcher) indexToken(rc *Receipt) {
-	if rc != nil && rc.Token != "" && isID(rc.ID) {
+	if rc != nil && rc.Token != "" && IsID(rc.ID) {
 		_ = writeEntry(l.indexDir(), rc.Token, indexEntry{Token: rc.Token, ID: rc.ID}, false)
 	}
 }

@@ -111,7 +111,7 @@ func BenchmarkHoldKey(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
 		l := keptLauncher(b, n)
 		ctx := context.Background()
-		unlock, err := l.holdKey(ctx, "kept-7", newID()) // the entry rebuilt once, from every record
+		unlock, err := l.holdKey(ctx, "kept-7", NewWorkerID()) // the entry rebuilt once, from every record
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -86,7 +86,7 @@ func lockKeyFile(ctx context.Context, path string) (*os.File, error) {
 // keyFree returns ErrKeyHeld when a worker holding key verifies as running; the key's lock is held.
 func (l *Launcher) keyFree(ctx context.Context, key string) error {
 	var e indexEntry
-	if err := (&state.Dir{Path: l.keysDir()}).Read(holderName(key), &e); err == nil && e.Key == key && isID(e.ID) {
+	if err := (&state.Dir{Path: l.keysDir()}).Read(holderName(key), &e); err == nil && e.Key == key && IsID(e.ID) {
 		rc, err := l.readRecord(e.ID)
 		if err == nil && rc.Key == key {
 			if _, err := checkRecord(e.ID, rc, nil); err == nil {

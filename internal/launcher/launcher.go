@@ -90,3 +90,9 @@ func (l *Launcher) Close() error {
 	}
 	return nil
 }
+
+// limitsFor is the limits a worker of spec gets from this launcher, and the part of them that are
+// defaults.
+func (l *Launcher) limitsFor(spec Spec) (applied, fromDefaults cgroup.Limits) {
+	return EffectiveLimits(spec.Limits, l.limits)
+}

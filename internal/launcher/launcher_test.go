@@ -184,15 +184,15 @@ func TestSignalNameRoundTrip(t *testing.T) {
 func TestIDs(t *testing.T) {
 	seen := map[string]bool{}
 	for i := 0; i < 1000; i++ {
-		id := newID()
-		if !isID(id) || seen[id] {
-			t.Fatalf("newID %q: valid %v, repeated %v", id, isID(id), seen[id])
+		id := NewWorkerID()
+		if !IsID(id) || seen[id] {
+			t.Fatalf("NewWorkerID %q: valid %v, repeated %v", id, IsID(id), seen[id])
 		}
 		seen[id] = true
 	}
 	for _, bad := range []string{"", "w-", "w-123", "w-zzzzzzzzzzzz", "x-0123456789ab", "hl1.AQAB", "w-0123456789abc"} {
-		if isID(bad) {
-			t.Errorf("isID(%q)", bad)
+		if IsID(bad) {
+			t.Errorf("IsID(%q)", bad)
 		}
 	}
 }

@@ -80,12 +80,6 @@ func EffectiveLimits(spec, defaults cgroup.Limits) (applied, fromDefaults cgroup
 	return applied, fromDefaults
 }
 
-// limitsFor is the limits a worker of spec gets from this launcher, and the part of them that are
-// defaults.
-func (l *Launcher) limitsFor(spec Spec) (applied, fromDefaults cgroup.Limits) {
-	return EffectiveLimits(spec.Limits, l.limits)
-}
-
 // withoutController drops the defaults that need controller c (a host or parent without it) from
 // applied. It reports false when that changes nothing or leaves a limit the caller asked for that needs c:
 // a retry would be refused the same way.

@@ -16,10 +16,6 @@ import (
 	"github.com/hlaunch/hlaunch/internal/state"
 )
 
-// ErrNoLog: the worker has no log hlaunch can read back: its output went to inherited descriptors or
-// /dev/null, or to a file its caller named (--log), which is the caller's to read (code "no_log").
-var ErrNoLog = errors.New("worker has no log to read")
-
 // LogPollInterval is how often a followed log is looked at again for new output and for its worker's end.
 const LogPollInterval = 200 * time.Millisecond
 

@@ -173,7 +173,7 @@ func (l *Launcher) compose(spec Spec) (profile.Environ, *profile.Profile, identi
 	// The home's descriptor is needed only to read the .env; the caller keeps the names (a long-lived
 	// sidecar must not hold one descriptor per spawn until the garbage collector finds it).
 	defer p.Close()
-	id, err := l.identity(spec, p)
+	id, err := identityFor(spec, p, l.cfg.OwnerOnly)
 	if err != nil {
 		return nil, nil, identity{}, err
 	}

@@ -96,7 +96,7 @@ func TestDoctorAndLaunchAgreeOnAuto(t *testing.T) {
 			t.Fatal(err)
 		}
 		spec := Spec{}.withDefaults(l.cfg.Defaults)
-		p, err := l.prepare(ctx, spec, newID())
+		p, err := l.prepare(ctx, spec, NewWorkerID())
 		got := Mode("error: ")
 		if err != nil {
 			got += Mode(err.Error())

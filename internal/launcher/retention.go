@@ -246,7 +246,7 @@ func (l *Launcher) gcOrphans(recs []Record, minAge time.Duration) []string {
 	var removed []string
 	for _, e := range ents {
 		path := parent + "/" + e.Name()
-		if !e.IsDir() || !isID(e.Name()) || known[path] {
+		if !e.IsDir() || !IsID(e.Name()) || known[path] {
 			continue
 		}
 		// A cgroup made for a launch in flight is empty and unrecorded too, until its shim or target runs in

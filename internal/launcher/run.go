@@ -57,7 +57,7 @@ func (l *Launcher) Run(ctx context.Context, spec Spec, stdio Stdio, sigs Signals
 	if err != nil {
 		return ExitCode(err), err
 	}
-	id := newID()
+	id := NewWorkerID()
 	sigs.awaitReady()
 	if ctx.Err() != nil {
 		return ExitInternal, fmt.Errorf("launch cancelled: %w: nothing was started", context.Cause(ctx))

@@ -30,14 +30,14 @@ func (l *Launcher) Start(ctx context.Context, spec Spec) (*Receipt, error) {
 // StartWith is Start for a spec with Stdio "inherit": stdio are the descriptors the worker gets (nil
 // fields are refused for such a spec; they are ignored otherwise). The caller keeps its own copies.
 func (l *Launcher) StartWith(ctx context.Context, spec Spec, stdio Stdio) (*Receipt, error) {
-	return l.StartWithID(ctx, spec, stdio, newID())
+	return l.StartWithID(ctx, spec, stdio, NewWorkerID())
 }
 
 // StartWithID is StartWith for a worker id the caller chose before the launch (NewWorkerID), so that it can
 // remember the launch under that id first: a sidecar's idempotent spawn finds the worker again by it after
 // a crash mid-launch. An id that is not a worker id, or one that names a record already, is refused.
 func (l *Launcher) StartWithID(ctx context.Context, spec Spec, stdio Stdio, id string) (_ *Receipt, retErr error) {
-	if !isID(id) {
+	if !IsID(id) {
 		return nil, invalid(fmt.Errorf("worker id %q: not a worker id (w-<12 hex>)", id))
 	}
 	if _, err := os.Lstat(filepath.Join(l.workersDir(), id+".json")); err == nil {

@@ -48,7 +48,7 @@ func (l *Launcher) NewWarm(ctx context.Context) (_ *Warm, retErr error) {
 	if spec.Scope == ScopeNone {
 		return nil, fmt.Errorf("%w: scope none", ErrNotWarmable)
 	}
-	id := newID()
+	id := NewWorkerID()
 	p, err := l.prepare(ctx, spec, id)
 	if err != nil {
 		return nil, err

@@ -13,7 +13,7 @@ import (
 
 // load finds a worker by id (its record) or by token (the token alone is enough to verify and signal).
 func (l *Launcher) load(ref string) (Receipt, fingerprint.Identity, error) {
-	if isID(ref) {
+	if IsID(ref) {
 		rc, err := l.readRaw(ref)
 		if errors.Is(err, ErrNotFound) {
 			return Receipt{}, fingerprint.Identity{}, err
@@ -170,7 +170,7 @@ func (l *Launcher) IDs(ctx context.Context) ([]string, error) {
 	}
 	ids := names[:0]
 	for _, n := range names {
-		if isID(n) {
+		if IsID(n) {
 			ids = append(ids, n)
 		}
 	}
