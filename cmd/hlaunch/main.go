@@ -15,6 +15,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/affinity"
 	"github.com/hlaunch/hlaunch/internal/launcher"
 	"github.com/hlaunch/hlaunch/internal/selfguard"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 func main() {
@@ -31,7 +32,7 @@ func main() {
 		// worker runs, and an unsandboxed worker of the same uid would read it in /proc/<ppid>/environ.
 		if err := selfguard.Hide(); err != nil {
 			fmt.Fprintf(os.Stderr, "hlaunch: %v\n", err)
-			os.Exit(launcher.ExitInternal)
+			os.Exit(worker.ExitInternal)
 		}
 		// A launch keeps its own threads on the CPU it started on and gives every child the CPUs it was
 		// started with (internal/affinity, ADR 0006). Failing to pin costs only speed; the set to give back

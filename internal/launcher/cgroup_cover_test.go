@@ -12,12 +12,13 @@ import (
 	"github.com/hlaunch/hlaunch/internal/cgroup"
 	"github.com/hlaunch/hlaunch/internal/launcher"
 	"github.com/hlaunch/hlaunch/internal/testutil"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // A worker's limits are in force in its own cgroup, read from inside it (v1 pids hierarchy on a hybrid
 // host, the v2 tree on a pure one).
 func TestRunLimitsSeenByWorker(t *testing.T) {
-	w := newWorld(t, launcher.ScopeCgroup, nil)
+	w := newWorld(t, worker.ScopeCgroup, nil)
 	s := spec(`p=$(grep -E '^[0-9]+:pids:' /proc/self/cgroup | cut -d: -f3)
 if [ -n "$p" ]; then cat /sys/fs/cgroup/pids$p/pids.max; else p=$(grep '^0::' /proc/self/cgroup | cut -d: -f3); cat /sys/fs/cgroup$p/pids.max; fi`)
 	s.Limits = cgroup.Limits{Pids: 7}
@@ -29,7 +30,7 @@ if [ -n "$p" ]; then cat /sys/fs/cgroup/pids$p/pids.max; else p=$(grep '^0::' /p
 
 // The cgroups hlaunch made are known as its own (the sidecar refuses peers inside one); others are not.
 func TestMarkedCgroup(t *testing.T) {
-	w := newWorld(t, launcher.ScopeCgroup, nil)
+	w := newWorld(t, worker.ScopeCgroup, nil)
 	dir := t.TempDir()
 	rc := w.start(spec(`echo up > ` + dir + `/up; while :; do sleep 0.05; done`))
 	waitFile(t, dir+"/up")
@@ -45,7 +46,7 @@ func TestMarkedCgroup(t *testing.T) {
 // An empty worker cgroup that no record names (a slot whose shim died, a foreground hlaunch that was
 // SIGKILLed) is collected once older than OrphanAge; a younger one is left for a launch in flight.
 func TestGCOrphanCgroup(t *testing.T) {
-	w := newWorld(t, launcher.ScopeCgroup, nil)
+	w := newWorld(t, worker.ScopeCgroup, nil)
 	ctx := context.Background()
 	slot, err := w.l.NewWarm(ctx)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/nsenv/sandbox"
 	hproc "github.com/hlaunch/hlaunch/internal/proc"
 	"github.com/hlaunch/hlaunch/internal/selfguard"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // childStart is one child to start: the target itself, or the shim that will start it.
@@ -32,7 +33,7 @@ type childStart struct {
 // that must be placed by PID first (v1 joins, a scope naming it) is held by the kernel at its traced exec
 // and detached once placed; a sandboxed one is started as the init stub and released once placed (ADR
 // 0001). It returns the running target (a sandbox's init).
-func (l *Launcher) start(ctx context.Context, spec Spec, id string, p placement, c childStart) (*hproc.Proc, error) {
+func (l *Launcher) start(ctx context.Context, spec worker.Spec, id string, p placement, c childStart) (*hproc.Proc, error) {
 	fd, err := p.cloneFD()
 	if err != nil {
 		return nil, fmt.Errorf("open worker cgroup: %w", err)
@@ -80,7 +81,7 @@ func (l *Launcher) start(ctx context.Context, spec Spec, id string, p placement,
 // startStub starts c through the init stub (hlaunch __init), places the stub and releases it into the
 // target. On failure no stub is left: its one cleanup kills and reaps it (one whose target failed to
 // start is exiting anyway; one that did not answer must never reach the target).
-func (l *Launcher) startStub(ctx context.Context, spec Spec, id string, p placement, c childStart, files []*os.File, attr *syscall.SysProcAttr, cloned bool) (_ *hproc.Proc, retErr error) {
+func (l *Launcher) startStub(ctx context.Context, spec worker.Spec, id string, p placement, c childStart, files []*os.File, attr *syscall.SysProcAttr, cloned bool) (_ *hproc.Proc, retErr error) {
 	// The stub keeps our pin, if any, while it starts (a Go start is cheaper on one CPU) and gives the
 	// target ChildCPUs back itself (handshake.Config.CPUs).
 	child, err := handshake.Start(hproc.Command{Path: l.cfg.Self, Args: []string{l.cfg.Self, handshake.InitArg}, Files: files, Sys: attr})
@@ -115,22 +116,22 @@ func execError(err error) error {
 	if isPath && pe.Op == "exec" {
 		switch {
 		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
-			return &wrapped{fmt.Sprintf("%s: %s: %v", ErrCommandNotFound, pe.Path, pe.Err), ErrCommandNotFound, err}
+			return &wrapped{fmt.Sprintf("%s: %s: %v", worker.ErrCommandNotFound, pe.Path, pe.Err), worker.ErrCommandNotFound, err}
 		default:
-			return &wrapped{fmt.Sprintf("%s: %s: %v", ErrCannotRun, pe.Path, pe.Err), ErrCannotRun, err}
+			return &wrapped{fmt.Sprintf("%s: %s: %v", worker.ErrCannotRun, pe.Path, pe.Err), worker.ErrCannotRun, err}
 		}
 	}
 	switch {
 	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
-		return fmt.Errorf("%w: %w", ErrCommandNotFound, err)
+		return fmt.Errorf("%w: %w", worker.ErrCommandNotFound, err)
 	case errors.Is(err, unix.EACCES), errors.Is(err, unix.ENOEXEC), errors.Is(err, unix.EPERM),
 		errors.Is(err, unix.EISDIR), errors.Is(err, unix.ETXTBSY):
-		return fmt.Errorf("%w: %w", ErrCannotRun, err)
+		return fmt.Errorf("%w: %w", worker.ErrCannotRun, err)
 	}
 	if isPath && pe.Op == "chdir" {
-		return fmt.Errorf("%w: --cwd: %w", ErrInvalid, err)
+		return fmt.Errorf("%w: --cwd: %w", worker.ErrInvalid, err)
 	}
-	return fmt.Errorf("%w: %w", ErrCannotRun, err)
+	return fmt.Errorf("%w: %w", worker.ErrCannotRun, err)
 }
 
 // wrapped is an error with its own wording that still unwraps to the sentinel and the cause.
@@ -167,7 +168,7 @@ func (l *Launcher) helperCPUs() (pin, cpus affinity.Set) {
 
 // startHeld starts cmd held at its exec (hproc.Hold), places it and lets it run. It returns an error
 // wrapping hproc.ErrNotHeld, with nothing started, when it cannot be held that way.
-func (l *Launcher) startHeld(ctx context.Context, spec Spec, id string, p placement, cmd hproc.Command, cloned bool) (_ *hproc.Proc, retErr error) {
+func (l *Launcher) startHeld(ctx context.Context, spec worker.Spec, id string, p placement, cmd hproc.Command, cloned bool) (_ *hproc.Proc, retErr error) {
 	held, err := hproc.Hold(cmd)
 	if errors.Is(err, hproc.ErrNotHeld) {
 		return nil, err

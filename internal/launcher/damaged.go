@@ -1,28 +1,13 @@
 package launcher
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/state"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
-
-// The states of a worker whose record cannot be read or verified (Record.State). Such a worker has no
-// identity to verify: it is listed with Record.RecordError, never signalled, and `hlaunch gc` moves its
-// record into <state-dir>/quarantine (docs/security.md, "The state directory").
-const (
-	// StateCorrupt: the record does not decode as a receipt, is not a regular file, names another worker
-	// id, or holds a token that does not decode.
-	StateCorrupt fingerprint.State = "corrupt"
-	// StateUnknownVersion: the record is well formed but its token is of a format this build does not know
-	// (a newer hlaunch's, after a downgrade).
-	StateUnknownVersion fingerprint.State = "unknown-version"
-)
-
-// Damaged reports whether s is the state of a record that cannot be read or verified.
-func Damaged(s fingerprint.State) bool { return s == StateCorrupt || s == StateUnknownVersion }
 
 // damagedError is load's error for a record that cannot be read or verified. It is ErrRefused: there is no
 // identity to verify, so nothing is ever signalled on its word.
@@ -39,36 +24,36 @@ type damagedError struct {
 }
 
 func (e *damagedError) Error() string {
-	return fmt.Sprintf("%v: worker %s: record is %s: %v", ErrRefused, e.id, e.state, e.err)
+	return fmt.Sprintf("%v: worker %s: record is %s: %v", worker.ErrRefused, e.id, e.state, e.err)
 }
 
-func (e *damagedError) Is(target error) bool { return target == ErrRefused }
+func (e *damagedError) Is(target error) bool { return target == worker.ErrRefused }
 
 func (e *damagedError) Unwrap() error { return e.err }
 
 // checkRecord is load's judgement of the record rc read from <id>.json (readErr: the read's error, not
 // ErrNotFound): its identity, or a *damagedError. A token of an unknown version is judged before the id, as a
 // newer format may spell the rest differently.
-func checkRecord(id string, rc Receipt, readErr error) (fingerprint.Identity, error) {
+func checkRecord(id string, rc worker.Receipt, readErr error) (fingerprint.Identity, error) {
 	if readErr != nil {
-		return fingerprint.Identity{}, &damagedError{id: id, state: StateCorrupt, err: readErr, lasting: errors.Is(readErr, state.ErrDamaged)}
+		return fingerprint.Identity{}, &damagedError{id: id, state: worker.StateCorrupt, err: readErr, lasting: errors.Is(readErr, state.ErrDamaged)}
 	}
 	ident, err := fingerprint.ParseToken(rc.Token)
 	switch {
 	case errors.Is(err, fingerprint.ErrUnknownVersion):
-		return fingerprint.Identity{}, &damagedError{id: id, state: StateUnknownVersion, err: err, key: rc.Key, lasting: true}
+		return fingerprint.Identity{}, &damagedError{id: id, state: worker.StateUnknownVersion, err: err, key: rc.Key, lasting: true}
 	case rc.ID != id:
 		// The id names files beside the record (<id>.exit, the ledger's): it must be the file's own.
-		return fingerprint.Identity{}, &damagedError{id: id, state: StateCorrupt, err: fmt.Errorf("%w: record names worker id %q", ErrInvalid, rc.ID), key: rc.Key, lasting: true}
+		return fingerprint.Identity{}, &damagedError{id: id, state: worker.StateCorrupt, err: fmt.Errorf("%w: record names worker id %q", worker.ErrInvalid, rc.ID), key: rc.Key, lasting: true}
 	case err != nil:
-		return fingerprint.Identity{}, &damagedError{id: id, state: StateCorrupt, err: err, key: rc.Key, lasting: true}
+		return fingerprint.Identity{}, &damagedError{id: id, state: worker.StateCorrupt, err: err, key: rc.Key, lasting: true}
 	}
 	return ident, nil
 }
 
 // damagedRecord is what List, Get and Status show of a damaged record: its id, the key it names, its state
 // and why. Nothing else of it is shown: none of it is verified.
-func damagedRecord(e *damagedError) Record {
+func damagedRecord(e *damagedError) worker.Record {
 	reason := "its record cannot be read or verified: never signalled; hlaunch gc quarantines it"
 	switch {
 	case e.key != "":
@@ -76,25 +61,5 @@ func damagedRecord(e *damagedError) Record {
 	case !e.lasting:
 		reason = "its record cannot be read now: never signalled; read again at the next pass"
 	}
-	return Record{Receipt: Receipt{ID: e.id, Key: e.key}, State: e.state, Reason: reason, RecordError: e.err.Error()}
-}
-
-// damagedJSON is the JSON form of a damaged record: only what is known of it (docs/schema/receipt.schema.json,
-// $defs/damaged_record).
-type damagedJSON struct {
-	ID          string            `json:"id"`
-	Key         string            `json:"key,omitempty"`
-	State       fingerprint.State `json:"state"`
-	Reason      string            `json:"reason"`
-	RecordError string            `json:"record_error"`
-}
-
-// MarshalJSON writes a record; one in a damaged state (Damaged) as its id, key, state, reason and
-// record_error only, not the empty fields of a receipt it does not have.
-func (r Record) MarshalJSON() ([]byte, error) {
-	if Damaged(r.State) {
-		return json.Marshal(damagedJSON{ID: r.ID, Key: r.Key, State: r.State, Reason: r.Reason, RecordError: r.RecordError})
-	}
-	type plain Record // the same fields, without this method
-	return json.Marshal(plain(r))
+	return worker.Record{Receipt: worker.Receipt{ID: e.id, Key: e.key}, State: e.state, Reason: reason, RecordError: e.err.Error()}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/state"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // damagedLauncher is a listLauncher with three ended workers and one running worker (a sleep this test
@@ -31,7 +32,7 @@ func damagedLauncher(t testing.TB) (*Launcher, string) {
 		t.Fatalf("capture: %s", ident.Reason)
 	}
 	id := "w-00000000aaaa"
-	rc := Receipt{ID: id, Token: ident.Token(), PID: ident.PID, Mode: ModeNone, Key: "held", StartedAt: time.Now().UTC().Format(time.RFC3339Nano)}
+	rc := worker.Receipt{ID: id, Token: ident.Token(), PID: ident.PID, Mode: worker.ModeNone, Key: "held", StartedAt: time.Now().UTC().Format(time.RFC3339Nano)}
 	if err := (&state.Dir{Path: l.workersDir()}).Write(id, rc, false); err != nil {
 		t.Fatal(err)
 	}
@@ -48,18 +49,18 @@ var damagedCases = []struct {
 	state fingerprint.State
 	key   string
 }{
-	{"torn", writeBytes(`{"id":"w-00000000dead","tok`), StateCorrupt, ""},
-	{"empty", writeBytes(``), StateCorrupt, ""},
-	{"future", writeBytes(`{"token":"hl2.future"}`), StateUnknownVersion, ""},
-	{"future-keyed", writeBytes(`{"id":"w-00000000dead","token":"hl2.future","key":"future-key"}`), StateUnknownVersion, "future-key"},
-	{"bad-token", writeBytes(`{"id":"w-00000000dead","token":"hl1.AAAAAAAA"}`), StateCorrupt, ""},
-	{"other-id", writeBytes(`{"id":"w-00000000beef","token":"hl1.AAAAAAAA"}`), StateCorrupt, ""},
-	{"wrong-shape", writeBytes(`[1,2,3]`), StateCorrupt, ""},
-	{"wrong-type", writeBytes(`{"id":"w-00000000dead","pid":"many","key":"typed"}`), StateCorrupt, ""},
-	{"binary", writeBytes("\x00\xff\xfe{"), StateCorrupt, ""},
-	{"directory", func(t *testing.T, p string) { mustDo(t, os.Mkdir(p, 0o700)) }, StateCorrupt, ""},
-	{"symlink", func(t *testing.T, p string) { mustDo(t, os.Symlink("/etc/hostname", p)) }, StateCorrupt, ""},
-	{"fifo", func(t *testing.T, p string) { mustDo(t, syscall.Mkfifo(p, 0o600)) }, StateCorrupt, ""},
+	{"torn", writeBytes(`{"id":"w-00000000dead","tok`), worker.StateCorrupt, ""},
+	{"empty", writeBytes(``), worker.StateCorrupt, ""},
+	{"future", writeBytes(`{"token":"hl2.future"}`), worker.StateUnknownVersion, ""},
+	{"future-keyed", writeBytes(`{"id":"w-00000000dead","token":"hl2.future","key":"future-key"}`), worker.StateUnknownVersion, "future-key"},
+	{"bad-token", writeBytes(`{"id":"w-00000000dead","token":"hl1.AAAAAAAA"}`), worker.StateCorrupt, ""},
+	{"other-id", writeBytes(`{"id":"w-00000000beef","token":"hl1.AAAAAAAA"}`), worker.StateCorrupt, ""},
+	{"wrong-shape", writeBytes(`[1,2,3]`), worker.StateCorrupt, ""},
+	{"wrong-type", writeBytes(`{"id":"w-00000000dead","pid":"many","key":"typed"}`), worker.StateCorrupt, ""},
+	{"binary", writeBytes("\x00\xff\xfe{"), worker.StateCorrupt, ""},
+	{"directory", func(t *testing.T, p string) { mustDo(t, os.Mkdir(p, 0o700)) }, worker.StateCorrupt, ""},
+	{"symlink", func(t *testing.T, p string) { mustDo(t, os.Symlink("/etc/hostname", p)) }, worker.StateCorrupt, ""},
+	{"fifo", func(t *testing.T, p string) { mustDo(t, syscall.Mkfifo(p, 0o600)) }, worker.StateCorrupt, ""},
 }
 
 func writeBytes(b string) func(t *testing.T, path string) {
@@ -86,13 +87,13 @@ func TestDamagedRecordIsItsOwnState(t *testing.T) {
 			if err != nil || rec.State != c.state || rec.RecordError == "" || rec.ID != damagedID {
 				t.Fatalf("Status: %+v, %v; want state %s with a record_error", rec, err, c.state)
 			}
-			if err := l.Signal(ctx, damagedID, syscall.SIGTERM, true); !errors.Is(err, ErrRefused) {
+			if err := l.Signal(ctx, damagedID, syscall.SIGTERM, true); !errors.Is(err, worker.ErrRefused) {
 				t.Errorf("Signal: %v, want ErrRefused", err)
 			}
-			if _, err := l.Stop(ctx, damagedID, time.Second); !errors.Is(err, ErrRefused) {
+			if _, err := l.Stop(ctx, damagedID, time.Second); !errors.Is(err, worker.ErrRefused) {
 				t.Errorf("Stop: %v, want ErrRefused", err)
 			}
-			if _, err := l.Wait(ctx, damagedID); !errors.Is(err, ErrRefused) {
+			if _, err := l.Wait(ctx, damagedID); !errors.Is(err, worker.ErrRefused) {
 				t.Errorf("Wait: %v, want ErrRefused", err)
 			}
 			if rec, err := l.Get(ctx, live); err != nil || rec.State != fingerprint.Running {
@@ -124,16 +125,16 @@ func checkDamagedList(t *testing.T, l *Launcher, live, id string, want fingerpri
 	if fmt.Sprint(states) != fmt.Sprint(wantStates) {
 		t.Fatalf("List: %v, want %v", states, wantStates)
 	}
-	if _, err := l.holdKey(ctx, "held", NewWorkerID()); !errors.Is(err, ErrKeyHeld) {
+	if _, err := l.holdKey(ctx, "held", worker.NewWorkerID()); !errors.Is(err, worker.ErrKeyHeld) {
 		t.Errorf("key of the live worker: %v, want ErrKeyHeld", err)
 	}
-	unlock, err := l.holdKey(ctx, "free", NewWorkerID())
+	unlock, err := l.holdKey(ctx, "free", worker.NewWorkerID())
 	if err != nil {
 		t.Fatalf("a free key: %v", err)
 	}
 	unlock()
 	if key != "" {
-		if _, err := l.holdKey(ctx, key, NewWorkerID()); !errors.Is(err, ErrKeyHeld) {
+		if _, err := l.holdKey(ctx, key, worker.NewWorkerID()); !errors.Is(err, worker.ErrKeyHeld) {
 			t.Errorf("the key the damaged record names: %v, want ErrKeyHeld", err)
 		}
 	}
@@ -209,7 +210,7 @@ func FuzzDamagedRecord(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Get of the fuzzed record: %v", err)
 		}
-		if !Damaged(rec.State) && rec.ID != damagedID {
+		if !worker.Damaged(rec.State) && rec.ID != damagedID {
 			t.Fatalf("the fuzzed record: %+v", rec)
 		}
 		recs, err := l.List(ctx)
@@ -224,10 +225,10 @@ func FuzzDamagedRecord(f *testing.F) {
 		if r, err := l.Get(ctx, live); err != nil || r.State != fingerprint.Running {
 			t.Fatalf("the live worker: %s, %v", r.State, err)
 		}
-		if _, err := l.holdKey(ctx, "held", NewWorkerID()); !errors.Is(err, ErrKeyHeld) {
+		if _, err := l.holdKey(ctx, "held", worker.NewWorkerID()); !errors.Is(err, worker.ErrKeyHeld) {
 			t.Fatalf("key of the live worker: %v", err)
 		}
-		if unlock, err := l.holdKey(ctx, "free-key", NewWorkerID()); err == nil {
+		if unlock, err := l.holdKey(ctx, "free-key", worker.NewWorkerID()); err == nil {
 			unlock()
 		} else if rec.Key != "free-key" {
 			t.Fatalf("a free key: %v", err)

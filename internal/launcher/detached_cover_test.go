@@ -13,16 +13,17 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // A detached worker's life through the API: its receipt, its record while it runs (in List and IDs, by id
 // and by token), a signal it handles, its final record, and a collection that removes what is left.
 func TestDetachedWorkerLife(t *testing.T) {
-	w := newWorld(t, launcher.ScopeCgroup, nil)
+	w := newWorld(t, worker.ScopeCgroup, nil)
 	dir := t.TempDir()
 	ready, got := filepath.Join(dir, "ready"), filepath.Join(dir, "got")
 	rc := w.start(spec(`trap 'echo usr1 > ` + got + `; exit 5' USR1; env > ` + ready + `; while :; do sleep 0.05; done`))
-	if rc.Mode != launcher.ModeCgroup || rc.Profile != "b" || !strings.HasPrefix(rc.Cgroup, "/"+w.parent+"/w-") || rc.ShimPID == 0 {
+	if rc.Mode != worker.ModeCgroup || rc.Profile != "b" || !strings.HasPrefix(rc.Cgroup, "/"+w.parent+"/w-") || rc.ShimPID == 0 {
 		t.Fatalf("receipt %+v: want a cgroup worker of b under %s with a shim", rc, w.parent)
 	}
 	env := envOf(waitFile(t, ready))
@@ -54,7 +55,7 @@ func TestDetachedWorkerLife(t *testing.T) {
 		t.Errorf("the worker did not hear USR1: %q", b)
 	}
 	// An ended worker: signals are refused with ErrNotRunning (exit 1), stop is idempotent.
-	if err := w.l.Signal(ctx, rc.ID, syscall.SIGTERM, false); !errors.Is(err, launcher.ErrNotRunning) || launcher.ExitCode(err) != 1 {
+	if err := w.l.Signal(ctx, rc.ID, syscall.SIGTERM, false); !errors.Is(err, worker.ErrNotRunning) || worker.ExitCode(err) != 1 {
 		t.Errorf("signal to an ended worker: %v", err)
 	}
 	if rec, err := w.l.Stop(ctx, rc.ID, time.Second); err != nil || rec.State != "exited" {
@@ -71,7 +72,7 @@ func TestDetachedWorkerLife(t *testing.T) {
 	if err != nil || !slices.Equal(rep.Removed, []string{rc.ID}) {
 		t.Fatalf("gc keep 0: %+v, %v; want %s removed", rep, err, rc.ID)
 	}
-	if _, err := w.l.Status(ctx, rc.ID); !errors.Is(err, launcher.ErrNotFound) {
+	if _, err := w.l.Status(ctx, rc.ID); !errors.Is(err, worker.ErrNotFound) {
 		t.Errorf("status after gc: %v, want ErrNotFound", err)
 	}
 	if _, err := os.Stat(filepath.Join(w.v2(), w.parent)); !os.IsNotExist(err) {
@@ -82,7 +83,7 @@ func TestDetachedWorkerLife(t *testing.T) {
 // Stop: SIGTERM to the whole worker, the whole cgroup killed after the grace when it ignores SIGTERM, and
 // the record says which. A whole-worker signal (all) reaches every process of its cgroup.
 func TestDetachedStop(t *testing.T) {
-	w := newWorld(t, launcher.ScopeCgroup, nil)
+	w := newWorld(t, worker.ScopeCgroup, nil)
 	ctx := context.Background()
 	dir := t.TempDir()
 
@@ -127,7 +128,7 @@ func TestDetachedStop(t *testing.T) {
 // --key: a second launch with a held key is refused (exit 73) and starts nothing; once the holder ended,
 // the key is free. The ledger answers by key and by time.
 func TestDetachedKeyAndLedger(t *testing.T) {
-	w := newWorld(t, launcher.ScopeCgroup, nil)
+	w := newWorld(t, worker.ScopeCgroup, nil)
 	ctx := context.Background()
 	dir := t.TempDir()
 	s := spec(`echo up > ` + dir + `/up; while :; do sleep 0.05; done`)
@@ -135,7 +136,7 @@ func TestDetachedKeyAndLedger(t *testing.T) {
 	first := w.start(s)
 	waitFile(t, dir+"/up")
 	s.Detach = true
-	if rc, err := w.l.Start(ctx, s); !errors.Is(err, launcher.ErrKeyHeld) || launcher.ExitCode(err) != 73 || !strings.Contains(err.Error(), first.ID) {
+	if rc, err := w.l.Start(ctx, s); !errors.Is(err, worker.ErrKeyHeld) || worker.ExitCode(err) != 73 || !strings.Contains(err.Error(), first.ID) {
 		if rc != nil {
 			w.remember(rc)
 		}
@@ -192,7 +193,7 @@ func TestDetachedKeyAndLedger(t *testing.T) {
 // A detached worker's deadline: the shim stops it at --timeout and records it; the launcher's own
 // per-worker log (WorkerLogs) receives its output and goes with its record.
 func TestDetachedTimeoutAndWorkerLog(t *testing.T) {
-	w := newWorld(t, launcher.ScopeCgroup, func(c *launcher.Config) { c.WorkerLogs = true })
+	w := newWorld(t, worker.ScopeCgroup, func(c *launcher.Config) { c.WorkerLogs = true })
 	s := spec(`echo started; sleep 1000`)
 	s.Timeout, s.Grace = "300ms", "200ms"
 	rc := w.start(s)
@@ -219,15 +220,15 @@ func TestDetachedTimeoutAndWorkerLog(t *testing.T) {
 // Refs that name no worker: a well-formed id without a record (ErrNotFound), a ref that is neither an id
 // nor a token (ErrInvalid), a token minted for a worker no record names (status answers, signals refused).
 func TestWorkerRefs(t *testing.T) {
-	w := newWorld(t, launcher.ScopeCgroup, nil)
+	w := newWorld(t, worker.ScopeCgroup, nil)
 	ctx := context.Background()
-	if _, err := w.l.Status(ctx, "w-0123456789ab"); !errors.Is(err, launcher.ErrNotFound) {
+	if _, err := w.l.Status(ctx, "w-0123456789ab"); !errors.Is(err, worker.ErrNotFound) {
 		t.Errorf("unknown id: %v", err)
 	}
-	if _, err := w.l.Status(ctx, "bogus"); !errors.Is(err, launcher.ErrInvalid) || launcher.ExitCode(err) != 125 {
+	if _, err := w.l.Status(ctx, "bogus"); !errors.Is(err, worker.ErrInvalid) || worker.ExitCode(err) != 125 {
 		t.Errorf("bogus ref: %v", err)
 	}
-	if err := w.l.Signal(ctx, "bogus", syscall.SIGTERM, false); !errors.Is(err, launcher.ErrInvalid) {
+	if err := w.l.Signal(ctx, "bogus", syscall.SIGTERM, false); !errors.Is(err, worker.ErrInvalid) {
 		t.Errorf("signal to a bogus ref: %v", err)
 	}
 	// A worker's token, its record removed: the token alone verifies but gives no authority.
@@ -241,10 +242,10 @@ func TestWorkerRefs(t *testing.T) {
 	if err != nil || rec.State != "running" || !strings.Contains(rec.Reason, "no record") {
 		t.Errorf("status by a token without record: %+v, %v", rec, err)
 	}
-	if err := w.l.Signal(ctx, rc.Token, syscall.SIGTERM, false); err == nil || errors.Is(err, launcher.ErrNotRunning) {
+	if err := w.l.Signal(ctx, rc.Token, syscall.SIGTERM, false); err == nil || errors.Is(err, worker.ErrNotRunning) {
 		t.Errorf("a token without a record was authority to signal: %v", err)
 	}
-	if _, err := w.l.Status(ctx, rc.ID); !errors.Is(err, launcher.ErrNotFound) {
+	if _, err := w.l.Status(ctx, rc.ID); !errors.Is(err, worker.ErrNotFound) {
 		t.Errorf("status by the removed id: %v", err)
 	}
 	// The worker is still ours to end through its cgroup (the cleanup's Stop cannot find it).

@@ -16,6 +16,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/linux"
 	"github.com/hlaunch/hlaunch/internal/nsenv/sandbox"
 	"github.com/hlaunch/hlaunch/internal/systemd"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // Report is the `hlaunch doctor` answer.
@@ -31,7 +32,7 @@ type Report struct {
 	SystemBus       Check             `json:"system_bus"`
 	UserBus         Check             `json:"user_bus"`
 	Linger          Check             `json:"linger"`
-	AutoChoice      Mode              `json:"auto_choice"` // what --scope auto would use: scoped, cgroup or degraded
+	AutoChoice      worker.Mode       `json:"auto_choice"` // what --scope auto would use: scoped, cgroup or degraded
 	AutoReason      string            `json:"auto_reason"`
 	RestartSafe     bool              `json:"restart_safe"`
 	KeptGroups      Check             `json:"kept_groups"` // not OK: a sandboxed worker keeps this launcher's supplementary groups
@@ -86,8 +87,8 @@ func (l *Launcher) Doctor(ctx context.Context) (Report, error) {
 	r.Linger = linger()
 	r.KeptGroups = keptGroupsCheck()
 	// What --scope auto would use, decided as a launch decides it (decide), only checked.
-	spec := Spec{}.withDefaults(l.cfg.Defaults)
-	spec.Scope, spec.RequireScope = ScopeAuto, false
+	spec := worker.Spec{}.WithDefaults(l.cfg.Defaults)
+	spec.Scope, spec.RequireScope = worker.ScopeAuto, false
 	dry := &dryPlacer{l: l, system: r.SystemBus, user: r.UserBus}
 	if l.host != nil {
 		_, _ = dry.cgroup(spec, "")
@@ -96,13 +97,13 @@ func (l *Launcher) Doctor(ctx context.Context) (Report, error) {
 	p, why, err := decide(ctx, spec, "", dry)
 	switch {
 	case err != nil:
-		r.AutoChoice, r.AutoReason = ModeDegraded, "a launch with these defaults is refused: "+err.Error()
-	case p.mode() == ModeDegraded:
-		r.AutoChoice, r.AutoReason = ModeDegraded, why
+		r.AutoChoice, r.AutoReason = worker.ModeDegraded, "a launch with these defaults is refused: "+err.Error()
+	case p.mode() == worker.ModeDegraded:
+		r.AutoChoice, r.AutoReason = worker.ModeDegraded, why
 	default:
 		r.AutoChoice, r.AutoReason = p.mode(), why+": "+p.(checked).detail
 	}
-	r.RestartSafe = r.AutoChoice == ModeScoped || r.AutoChoice == ModeCgroup
+	r.RestartSafe = r.AutoChoice == worker.ModeScoped || r.AutoChoice == worker.ModeCgroup
 	return r, nil
 }
 
@@ -117,17 +118,17 @@ type dryPlacer struct {
 // checked is a placement a dry run found possible: its mode and what was checked; nothing exists.
 type checked struct {
 	noPlacement
-	m      Mode
+	m      worker.Mode
 	detail string
 }
 
-func (c checked) mode() Mode { return c.m }
+func (c checked) mode() worker.Mode { return c.m }
 
 func (dryPlacer) none() placement { return noPlacement{} }
 
 // cgroup checks the parent as Create would use it (cgroup.Host.CheckParent: the same decision, so the
 // same words).
-func (d *dryPlacer) cgroup(spec Spec, _ string) (placement, error) {
+func (d *dryPlacer) cgroup(spec worker.Spec, _ string) (placement, error) {
 	parent, err := d.l.cgroupParent(spec)
 	if err != nil {
 		d.cgroupCheck = Check{false, err.Error()}
@@ -136,7 +137,7 @@ func (d *dryPlacer) cgroup(spec Spec, _ string) (placement, error) {
 	dir := ""
 	if parent, err = d.l.host.CleanParent(parent); err == nil {
 		applied, defaults := d.l.limitsFor(spec)
-		err = fitDefaults(applied, defaults, func(lim cgroup.Limits) (err error) {
+		err = worker.FitDefaults(applied, defaults, func(lim cgroup.Limits) (err error) {
 			dir, err = d.l.host.CheckParent(parent, lim)
 			return err
 		})
@@ -146,10 +147,10 @@ func (d *dryPlacer) cgroup(spec Spec, _ string) (placement, error) {
 		return nil, cgroupRefusal(err)
 	}
 	d.cgroupCheck = Check{true, fmt.Sprintf("%s (parent %s)", dir, parent)}
-	return checked{m: ModeCgroup, detail: d.cgroupCheck.Detail}, nil
+	return checked{m: worker.ModeCgroup, detail: d.cgroupCheck.Detail}, nil
 }
 
-func (d *dryPlacer) systemd(_ context.Context, spec Spec, _ bool) (placement, error) {
+func (d *dryPlacer) systemd(_ context.Context, spec worker.Spec, _ bool) (placement, error) {
 	if err := checkUnit(spec); err != nil {
 		return nil, err
 	}
@@ -160,7 +161,7 @@ func (d *dryPlacer) systemd(_ context.Context, spec Spec, _ bool) (placement, er
 	if !bus.OK {
 		return nil, errors.New(bus.Detail)
 	}
-	return checked{m: ModeScoped, detail: bus.Detail}, nil
+	return checked{m: worker.ModeScoped, detail: bus.Detail}, nil
 }
 
 func (l *Launcher) probeBus(ctx context.Context, user bool) Check {

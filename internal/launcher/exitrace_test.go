@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/state"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // stop's completion of the exit record (recordStopped: it thinks the shim died with the tree) and the
@@ -31,7 +32,7 @@ func TestExitRecordStopAndShimRace(t *testing.T) {
 		rec := exitRecord{ExitCode: &code, EndedAt: time.Now().UTC().Format(time.RFC3339Nano), LogBytes: 42}
 		var wg sync.WaitGroup
 		wg.Add(2)
-		go func() { defer wg.Done(); l.recordStopped(Receipt{ID: id}, false) }()
+		go func() { defer wg.Done(); l.recordStopped(worker.Receipt{ID: id}, false) }()
 		go func() { defer wg.Done(); (&shimLife{}).finish(sc, nil, rec) }()
 		wg.Wait()
 		var got exitRecord

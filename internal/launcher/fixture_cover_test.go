@@ -13,6 +13,7 @@ import (
 
 	"github.com/hlaunch/hlaunch/internal/launcher"
 	"github.com/hlaunch/hlaunch/internal/testutil"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // world is an in-process Launcher for tests of behaviour: a temporary hermes root with profiles a and b, a
@@ -26,7 +27,7 @@ type world struct {
 	parent string // "" for a world without cgroups
 	stderr *testutil.Buffer
 	mu     sync.Mutex
-	rcs    []*launcher.Receipt
+	rcs    []*worker.Receipt
 }
 
 // launcherEnv is the launcher's own environ: launch profile A's names, and ambient credentials that must
@@ -34,7 +35,7 @@ type world struct {
 var launcherEnv = []string{"PATH=/usr/bin:/bin", "HOME=/root", "LANG=C.UTF-8", "A_MARKER=a", "FIRECRAWL_API_KEY=a-fc", "OPENAI_API_KEY=ambient"}
 
 // newWorld makes a world whose launches default to scope (cgroup: under the world's own parent).
-func newWorld(t *testing.T, scope launcher.Scope, edit func(*launcher.Config)) *world {
+func newWorld(t *testing.T, scope worker.Scope, edit func(*launcher.Config)) *world {
 	t.Helper()
 	w := &world{t: t, stderr: &testutil.Buffer{}}
 	w.root = testutil.HermesRoot(t, map[string]string{
@@ -43,8 +44,8 @@ func newWorld(t *testing.T, scope launcher.Scope, edit func(*launcher.Config)) *
 	})
 	w.state = filepath.Join(t.TempDir(), "state")
 	cfg := launcher.Config{Root: w.root, StateDir: w.state, Environ: launcherEnv, Stderr: w.stderr,
-		Defaults: launcher.Spec{Scope: scope}}
-	if scope == launcher.ScopeCgroup {
+		Defaults: worker.Spec{Scope: scope}}
+	if scope == worker.ScopeCgroup {
 		w.parent = testutil.CgroupParent(t)
 		cfg.Defaults.CgroupParent = w.parent
 	}
@@ -70,7 +71,7 @@ func (w *world) cleanup() {
 	rcs := w.rcs
 	w.mu.Unlock()
 	for _, rc := range rcs {
-		if _, err := w.l.Stop(ctx, rc.ID, time.Second); err != nil && !errors.Is(err, launcher.ErrNotFound) {
+		if _, err := w.l.Stop(ctx, rc.ID, time.Second); err != nil && !errors.Is(err, worker.ErrNotFound) {
 			w.t.Errorf("stop %s: %v", rc.ID, err)
 		}
 		if !shimGone(ctx, rc) {
@@ -81,7 +82,7 @@ func (w *world) cleanup() {
 }
 
 // shimGone waits until a worker's shim has exited and been reaped (it leaves its exit cgroup then).
-func shimGone(ctx context.Context, rc *launcher.Receipt) bool {
+func shimGone(ctx context.Context, rc *worker.Receipt) bool {
 	for rc.ShimPID > 0 && syscall.Kill(rc.ShimPID, 0) == nil {
 		if ctx.Err() != nil {
 			return false
@@ -92,7 +93,7 @@ func shimGone(ctx context.Context, rc *launcher.Receipt) bool {
 }
 
 // waitShim waits until the worker's shim is gone: the shim is the last of a worker to leave its parent.
-func (w *world) waitShim(rc *launcher.Receipt) {
+func (w *world) waitShim(rc *worker.Receipt) {
 	w.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -102,13 +103,13 @@ func (w *world) waitShim(rc *launcher.Receipt) {
 }
 
 // spec is a launch of profile b running sh -c script.
-func spec(script string) launcher.Spec {
-	return launcher.Spec{Profile: "b", Argv: []string{"/bin/sh", "-c", script}}
+func spec(script string) worker.Spec {
+	return worker.Spec{Profile: "b", Argv: []string{"/bin/sh", "-c", script}}
 }
 
 // run runs s in the foreground with the child's stdout and stderr to a file, and returns its exit code,
 // error and output.
-func (w *world) run(s launcher.Spec, sigs launcher.Signals) (int, string, error) {
+func (w *world) run(s worker.Spec, sigs launcher.Signals) (int, string, error) {
 	w.t.Helper()
 	out, err := os.CreateTemp(w.t.TempDir(), "out")
 	if err != nil {
@@ -124,7 +125,7 @@ func (w *world) run(s launcher.Spec, sigs launcher.Signals) (int, string, error)
 }
 
 // start starts s detached and remembers it for the cleanup.
-func (w *world) start(s launcher.Spec) *launcher.Receipt {
+func (w *world) start(s worker.Spec) *worker.Receipt {
 	w.t.Helper()
 	s.Detach = true
 	rc, err := w.l.Start(context.Background(), s)
@@ -135,14 +136,14 @@ func (w *world) start(s launcher.Spec) *launcher.Receipt {
 	return rc
 }
 
-func (w *world) remember(rc *launcher.Receipt) {
+func (w *world) remember(rc *worker.Receipt) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.rcs = append(w.rcs, rc)
 }
 
 // wait waits for a worker's final record.
-func (w *world) wait(ref string) launcher.Record {
+func (w *world) wait(ref string) worker.Record {
 	w.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

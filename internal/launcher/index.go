@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/hlaunch/hlaunch/internal/state"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // The state directory's indexes map a --key to the worker that last took it (keys/<hash>.holder.json,
@@ -32,11 +33,11 @@ func indexName(s string) string {
 
 // readRaw reads worker id's record file as it is: ErrNotFound when there is none, the read's or decode's
 // error (state.ErrDamaged ...) when it cannot be read; nothing in it is checked (checkRecord does that).
-func (l *Launcher) readRaw(id string) (Receipt, error) {
-	var rc Receipt
+func (l *Launcher) readRaw(id string) (worker.Receipt, error) {
+	var rc worker.Receipt
 	if err := (&state.Dir{Path: l.workersDir()}).Read(id, &rc); err != nil {
 		if errors.Is(err, state.ErrNotFound) {
-			return Receipt{}, fmt.Errorf("%w: %s (state dir %s)", ErrNotFound, id, l.state)
+			return worker.Receipt{}, fmt.Errorf("%w: %s (state dir %s)", worker.ErrNotFound, id, l.state)
 		}
 		return rc, err
 	}
@@ -49,13 +50,13 @@ func (l *Launcher) indexDir() string { return filepath.Join(l.state, "index") }
 // readRecord reads worker id's record: the one function that reads a record from the state directory
 // (ErrNotFound, wrapped, when there is none). The record must name id itself: the id names files beside it
 // (<id>.exit, the ledger's).
-func (l *Launcher) readRecord(id string) (Receipt, error) {
+func (l *Launcher) readRecord(id string) (worker.Receipt, error) {
 	rc, err := l.readRaw(id)
 	if err != nil {
-		return Receipt{}, err
+		return worker.Receipt{}, err
 	}
 	if rc.ID != id {
-		return Receipt{}, fmt.Errorf("%w: record %s names worker id %q", ErrInvalid, id, rc.ID)
+		return worker.Receipt{}, fmt.Errorf("%w: record %s names worker id %q", worker.ErrInvalid, id, rc.ID)
 	}
 	return rc, nil
 }
@@ -63,7 +64,7 @@ func (l *Launcher) readRecord(id string) (Receipt, error) {
 // readEntry reads the index entry for s in dir; ok is false when there is none or it is damaged.
 func readEntry(dir, s string) (indexEntry, bool) {
 	var e indexEntry
-	if err := (&state.Dir{Path: dir}).Read(indexName(s), &e); err != nil || !IsID(e.ID) {
+	if err := (&state.Dir{Path: dir}).Read(indexName(s), &e); err != nil || !worker.IsID(e.ID) {
 		return indexEntry{}, false
 	}
 	return e, true
@@ -86,7 +87,7 @@ func writeEntry(dir, s string, e indexEntry, durable bool) error {
 // byToken returns the record carrying exactly token (ADR 0009's rule (a)), found through the token index
 // and confirmed; ok is false when no record carries it. A missing or wrong entry is rebuilt from a scan of
 // the records: rewritten when a record carries the token, removed when none does.
-func (l *Launcher) byToken(token string) (Receipt, bool) {
+func (l *Launcher) byToken(token string) (worker.Receipt, bool) {
 	dir := l.indexDir()
 	if e, ok := readEntry(dir, token); ok && e.Token == token {
 		if rc, err := l.readRecord(e.ID); err == nil && rc.Token == token {
@@ -103,26 +104,26 @@ func (l *Launcher) byToken(token string) (Receipt, bool) {
 }
 
 // scanToken reads every record for the one carrying exactly token.
-func (l *Launcher) scanToken(token string) (Receipt, bool) {
+func (l *Launcher) scanToken(token string) (worker.Receipt, bool) {
 	ids, err := (&state.Dir{Path: l.workersDir()}).Names("w-")
 	if err != nil {
-		return Receipt{}, false
+		return worker.Receipt{}, false
 	}
 	for _, id := range ids {
-		if !IsID(id) {
+		if !worker.IsID(id) {
 			continue
 		}
 		if rc, err := l.readRecord(id); err == nil && rc.Token == token {
 			return rc, true
 		}
 	}
-	return Receipt{}, false
+	return worker.Receipt{}, false
 }
 
 // indexToken adds a started worker's token to the index. A failure leaves the entry missing, which the
 // next lookup rebuilds.
-func (l *Launcher) indexToken(rc *Receipt) {
-	if rc != nil && rc.Token != "" && IsID(rc.ID) {
+func (l *Launcher) indexToken(rc *worker.Receipt) {
+	if rc != nil && rc.Token != "" && worker.IsID(rc.ID) {
 		_ = writeEntry(l.indexDir(), rc.Token, indexEntry{Token: rc.Token, ID: rc.ID}, false)
 	}
 }
@@ -130,7 +131,7 @@ func (l *Launcher) indexToken(rc *Receipt) {
 // unindex removes a removed worker's token entry and its key's holder entry (gc), each when it names that
 // worker, so that distinct keys and tokens leave no entries behind their records. An entry a concurrent
 // launch wrote between the read and the removal is lost: the next lookup rebuilds it from the records.
-func (l *Launcher) unindex(rc Receipt) {
+func (l *Launcher) unindex(rc worker.Receipt) {
 	if rc.Token != "" {
 		if e, ok := readEntry(l.indexDir(), rc.Token); ok && e.ID == rc.ID {
 			_ = (&state.Dir{Path: l.indexDir()}).Remove(indexName(rc.Token))

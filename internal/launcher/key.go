@@ -11,6 +11,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/linux"
 	"github.com/hlaunch/hlaunch/internal/state"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // holdKey takes the key's lock (so two launches with one key cannot race past the check) and refuses when
@@ -86,7 +87,7 @@ func lockKeyFile(ctx context.Context, path string) (*os.File, error) {
 // keyFree returns ErrKeyHeld when a worker holding key verifies as running; the key's lock is held.
 func (l *Launcher) keyFree(ctx context.Context, key string) error {
 	var e indexEntry
-	if err := (&state.Dir{Path: l.keysDir()}).Read(holderName(key), &e); err == nil && e.Key == key && IsID(e.ID) {
+	if err := (&state.Dir{Path: l.keysDir()}).Read(holderName(key), &e); err == nil && e.Key == key && worker.IsID(e.ID) {
 		rc, err := l.readRecord(e.ID)
 		if err == nil && rc.Key == key {
 			if _, err := checkRecord(e.ID, rc, nil); err == nil {
@@ -102,17 +103,17 @@ func (l *Launcher) keyFree(ctx context.Context, key string) error {
 	for _, r := range recs {
 		if r.Key == key && r.State == fingerprint.Running {
 			_ = (&state.Dir{Path: l.keysDir()}).Write(holderName(key), indexEntry{Key: key, ID: r.ID}, true)
-			return fmt.Errorf("%w: --key %q is held by worker %s (pid %d)", ErrKeyHeld, key, r.ID, r.PID)
+			return fmt.Errorf("%w: --key %q is held by worker %s (pid %d)", worker.ErrKeyHeld, key, r.ID, r.PID)
 		}
-		if r.Key == key && Damaged(r.State) {
-			return fmt.Errorf("%w: --key %q is named by worker %s, whose record is %s (%s): it cannot be proven not to hold it", ErrKeyHeld, key, r.ID, r.State, r.RecordError)
+		if r.Key == key && worker.Damaged(r.State) {
+			return fmt.Errorf("%w: --key %q is named by worker %s, whose record is %s (%s): it cannot be proven not to hold it", worker.ErrKeyHeld, key, r.ID, r.State, r.RecordError)
 		}
 	}
 	return nil
 }
 
 // keyHolderRuns verifies the key's holder rc now: ErrKeyHeld when it runs.
-func (l *Launcher) keyHolderRuns(ctx context.Context, src fingerprint.Sources, rc Receipt) error {
+func (l *Launcher) keyHolderRuns(ctx context.Context, src fingerprint.Sources, rc worker.Receipt) error {
 	ident, err := fingerprint.ParseToken(rc.Token)
 	if err != nil {
 		return nil // a record without a valid token verifies as nothing: it holds no key (as List skips it)
@@ -122,7 +123,7 @@ func (l *Launcher) keyHolderRuns(ctx context.Context, src fingerprint.Sources, r
 		return err
 	}
 	if r.State == fingerprint.Running {
-		return fmt.Errorf("%w: --key %q is held by worker %s (pid %d)", ErrKeyHeld, r.Key, r.ID, r.PID)
+		return fmt.Errorf("%w: --key %q is held by worker %s (pid %d)", worker.ErrKeyHeld, r.Key, r.ID, r.PID)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/cgroup"
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/nsenv/profile"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // Config is what a Launcher needs from its host; zero fields take the defaults given.
@@ -38,7 +39,7 @@ type Config struct {
 	// and its Limits the limit fields: a zero field there takes the built-in default (BuiltinLimits: tasks
 	// DefaultPids, memory DefaultMemoryPercent of MemTotal, CPU weight DefaultCPUWeight; none for the
 	// others), cgroup.Unlimited gives no default, any other value is the default.
-	Defaults Spec
+	Defaults worker.Spec
 	// ChildCPUs, when not zero, is the CPU set every target starts with. cmd/hlaunch pins its own threads
 	// to one CPU for a launch (internal/affinity) and passes the set it was started with here, so that no
 	// target inherits the pin; the init stub and the shim start with the pin (a Go start is cheaper on one
@@ -61,7 +62,7 @@ type Stdio struct {
 	// OnReceipt, when not nil, is called by a detached start with the worker's receipt before the worker
 	// may run: a worker with inherited stdio is held until it returns, so the receipt the CLI prints there
 	// comes before any output of the worker.
-	OnReceipt func(*Receipt)
+	OnReceipt func(*worker.Receipt)
 }
 
 // Launcher carries out launches and later operations on workers. It holds no global state; one value per
@@ -93,6 +94,6 @@ func (l *Launcher) Close() error {
 
 // limitsFor is the limits a worker of spec gets from this launcher, and the part of them that are
 // defaults.
-func (l *Launcher) limitsFor(spec Spec) (applied, fromDefaults cgroup.Limits) {
-	return EffectiveLimits(spec.Limits, l.limits)
+func (l *Launcher) limitsFor(spec worker.Spec) (applied, fromDefaults cgroup.Limits) {
+	return worker.EffectiveLimits(spec.Limits, l.limits)
 }

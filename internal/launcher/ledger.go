@@ -9,6 +9,7 @@ import (
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/state"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // LedgerQuery selects ledger records; zero fields select everything.
@@ -18,7 +19,7 @@ type LedgerQuery struct {
 }
 
 // writeLedger stores rec as the execution's ledger record in dir.
-func writeLedger(dir string, rec Record) error {
+func writeLedger(dir string, rec worker.Record) error {
 	d, err := state.Open(dir)
 	if err != nil {
 		return err
@@ -30,13 +31,13 @@ func writeLedger(dir string, rec Record) error {
 // holds the same facts: a caller that cannot write the ledger says so there (ledger_error).
 func finishLedger(dir, id string, ex exitRecord) error {
 	d := &state.Dir{Path: dir}
-	var rec Record
+	var rec worker.Record
 	if err := d.Read(id, &rec); errors.Is(err, state.ErrNotFound) {
 		return nil // pruned, or never written: there is no record to complete
 	} else if err != nil {
 		return fmt.Errorf("ledger directory %s: %w", dir, err)
 	}
-	rec.applyExit(ex)
+	applyExit(&rec, ex)
 	rec.State = fingerprint.Exited
 	if err := d.Write(id, rec, true); err != nil {
 		return fmt.Errorf("ledger directory %s: %w", dir, err)
@@ -47,7 +48,7 @@ func finishLedger(dir, id string, ex exitRecord) error {
 // Ledger returns the execution records that match q, oldest first. A record whose worker has not ended is
 // verified now: one from before a reboot says foreign-boot, never running. A cancelled ctx ends the read
 // between two records: Ledger then returns ctx's error (wrapped) and no records.
-func (l *Launcher) Ledger(ctx context.Context, q LedgerQuery) ([]Record, error) {
+func (l *Launcher) Ledger(ctx context.Context, q LedgerQuery) ([]worker.Record, error) {
 	d, err := state.Open(l.ledger)
 	if err != nil {
 		return nil, err
@@ -56,14 +57,14 @@ func (l *Launcher) Ledger(ctx context.Context, q LedgerQuery) ([]Record, error) 
 	if err != nil {
 		return nil, err
 	}
-	var out []Record
+	var out []worker.Record
 	var src fingerprint.Sources // the pass's (sources), made for the first record that is verified
 	pinned := false
 	for _, id := range ids {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("ledger: %w", context.Cause(ctx))
 		}
-		var rec Record
+		var rec worker.Record
 		if err := d.Read(id, &rec); errors.Is(err, state.ErrNotFound) {
 			continue // pruned since the listing (retention, a concurrent gc)
 		} else if err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/state"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // ledgerIndex is what a Launcher knows of its ledger between two scans of the directory, so that a
@@ -83,7 +84,7 @@ func (x *ledgerIndex) prune(dir string, keep int, old time.Time, boot string) in
 			break
 		}
 		// Each one passed over leaves the order: the next scan puts it where it belongs now.
-		var rec Record
+		var rec worker.Record
 		if err := d.Read(e.id, &rec); errors.Is(err, state.ErrNotFound) {
 			x.count-- // removed meanwhile (a concurrent gc)
 			continue

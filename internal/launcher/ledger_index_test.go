@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // The sidecar's collection prunes the ledger from what its last scan found and the launches it made since,
@@ -25,7 +26,7 @@ func TestLedgerPruneIncremental(t *testing.T) {
 	write := func(ended bool) string {
 		t.Helper()
 		id := fmt.Sprintf("w-%012x", n)
-		rec := Record{Receipt: Receipt{ID: id}, State: fingerprint.Running}
+		rec := worker.Record{Receipt: worker.Receipt{ID: id}, State: fingerprint.Running}
 		if ended {
 			rec.State, rec.EndedAt = fingerprint.Exited, base.UTC().Format(time.RFC3339Nano)
 		}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/state"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // LogPollInterval is how often a followed log is looked at again for new output and for its worker's end.
@@ -42,9 +43,9 @@ func (l *Launcher) ReadLog(ctx context.Context, ref string, offset int64, follow
 	}
 	switch {
 	case rec.Log == "":
-		return fmt.Errorf("%w: worker %s: its output is not logged (inherited stdio, or /dev/null)", ErrNoLog, rec.ID)
+		return fmt.Errorf("%w: worker %s: its output is not logged (inherited stdio, or /dev/null)", worker.ErrNoLog, rec.ID)
 	case filepath.Dir(rec.Log) != filepath.Join(l.state, "logs"):
-		return fmt.Errorf("%w: worker %s: its log %s is a file its caller named: read it there", ErrNoLog, rec.ID, rec.Log)
+		return fmt.Errorf("%w: worker %s: its log %s is a file its caller named: read it there", worker.ErrNoLog, rec.ID, rec.Log)
 	}
 	begun := false
 	for {

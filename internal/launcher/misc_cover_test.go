@@ -12,13 +12,14 @@ import (
 
 	"github.com/hlaunch/hlaunch/internal/cgroup"
 	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // Warm slots: a spec that fits starts in the slot (the slot's id, its cgroup under the parent); a spec
 // with limits does not fit and leaves the slot unused; Close removes an unused slot's cgroup; a default
 // placement of none has no slots.
 func TestWarmSlots(t *testing.T) {
-	w := newWorld(t, launcher.ScopeCgroup, nil)
+	w := newWorld(t, worker.ScopeCgroup, nil)
 	ctx := context.Background()
 	slot, err := w.l.NewWarm(ctx)
 	if err != nil {
@@ -59,7 +60,7 @@ func TestWarmSlots(t *testing.T) {
 		}
 	}
 
-	none := newWorld(t, launcher.ScopeNone, nil)
+	none := newWorld(t, worker.ScopeNone, nil)
 	if _, err := none.l.NewWarm(ctx); !errors.Is(err, launcher.ErrNotWarmable) {
 		t.Errorf("a slot for scope none: %v", err)
 	}
@@ -67,7 +68,7 @@ func TestWarmSlots(t *testing.T) {
 
 // Doctor on this host: the cgroup layout it found, the v2 mount, and an auto choice with its reason.
 func TestDoctorReportsHost(t *testing.T) {
-	w := newWorld(t, launcher.ScopeCgroup, nil)
+	w := newWorld(t, worker.ScopeCgroup, nil)
 	r, err := w.l.Doctor(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -85,8 +86,8 @@ func TestDoctorReportsHost(t *testing.T) {
 
 // Environ composes what a worker of B would get, with provenance, starting nothing; DecodeSpec is strict.
 func TestEnvironAndDecodeSpec(t *testing.T) {
-	w := newWorld(t, launcher.ScopeNone, nil)
-	env, err := w.l.Environ(context.Background(), launcher.Spec{Profile: "b", Argv: []string{"x"}, Env: map[string]string{"K": "v"}})
+	w := newWorld(t, worker.ScopeNone, nil)
+	env, err := w.l.Environ(context.Background(), worker.Spec{Profile: "b", Argv: []string{"x"}, Env: map[string]string{"K": "v"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,14 +98,14 @@ func TestEnvironAndDecodeSpec(t *testing.T) {
 	if !strings.HasPrefix(src["B_MARKER"], "profile:") || src["K"] != "flag" || src["A_MARKER"] != "" {
 		t.Errorf("environ provenance: %v", src)
 	}
-	if _, err := w.l.Environ(context.Background(), launcher.Spec{Profile: "../a", Argv: []string{"x"}}); !errors.Is(err, launcher.ErrInvalid) {
+	if _, err := w.l.Environ(context.Background(), worker.Spec{Profile: "../a", Argv: []string{"x"}}); !errors.Is(err, worker.ErrInvalid) {
 		t.Errorf("a profile name with ..: %v", err)
 	}
-	if s, err := launcher.DecodeSpec([]byte(`{"profile":"b","argv":["true"],"sandbox":true}`)); err != nil || s.Profile != "b" || !s.Sandbox {
+	if s, err := worker.DecodeSpec([]byte(`{"profile":"b","argv":["true"],"sandbox":true}`)); err != nil || s.Profile != "b" || !s.Sandbox {
 		t.Errorf("decode: %+v, %v", s, err)
 	}
 	for _, bad := range []string{`{"Profile":"c"}`, `{"profile":"b","profile":"c"}`, `{"profile":"b"} x`, `{"nope":1}`} {
-		if _, err := launcher.DecodeSpec([]byte(bad)); !errors.Is(err, launcher.ErrInvalid) || strings.Contains(err.Error(), "\n") {
+		if _, err := worker.DecodeSpec([]byte(bad)); !errors.Is(err, worker.ErrInvalid) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("decode %s: %v, want one line wrapping ErrInvalid", bad, err)
 		}
 	}
@@ -117,7 +118,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		"--state-dir": {Root: root, StateDir: "relative/state"},
 		"policy":      {Root: root, StateDir: t.TempDir(), PolicyFile: filepath.Join(root, "missing.json")},
 	} {
-		if _, err := launcher.New(cfg); !errors.Is(err, launcher.ErrInvalid) || !strings.Contains(err.Error(), what) {
+		if _, err := launcher.New(cfg); !errors.Is(err, worker.ErrInvalid) || !strings.Contains(err.Error(), what) {
 			t.Errorf("%s: %v", what, err)
 		}
 	}
@@ -133,7 +134,7 @@ func TestNewRefusesBadConfig(t *testing.T) {
 // A hermes row's PID and fingerprint (the legacy interface): verified, signalled only while it verifies,
 // stopped; a wrong fingerprint is refused and nothing is sent.
 func TestLegacyRow(t *testing.T) {
-	w := newWorld(t, launcher.ScopeCgroup, nil)
+	w := newWorld(t, worker.ScopeCgroup, nil)
 	ctx := context.Background()
 	dir := t.TempDir()
 	rc := w.start(spec(`trap 'echo hup >> ` + dir + `/hup' HUP; echo up > ` + dir + `/up; while :; do sleep 0.05; done`))
@@ -166,7 +167,7 @@ func TestLegacyRow(t *testing.T) {
 // Stdio "inherit": a detached worker writes to the descriptors the caller passed, and OnReceipt sees the
 // receipt before the worker runs.
 func TestDetachedInheritedStdio(t *testing.T) {
-	w := newWorld(t, launcher.ScopeCgroup, nil)
+	w := newWorld(t, worker.ScopeCgroup, nil)
 	r, wr, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -174,10 +175,10 @@ func TestDetachedInheritedStdio(t *testing.T) {
 	defer r.Close()
 	devnull, _ := os.Open(os.DevNull)
 	defer devnull.Close()
-	var seen *launcher.Receipt
+	var seen *worker.Receipt
 	s := spec(`echo through-the-pipe`)
-	s.Detach, s.Stdio = true, launcher.StdioInherit
-	rc, err := w.l.StartWith(context.Background(), s, launcher.Stdio{Stdin: devnull, Stdout: wr, Stderr: wr, OnReceipt: func(rc *launcher.Receipt) { seen = rc }})
+	s.Detach, s.Stdio = true, worker.StdioInherit
+	rc, err := w.l.StartWith(context.Background(), s, launcher.Stdio{Stdin: devnull, Stdout: wr, Stderr: wr, OnReceipt: func(rc *worker.Receipt) { seen = rc }})
 	wr.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -194,7 +195,7 @@ func TestDetachedInheritedStdio(t *testing.T) {
 	}
 	w.wait(rc.ID)
 	// Inherit without descriptors is refused by name.
-	if _, err := w.l.StartWith(context.Background(), s, launcher.Stdio{}); !errors.Is(err, launcher.ErrInvalid) || !strings.Contains(err.Error(), "stdio inherit") {
+	if _, err := w.l.StartWith(context.Background(), s, launcher.Stdio{}); !errors.Is(err, worker.ErrInvalid) || !strings.Contains(err.Error(), "stdio inherit") {
 		t.Errorf("inherit without descriptors: %v", err)
 	}
 }
@@ -202,13 +203,13 @@ func TestDetachedInheritedStdio(t *testing.T) {
 // --scope auto places the worker as doctor says it would (one decision): on this hybrid host without a
 // system manager a cgroup, on a host with one a scope.
 func TestAutoPlacementIsDoctorsChoice(t *testing.T) {
-	w := newWorld(t, launcher.ScopeCgroup, nil)
+	w := newWorld(t, worker.ScopeCgroup, nil)
 	r, err := w.l.Doctor(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := spec("sleep 1000")
-	s.Scope, s.CgroupParent = launcher.ScopeAuto, w.parent
+	s.Scope, s.CgroupParent = worker.ScopeAuto, w.parent
 	rc := w.start(s)
 	if rc.Mode != r.AutoChoice {
 		t.Errorf("auto placed the worker %s, doctor says auto is %s (%s)", rc.Mode, r.AutoChoice, r.AutoReason)

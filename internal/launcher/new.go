@@ -14,6 +14,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/nsenv/profile"
 	"github.com/hlaunch/hlaunch/internal/state"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // New checks cfg and returns a Launcher. It resolves the hermes root, loads the policy and detects the
@@ -32,13 +33,13 @@ func New(cfg Config) (*Launcher, error) {
 	getenv := envLookup(cfg.Environ)
 	root, err := profile.ResolveRoot(cfg.Root, getenv, osHome(getenv))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %w", worker.ErrInvalid, err)
 	}
 	l.root = root
 	l.policy = profile.DefaultPolicy()
 	if cfg.PolicyFile != "" {
 		if l.policy, err = profile.LoadPolicyFile(cfg.PolicyFile); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+			return nil, fmt.Errorf("%w: %w", worker.ErrInvalid, err)
 		}
 	}
 	l.state = cfg.StateDir
@@ -46,7 +47,7 @@ func New(cfg Config) (*Launcher, error) {
 		l.state = defaultStateDir(getenv)
 	}
 	if !filepath.IsAbs(l.state) {
-		return nil, fmt.Errorf("%w: --state-dir %q must be absolute", ErrInvalid, l.state)
+		return nil, fmt.Errorf("%w: --state-dir %q must be absolute", worker.ErrInvalid, l.state)
 	}
 	l.ledger = cfg.LedgerDir
 	if l.ledger == "" {
@@ -57,26 +58,26 @@ func New(cfg Config) (*Launcher, error) {
 	}
 	// Both travel to every shim, and into records, as JSON strings, which cannot hold other bytes.
 	if !utf8.ValidString(l.state) {
-		return nil, fmt.Errorf("%w: --state-dir %q is not UTF-8", ErrInvalid, l.state)
+		return nil, fmt.Errorf("%w: --state-dir %q is not UTF-8", worker.ErrInvalid, l.state)
 	}
 	if !utf8.ValidString(l.ledger) {
-		return nil, fmt.Errorf("%w: --ledger-dir %q is not UTF-8", ErrInvalid, l.ledger)
+		return nil, fmt.Errorf("%w: --ledger-dir %q is not UTF-8", worker.ErrInvalid, l.ledger)
 	}
 	// Every directory records, ledger entries and key locks live in must be the launcher's alone: under
 	// /tmp anyone can make the non-root default first, and records there could be forged or swapped.
 	if err := state.CheckTree(l.state, l.workersDir(), l.keysDir(), l.ledger); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %w", worker.ErrInvalid, err)
 	}
 	if cfg.KeepBus {
 		l.buses = &buses{}
 	}
-	if msg := checkLimits(cfg.Defaults.Limits); msg != "" {
-		return nil, fmt.Errorf("%w: default limits: %s", ErrInvalid, msg)
+	if msg := worker.CheckLimits(cfg.Defaults.Limits); msg != "" {
+		return nil, fmt.Errorf("%w: default limits: %s", worker.ErrInvalid, msg)
 	}
 	// MemTotal is read once: the memory default is a share of it. A host whose meminfo cannot be read has
 	// no memory default (the receipt shows none); the other defaults hold.
-	memTotal, _ := readMemTotal()
-	l.limits = launcherDefaults(cfg.Defaults.Limits, BuiltinLimits(memTotal))
+	memTotal, _ := worker.ReadMemTotal()
+	l.limits = worker.LauncherDefaults(cfg.Defaults.Limits, worker.BuiltinLimits(memTotal))
 	l.host, l.hostErr = cgroup.Detect()
 	l.src = fingerprint.Sources{}
 	if l.host != nil {
@@ -155,7 +156,7 @@ func workerAccount(environ []string, uid uint32, fallback string) ([]string, str
 // Environ composes the environ the child of spec would get, each entry with its provenance
 // (`hlaunch env`). Nothing is started. A ctx already cancelled returns its error (wrapped) before the
 // profile is read; the composition itself is one read of the profile's files and is not interrupted.
-func (l *Launcher) Environ(ctx context.Context, spec Spec) (profile.Environ, error) {
+func (l *Launcher) Environ(ctx context.Context, spec worker.Spec) (profile.Environ, error) {
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("environ: %w", context.Cause(ctx))
 	}
@@ -165,21 +166,21 @@ func (l *Launcher) Environ(ctx context.Context, spec Spec) (profile.Environ, err
 
 // compose opens spec's profile, decides who its worker runs as (identity) and composes its environ for
 // that uid: `hlaunch env` and the launch itself take the same worker uid.
-func (l *Launcher) compose(spec Spec) (profile.Environ, *profile.Profile, identity, error) {
+func (l *Launcher) compose(spec worker.Spec) (profile.Environ, *profile.Profile, worker.Identity, error) {
 	p, err := profile.Open(l.root, spec.Profile)
 	if err != nil {
-		return nil, nil, identity{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return nil, nil, worker.Identity{}, fmt.Errorf("%w: %w", worker.ErrInvalid, err)
 	}
 	// The home's descriptor is needed only to read the .env; the caller keeps the names (a long-lived
 	// sidecar must not hold one descriptor per spawn until the garbage collector finds it).
 	defer p.Close()
-	id, err := identityFor(spec, p, l.cfg.OwnerOnly)
+	id, err := worker.IdentityFor(spec, p, l.cfg.OwnerOnly)
 	if err != nil {
-		return nil, nil, identity{}, err
+		return nil, nil, worker.Identity{}, err
 	}
 	base, home := l.cfg.Environ, osHome(envLookup(l.cfg.Environ))
-	if id.otherUID() {
-		base, home = workerAccount(base, id.uid, filepath.Join(p.Home, "home"))
+	if id.OtherUID() {
+		base, home = workerAccount(base, id.UID, filepath.Join(p.Home, "home"))
 	}
 	env, err := profile.Compose(profile.Request{
 		Profile:   p,
@@ -190,10 +191,10 @@ func (l *Launcher) compose(spec Spec) (profile.Environ, *profile.Profile, identi
 		Launcher:  base,
 		OSHome:    home,
 		Policy:    l.policy,
-		WorkerUID: id.uid,
+		WorkerUID: id.UID,
 	})
 	if err != nil {
-		return nil, nil, identity{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return nil, nil, worker.Identity{}, fmt.Errorf("%w: %w", worker.ErrInvalid, err)
 	}
 	return env, p, id, nil
 }

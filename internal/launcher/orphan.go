@@ -11,6 +11,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/state"
 	"github.com/hlaunch/hlaunch/internal/systemd"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // A worker whose shim is gone (issue 15: an unsandboxed worker of the launcher's uid SIGKILLs its parent
@@ -22,7 +23,7 @@ import (
 
 // reconciled is a worker's record as a read answers it: verified now (record), and reconciled when its
 // shim is gone (reconcileLost; read again when that ended or recorded it).
-func (l *Launcher) reconciled(ctx context.Context, src fingerprint.Sources, rc Receipt, ident fingerprint.Identity) (Record, error) {
+func (l *Launcher) reconciled(ctx context.Context, src fingerprint.Sources, rc worker.Receipt, ident fingerprint.Identity) (worker.Record, error) {
 	rec, err := l.record(src, rc, ident)
 	if err == nil && l.reconcileLost(ctx, rc, ident, &rec) {
 		rec, err = l.record(src, rc, ident)
@@ -52,7 +53,7 @@ func boottime() int64 {
 // setDeadline records the worker's deadline, timeout from now, and its grace; nothing without a timeout.
 // The shim calls it just before it writes the record: its own timer starts a moment later, so a reader's
 // enforcement never comes before the shim's would have.
-func (rc *Receipt) setDeadline(timeout, grace time.Duration) {
+func setDeadline(rc *worker.Receipt, timeout, grace time.Duration) {
 	if timeout <= 0 {
 		return
 	}
@@ -66,7 +67,7 @@ func (rc *Receipt) setDeadline(timeout, grace time.Duration) {
 // its parent as it can kill it) and the deadline has come, so that it enforces nothing; and its end is not
 // recorded. The shim records the end before it exits, so the exit record is read again after the liveness
 // check: a shim that finished just now is not taken for a lost one.
-func (l *Launcher) shimLost(rec *Record) bool {
+func (l *Launcher) shimLost(rec *worker.Record) bool {
 	if rec.ID == "" || rec.ShimPID <= 0 || rec.EndedAt != "" {
 		return false
 	}
@@ -76,7 +77,7 @@ func (l *Launcher) shimLost(rec *Record) bool {
 	}
 	var ex exitRecord
 	if (&state.Dir{Path: l.workersDir()}).Read(rec.ID+".exit", &ex) == nil && ex.EndedAt != "" {
-		rec.applyExit(ex)
+		applyExit(rec, ex)
 		return false
 	}
 	return true
@@ -89,7 +90,7 @@ func (l *Launcher) shimLost(rec *Record) bool {
 // (killed here, by the manager's RuntimeMaxSec, or on its own) gets its end recorded, reason shim-lost,
 // and its raw cgroup removed. It reports whether it changed anything on disk, so that the caller reads
 // the record again.
-func (l *Launcher) reconcileLost(ctx context.Context, rc Receipt, ident fingerprint.Identity, rec *Record) bool {
+func (l *Launcher) reconcileLost(ctx context.Context, rc worker.Receipt, ident fingerprint.Identity, rec *worker.Record) bool {
 	if !l.shimLost(rec) {
 		return false
 	}
@@ -135,16 +136,16 @@ func (l *Launcher) reconcileLost(ctx context.Context, rc Receipt, ident fingerpr
 // leader's status), its ledger record, and the removal of its raw cgroup. A tree that ended without this
 // reader (on its own, or stopped by the manager at RuntimeMaxSec) is recorded ended when first seen so,
 // with no claim on how.
-func (l *Launcher) recordLostEnd(rc Receipt, ident fingerprint.Identity, enforced, killed bool) {
+func (l *Launcher) recordLostEnd(rc worker.Receipt, ident fingerprint.Identity, enforced, killed bool) {
 	_ = updateExit(l.workersDir(), rc.ID, func(ex *exitRecord) bool {
 		if ex.EndedAt != "" {
 			return false // recorded meanwhile (a concurrent reader)
 		}
 		ex.EndedAt, ex.ShimLost, ex.TimedOut = now(), true, enforced
 		if ex.ExitCode == nil && ex.Signal == "" && enforced {
-			ex.Signal = SignalName(syscall.SIGTERM)
+			ex.Signal = worker.SignalName(syscall.SIGTERM)
 			if killed {
-				ex.Signal = SignalName(syscall.SIGKILL)
+				ex.Signal = worker.SignalName(syscall.SIGKILL)
 			}
 		}
 		if err := finishLedger(l.ledger, rc.ID, *ex); err != nil {
@@ -161,12 +162,12 @@ func (l *Launcher) recordLostEnd(rc Receipt, ident fingerprint.Identity, enforce
 // that ignores the manager's SIGTERM is killed a grace later. A live shim drops the manager's SIGTERM (it
 // catches it) and has recorded the end long before the manager's SIGKILL. A foreground launch's hlaunch
 // enforces its own deadline, and a warm slot's scope is made before its spec is known: neither gets one.
-func scopeBackstop(spec Spec) systemd.ScopeSpec {
-	timeout, _ := spec.timeout()
+func scopeBackstop(spec worker.Spec) systemd.ScopeSpec {
+	timeout, _ := spec.TimeoutDuration()
 	if !spec.Detach || timeout <= 0 {
 		return systemd.ScopeSpec{}
 	}
-	grace, _ := spec.grace()
+	grace, _ := spec.GraceDuration()
 	return systemd.ScopeSpec{RuntimeMax: timeout + grace + backstopMargin, StopTimeout: grace}
 }
 

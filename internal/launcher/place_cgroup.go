@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/cgroup"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // cgroupPlacement is a raw cgroup hlaunch made for the worker (--scope cgroup, or auto without a manager).
@@ -14,14 +15,14 @@ type cgroupPlacement struct {
 	g *cgroup.Group
 }
 
-func (l *Launcher) prepareCgroup(spec Spec, id string) (*cgroupPlacement, error) {
+func (l *Launcher) prepareCgroup(spec worker.Spec, id string) (*cgroupPlacement, error) {
 	parent, err := l.cgroupParent(spec)
 	if err != nil {
 		return nil, err
 	}
 	var g *cgroup.Group
 	applied, defaults := l.limitsFor(spec)
-	err = fitDefaults(applied, defaults, func(lim cgroup.Limits) (err error) {
+	err = worker.FitDefaults(applied, defaults, func(lim cgroup.Limits) (err error) {
 		// Create itself retries a parent removed under it (a gc beside us found it empty), with one bound.
 		g, err = l.host.Create(parent, id, lim)
 		return err
@@ -32,7 +33,7 @@ func (l *Launcher) prepareCgroup(spec Spec, id string) (*cgroupPlacement, error)
 	return &cgroupPlacement{g: g}, nil
 }
 
-func (*cgroupPlacement) mode() Mode { return ModeCgroup }
+func (*cgroupPlacement) mode() worker.Mode { return worker.ModeCgroup }
 
 func (p *cgroupPlacement) cloneFD() (*os.File, error) {
 	f, err := p.g.OpenFD()
@@ -45,7 +46,7 @@ func (p *cgroupPlacement) cloneFD() (*os.File, error) {
 // needsHold: v1 joins by PID, and so does v2 when the child was not cloned into the cgroup.
 func (p *cgroupPlacement) needsHold(cloned bool) bool { return p.g.NeedsJoin() || !cloned }
 
-func (p *cgroupPlacement) place(_ context.Context, _ Spec, _ string, pid int, cloned bool) error {
+func (p *cgroupPlacement) place(_ context.Context, _ worker.Spec, _ string, pid int, cloned bool) error {
 	if cloned {
 		return p.g.Join(pid)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/linux"
 	"github.com/hlaunch/hlaunch/internal/sysfile"
 	"github.com/hlaunch/hlaunch/internal/systemd"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // scopePlacement is a transient systemd scope (--scope systemd, or auto where a manager answers).
@@ -47,19 +48,19 @@ type dialResult struct {
 
 // userManager reports whether spec's scope is made by a user manager (--user, or any non-root caller)
 // rather than the system manager.
-func userManager(spec Spec) bool { return spec.UserManager || os.Geteuid() != 0 }
+func userManager(spec worker.Spec) bool { return spec.UserManager || os.Geteuid() != 0 }
 
 // checkUnit refuses a bad --unit before anything is started.
-func checkUnit(spec Spec) error {
+func checkUnit(spec worker.Spec) error {
 	if spec.Unit != "" {
 		if err := systemd.ValidUnitName(spec.Unit); err != nil {
-			return fmt.Errorf("%w: --unit: %w", ErrInvalid, err)
+			return fmt.Errorf("%w: --unit: %w", worker.ErrInvalid, err)
 		}
 	}
 	return nil
 }
 
-func (l *Launcher) newScope(spec Spec) *scopePlacement {
+func (l *Launcher) newScope(spec worker.Spec) *scopePlacement {
 	p := &scopePlacement{host: l.host}
 	p.limits, p.defaults = l.limitsFor(spec)
 	if l.host != nil {
@@ -68,7 +69,7 @@ func (l *Launcher) newScope(spec Spec) *scopePlacement {
 	return p
 }
 
-func (l *Launcher) prepareSystemd(ctx context.Context, spec Spec) (*scopePlacement, error) {
+func (l *Launcher) prepareSystemd(ctx context.Context, spec worker.Spec) (*scopePlacement, error) {
 	if err := checkUnit(spec); err != nil {
 		return nil, err
 	}
@@ -99,7 +100,7 @@ func (l *Launcher) prepareSystemd(ctx context.Context, spec Spec) (*scopePlaceme
 // sandbox's stub on its handshake) until place succeeds, and a failed connect aborts it (exit 125, the
 // target never runs). The unit name is still checked first, so a bad --unit starts nothing at all.
 // --scope auto stays synchronous: its fallback depends on the answer.
-func (l *Launcher) prepareSystemdAsync(ctx context.Context, spec Spec) (*scopePlacement, error) {
+func (l *Launcher) prepareSystemdAsync(ctx context.Context, spec worker.Spec) (*scopePlacement, error) {
 	if err := checkUnit(spec); err != nil {
 		return nil, err
 	}
@@ -107,9 +108,9 @@ func (l *Launcher) prepareSystemdAsync(ctx context.Context, spec Spec) (*scopePl
 	p.dialed = make(chan dialResult, 1)
 	go func() {
 		q, err := l.prepareSystemd(ctx, spec)
-		if err != nil && !errors.Is(err, ErrInvalid) {
+		if err != nil && !errors.Is(err, worker.ErrInvalid) {
 			// No manager answered: a host-level condition (exit 75, 503), never the caller's bad input.
-			err = fmt.Errorf("%w: --scope systemd: %w", ErrDegraded, err)
+			err = fmt.Errorf("%w: --scope systemd: %w", worker.ErrDegraded, err)
 		}
 		p.dialed <- dialResult{q, err}
 	}()
@@ -133,7 +134,7 @@ func (p *scopePlacement) await() error {
 	return nil
 }
 
-func (*scopePlacement) mode() Mode                 { return ModeScoped }
+func (*scopePlacement) mode() worker.Mode          { return worker.ModeScoped }
 func (*scopePlacement) cloneFD() (*os.File, error) { return nil, nil }
 func (*scopePlacement) needsHold(bool) bool        { return true }
 func (*scopePlacement) group() *cgroup.Group       { return nil }
@@ -147,7 +148,7 @@ func (p *scopePlacement) describe() placed {
 func (p *scopePlacement) cgroupPath(int) string { return p.cgroup }
 
 // place makes the transient scope with pid in it and checks that its limits were applied.
-func (p *scopePlacement) place(ctx context.Context, spec Spec, id string, pid int, _ bool) error {
+func (p *scopePlacement) place(ctx context.Context, spec worker.Spec, id string, pid int, _ bool) error {
 	if err := p.await(); err != nil {
 		return err
 	}
@@ -168,7 +169,7 @@ func (p *scopePlacement) place(ctx context.Context, spec Spec, id string, pid in
 	}
 	unit, err := systemd.ScopeName(name)
 	if err != nil {
-		return fmt.Errorf("%w: --unit: %w", ErrInvalid, err)
+		return fmt.Errorf("%w: --unit: %w", worker.ErrInvalid, err)
 	}
 	backstop := scopeBackstop(spec)
 	cctx, cancel := context.WithTimeout(ctx, scopeTimeout)
@@ -213,16 +214,16 @@ func (p *scopePlacement) place(ctx context.Context, spec Spec, id string, pid in
 // by the caller, so nothing runs; the scope, emptied, is collected by the manager. A default the manager
 // did not apply is left out of p.limits, which the receipt shows.
 func (p *scopePlacement) enforced(pid int) error {
-	asked := onlyAsked(p.limits, p.defaults)
+	asked := worker.OnlyAsked(p.limits, p.defaults)
 	if p.host == nil {
 		p.limits = asked
 		if asked.IsZero() {
 			return nil
 		}
-		return fmt.Errorf("%w: cannot check the limits of scope %s: no cgroup filesystem here", ErrInvalid, p.unit)
+		return fmt.Errorf("%w: cannot check the limits of scope %s: no cgroup filesystem here", worker.ErrInvalid, p.unit)
 	}
 	if err := p.host.Enforced(pid, asked); err != nil {
-		return fmt.Errorf("%w: %w: the systemd manager did not apply them to scope %s; --scope cgroup applies them itself", ErrInvalid, err, p.unit)
+		return fmt.Errorf("%w: %w: the systemd manager did not apply them to scope %s; --scope cgroup applies them itself", worker.ErrInvalid, err, p.unit)
 	}
 	if p.defaults.IsZero() {
 		return nil

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/cgroup"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // scopeTimeout bounds the wait for StartTransientUnit's job: a manager that does not answer in this time is
@@ -20,14 +21,14 @@ const scopeTimeout = 10 * time.Second
 // the sandbox's stub or a shim) exists and before it may run.
 type placement interface {
 	// mode is the receipt's mode: ModeNone, ModeDegraded, ModeCgroup or ModeScoped.
-	mode() Mode
+	mode() worker.Mode
 	// cloneFD opens the fd a child is cloned into (clone3 CLONE_INTO_CGROUP), or returns nil when the
 	// child is placed another way.
 	cloneFD() (*os.File, error)
 	// needsHold reports whether the child must wait on the handshake until place has run.
 	needsHold(cloned bool) bool
 	// place puts pid (cloned: already in the cgroup by clone3) where it belongs.
-	place(ctx context.Context, spec Spec, id string, pid int, cloned bool) error
+	place(ctx context.Context, spec worker.Spec, id string, pid int, cloned bool) error
 	// cgroupPath is the worker's cgroup as the v2 tree names it (relative to its root), "" without one.
 	cgroupPath(pid int) string
 	// describe is what the receipt says about the placement (after place).
@@ -55,28 +56,28 @@ type placer interface {
 	// none is no placement.
 	none() placement
 	// cgroup makes the worker's raw cgroup.
-	cgroup(spec Spec, id string) (placement, error)
+	cgroup(spec worker.Spec, id string) (placement, error)
 	// systemd connects to the manager that will own the worker's scope; async lets the connect overlap
 	// the child's start (an explicit --scope systemd).
-	systemd(ctx context.Context, spec Spec, async bool) (placement, error)
+	systemd(ctx context.Context, spec worker.Spec, async bool) (placement, error)
 }
 
 // prepare decides the placement for spec and creates what must exist before the child starts.
-func (l *Launcher) prepare(ctx context.Context, spec Spec, id string) (placement, error) {
+func (l *Launcher) prepare(ctx context.Context, spec worker.Spec, id string) (placement, error) {
 	p, _, err := decide(ctx, spec, id, made{l})
 	return p, err
 }
 
 // decide is the one decision of which placement spec gets, with mk making (or only checking) each. It
 // also says why, for doctor.
-func decide(ctx context.Context, spec Spec, id string, mk placer) (placement, string, error) {
+func decide(ctx context.Context, spec worker.Spec, id string, mk placer) (placement, string, error) {
 	switch spec.Scope {
-	case ScopeNone:
+	case worker.ScopeNone:
 		return mk.none(), "--scope none", nil
-	case ScopeCgroup:
+	case worker.ScopeCgroup:
 		p, err := mk.cgroup(spec, id)
 		return p, "--scope cgroup", err
-	case ScopeSystemd:
+	case worker.ScopeSystemd:
 		p, err := mk.systemd(ctx, spec, true)
 		return p, "--scope systemd", err
 	}
@@ -85,7 +86,7 @@ func decide(ctx context.Context, spec Spec, id string, mk placer) (placement, st
 	if sdErr == nil {
 		return p, "a systemd manager answers", nil
 	}
-	if errors.Is(sdErr, ErrInvalid) {
+	if errors.Is(sdErr, worker.ErrInvalid) {
 		return nil, "", sdErr
 	}
 	p, cgErr := mk.cgroup(spec, id)
@@ -99,10 +100,10 @@ func decide(ctx context.Context, spec Spec, id string, mk placer) (placement, st
 	}
 	why := fmt.Sprintf("no restart-safe placement: systemd: %v; cgroup: %v", sdErr, cgErr)
 	if spec.RequireScope {
-		return nil, "", fmt.Errorf("%w: %s", ErrDegraded, why)
+		return nil, "", fmt.Errorf("%w: %s", worker.ErrDegraded, why)
 	}
-	if hasLimit(spec.Limits) {
-		return nil, "", fmt.Errorf("%w: limits cannot be applied: %s", ErrDegraded, why)
+	if worker.HasLimit(spec.Limits) {
+		return nil, "", fmt.Errorf("%w: limits cannot be applied: %s", worker.ErrDegraded, why)
 	}
 	return degraded{warning: "hlaunch: warning: running degraded (a plain process in its own session, not restart-safe): " + why}, why, nil
 }
@@ -112,7 +113,7 @@ type made struct{ l *Launcher }
 
 func (made) none() placement { return noPlacement{} }
 
-func (m made) cgroup(spec Spec, id string) (placement, error) {
+func (m made) cgroup(spec worker.Spec, id string) (placement, error) {
 	p, err := m.l.prepareCgroup(spec, id)
 	if err != nil {
 		return nil, err // never a typed nil in the interface
@@ -120,7 +121,7 @@ func (m made) cgroup(spec Spec, id string) (placement, error) {
 	return p, nil
 }
 
-func (m made) systemd(ctx context.Context, spec Spec, async bool) (placement, error) {
+func (m made) systemd(ctx context.Context, spec worker.Spec, async bool) (placement, error) {
 	prepare := m.l.prepareSystemd
 	if async {
 		prepare = m.l.prepareSystemdAsync
@@ -134,7 +135,7 @@ func (m made) systemd(ctx context.Context, spec Spec, async bool) (placement, er
 
 // cgroupParent is the raw-cgroup parent spec's worker is made under: its own, else the default (where
 // systemd owns the tree, only inside the caller's delegated subtree).
-func (l *Launcher) cgroupParent(spec Spec) (string, error) {
+func (l *Launcher) cgroupParent(spec worker.Spec) (string, error) {
 	if l.host == nil {
 		return "", fmt.Errorf("no cgroup filesystem: %w", l.hostErr)
 	}
@@ -143,7 +144,7 @@ func (l *Launcher) cgroupParent(spec Spec) (string, error) {
 	}
 	parent, err := l.host.DefaultParent()
 	if err != nil {
-		return "", fmt.Errorf("%w: %w: name a parent with --cgroup-parent (inside a unit with Delegate=yes), or use --scope systemd", ErrInvalid, err)
+		return "", fmt.Errorf("%w: %w: name a parent with --cgroup-parent (inside a unit with Delegate=yes), or use --scope systemd", worker.ErrInvalid, err)
 	}
 	return parent, nil
 }
@@ -152,7 +153,7 @@ func (l *Launcher) cgroupParent(spec Spec) (string, error) {
 func cgroupRefusal(err error) error {
 	if errors.Is(err, cgroup.ErrBadParent) || errors.Is(err, cgroup.ErrNotOurs) || errors.Is(err, cgroup.ErrNotWritable) ||
 		errors.Is(err, cgroup.ErrUnsupportedLimit) {
-		return fmt.Errorf("%w: %w", ErrInvalid, err)
+		return fmt.Errorf("%w: %w", worker.ErrInvalid, err)
 	}
 	return err
 }

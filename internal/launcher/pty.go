@@ -14,6 +14,7 @@ import (
 
 	"github.com/hlaunch/hlaunch/internal/linux"
 	"github.com/hlaunch/hlaunch/internal/termfilter"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // drainBound bounds how long output still buffered in the pty is copied once the worker has exited. Every
@@ -59,8 +60,8 @@ func isTerminal(f *os.File) bool {
 // sandboxed or runs as another uid than the launcher's (otherUID): a detached worker has no relay, and
 // holding the caller's terminal without being in its job control it would read what is typed at the
 // caller's shell (docs/security.md, "The terminal and the session").
-func noTerminal(spec Spec, stdio Stdio, otherUID bool) error {
-	if spec.Stdio != StdioInherit || (!spec.Sandbox && !otherUID) {
+func noTerminal(spec worker.Spec, stdio Stdio, otherUID bool) error {
+	if spec.Stdio != worker.StdioInherit || (!spec.Sandbox && !otherUID) {
 		return nil
 	}
 	who := "sandboxed worker"
@@ -69,7 +70,7 @@ func noTerminal(spec Spec, stdio Stdio, otherUID bool) error {
 	}
 	for i, f := range []*os.File{stdio.Stdin, stdio.Stdout, stdio.Stderr} {
 		if isTerminal(f) {
-			return fmt.Errorf("%w: --stdio inherit: %s is a terminal, and a detached %s gets none (run it in the foreground, where it gets a terminal of its own, or give it pipes or files)", ErrInvalid, [...]string{"stdin", "stdout", "stderr"}[i], who)
+			return fmt.Errorf("%w: --stdio inherit: %s is a terminal, and a detached %s gets none (run it in the foreground, where it gets a terminal of its own, or give it pipes or files)", worker.ErrInvalid, [...]string{"stdin", "stdout", "stderr"}[i], who)
 		}
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/state"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // QuarantineKeep is how many damaged records <state-dir>/quarantine keeps: past it, the oldest quarantined
@@ -24,9 +25,9 @@ func (l *Launcher) quarantineDir() string { return filepath.Join(l.state, "quara
 // no key into the quarantine, and bounds it (QuarantineKeep). It returns the ids moved and how many old
 // quarantined entries were removed. A damaged record that names a key stays where it is: moving it would
 // free a key its worker may hold. One that could not be read for a reason of the moment stays too.
-func (l *Launcher) quarantineDamaged(recs []Record) (moved []string, dropped int, err error) {
+func (l *Launcher) quarantineDamaged(recs []worker.Record) (moved []string, dropped int, err error) {
 	for _, rec := range recs {
-		if !Damaged(rec.State) || rec.Key != "" {
+		if !worker.Damaged(rec.State) || rec.Key != "" {
 			continue
 		}
 		_, _, lerr := l.load(rec.ID) // read again now: the record may have been rewritten, or be gone

@@ -13,6 +13,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/cgroup"
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/state"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // Retention is how long what hlaunch keeps of ended workers lives: their records, exit records and the
@@ -76,7 +77,7 @@ func (l *Launcher) GC(ctx context.Context, r Retention) (GCReport, error) {
 	if err != nil {
 		return rep, err
 	}
-	var ended []Record
+	var ended []worker.Record
 	for _, rec := range recs {
 		if rec.State == fingerprint.Exited {
 			ended = append(ended, rec)
@@ -156,8 +157,8 @@ func (l *Launcher) sweepTemps() (int, error) {
 
 // removeEndedCgroup is removeEnded for a pass over kept records, after one stat (most are gone): it reports false
 // only when the cgroup is there with members.
-func (l *Launcher) removeEndedCgroup(rec Record) bool {
-	if rec.Mode != ModeCgroup || rec.Cgroup == "" || l.host == nil || l.host.Unified == "" {
+func (l *Launcher) removeEndedCgroup(rec worker.Record) bool {
+	if rec.Mode != worker.ModeCgroup || rec.Cgroup == "" || l.host == nil || l.host.Unified == "" {
 		return true
 	}
 	if _, err := os.Lstat(filepath.Join(l.host.Unified, rec.Cgroup)); err != nil {
@@ -171,7 +172,7 @@ func (l *Launcher) removeEndedCgroup(rec Record) bool {
 }
 
 // endOf is when a record's worker ended, else when it started (RFC 3339 UTC strings sort by time).
-func endOf(r Record) string {
+func endOf(r worker.Record) string {
 	if r.EndedAt != "" {
 		return r.EndedAt
 	}
@@ -227,7 +228,7 @@ func (l *Launcher) pruneLedger(r Retention) int {
 }
 
 // gcOrphans removes empty worker cgroups under the default parent that no record names.
-func (l *Launcher) gcOrphans(recs []Record, minAge time.Duration) []string {
+func (l *Launcher) gcOrphans(recs []worker.Record, minAge time.Duration) []string {
 	if l.host == nil || l.host.Unified == "" {
 		return nil
 	}
@@ -246,7 +247,7 @@ func (l *Launcher) gcOrphans(recs []Record, minAge time.Duration) []string {
 	var removed []string
 	for _, e := range ents {
 		path := parent + "/" + e.Name()
-		if !e.IsDir() || !IsID(e.Name()) || known[path] {
+		if !e.IsDir() || !worker.IsID(e.Name()) || known[path] {
 			continue
 		}
 		// A cgroup made for a launch in flight is empty and unrecorded too, until its shim or target runs in

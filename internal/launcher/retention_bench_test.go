@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // BenchmarkGCPassLedger is one collection pass of the sidecar's after a second of spawns at a gateway's
@@ -27,7 +28,7 @@ func BenchmarkGCPassLedger(b *testing.B) {
 			next := 0
 			write := func() {
 				now := time.Now().UTC().Format(time.RFC3339Nano)
-				rec := Record{Receipt: Receipt{ID: fmt.Sprintf("w-%012x", next), StartedAt: now},
+				rec := worker.Record{Receipt: worker.Receipt{ID: fmt.Sprintf("w-%012x", next), StartedAt: now},
 					State: fingerprint.Exited, EndedAt: now}
 				next++
 				if err := writeLedger(l.ledger, rec); err != nil {

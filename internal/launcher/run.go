@@ -14,6 +14,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/nsenv/profile"
 	"github.com/hlaunch/hlaunch/internal/nsenv/sandbox"
 	hproc "github.com/hlaunch/hlaunch/internal/proc"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // Signals are what a foreground launch forwards to its child.
@@ -41,30 +42,30 @@ func (s Signals) awaitReady() {
 // the child runs, the child is stopped as at a --timeout (SIGTERM to its tree, the whole tree killed after
 // the grace), and Run returns, once it has been waited for and its cgroup removed, ExitInternal and an
 // error wrapping ctx's cause (context.Canceled or context.DeadlineExceeded).
-func (l *Launcher) Run(ctx context.Context, spec Spec, stdio Stdio, sigs Signals) (int, error) {
+func (l *Launcher) Run(ctx context.Context, spec worker.Spec, stdio Stdio, sigs Signals) (int, error) {
 	if spec.Detach {
-		return ExitInternal, fmt.Errorf("%w: Run is for foreground launches; use Start with --detach", ErrInvalid)
+		return worker.ExitInternal, fmt.Errorf("%w: Run is for foreground launches; use Start with --detach", worker.ErrInvalid)
 	}
 	spec, err := l.resolve(spec, false)
 	if err != nil {
-		return ExitCode(err), err
+		return worker.ExitCode(err), err
 	}
 	env, prof, who, err := l.compose(spec)
 	if err != nil {
-		return ExitCode(err), err
+		return worker.ExitCode(err), err
 	}
 	cwd, sb, err := l.workerPlace(spec, env, prof, who)
 	if err != nil {
-		return ExitCode(err), err
+		return worker.ExitCode(err), err
 	}
-	id := NewWorkerID()
+	id := worker.NewWorkerID()
 	sigs.awaitReady()
 	if ctx.Err() != nil {
-		return ExitInternal, fmt.Errorf("launch cancelled: %w: nothing was started", context.Cause(ctx))
+		return worker.ExitInternal, fmt.Errorf("launch cancelled: %w: nothing was started", context.Cause(ctx))
 	}
 	p, err := l.prepare(ctx, spec, id)
 	if err != nil {
-		return ExitCode(err), err
+		return worker.ExitCode(err), err
 	}
 	defer p.release(context.WithoutCancel(ctx))
 	if w := p.describe().warning; w != "" {
@@ -72,7 +73,7 @@ func (l *Launcher) Run(ctx context.Context, spec Spec, stdio Stdio, sigs Signals
 	}
 	out, closeOut, err := logStdio(spec, stdio)
 	if err != nil {
-		return ExitCode(err), err
+		return worker.ExitCode(err), err
 	}
 	defer closeOut()
 	// The child gets its own process group so a signal to hlaunch's group reaches it once, through us. On a
@@ -86,19 +87,19 @@ func (l *Launcher) Run(ctx context.Context, spec Spec, stdio Stdio, sigs Signals
 	// The caller's terminal: a pty of its own for a sandbox and for a worker of another uid (in the
 	// caller's session it could type into the caller's shell with TIOCSTI), else the terminal's foreground
 	// for the child.
-	term, out, err := openTerminal(sb != nil || who.otherUID(), spec.TTYTitles, stdio.Stdin, out, &attr)
+	term, out, err := openTerminal(sb != nil || who.OtherUID(), spec.TTYTitles, stdio.Stdin, out, &attr)
 	if err != nil {
-		return ExitCode(err), err
+		return worker.ExitCode(err), err
 	}
 	defer term.close()
-	proc, err := l.start(ctx, spec, id, p, childStart{argv: spec.Argv, env: env.Strings(), cwd: cwd, stdio: out, sb: sb, attr: attr, cred: who.credential()})
+	proc, err := l.start(ctx, spec, id, p, childStart{argv: spec.Argv, env: env.Strings(), cwd: cwd, stdio: out, sb: sb, attr: attr, cred: who.Credential()})
 	if err != nil {
-		return ExitCode(err), err
+		return worker.ExitCode(err), err
 	}
 	if err := term.childStarted(); err != nil {
 		_ = proc.Signal(syscall.SIGKILL)
 		_, _ = proc.Wait()
-		return ExitCode(err), err
+		return worker.ExitCode(err), err
 	}
 	done := make(chan struct{})
 	go forward(proc, sigs.C, done)
@@ -107,16 +108,16 @@ func (l *Launcher) Run(ctx context.Context, spec Spec, stdio Stdio, sigs Signals
 	close(done)
 	why := stopEnd()
 	if err != nil {
-		return ExitInternal, fmt.Errorf("wait: %w", err)
+		return worker.ExitInternal, fmt.Errorf("wait: %w", err)
 	}
 	switch why {
 	case endTimeout:
 		// As timeout(1): 124, and said, so that a deadline is never mistaken for the command's own 143.
-		return ExitTimeout, fmt.Errorf("%w: --timeout %s reached: the worker was stopped (SIGTERM, the whole cgroup killed after the grace; it ended with %d)", ErrTimedOut, spec.Timeout, hproc.ExitCode(ws))
+		return worker.ExitTimeout, fmt.Errorf("%w: --timeout %s reached: the worker was stopped (SIGTERM, the whole cgroup killed after the grace; it ended with %d)", worker.ErrTimedOut, spec.Timeout, hproc.ExitCode(ws))
 	case endCancelled:
 		// The caller gave up on the launch (an embedding program's context): the worker was stopped as at a
 		// deadline, and the caller's own error is returned (125, docs/exit-codes.md), never the child's code.
-		return ExitInternal, fmt.Errorf("launch cancelled: %w: the worker was stopped (SIGTERM, the whole cgroup killed after the grace; it ended with %d)", context.Cause(ctx), hproc.ExitCode(ws))
+		return worker.ExitInternal, fmt.Errorf("launch cancelled: %w: the worker was stopped (SIGTERM, the whole cgroup killed after the grace; it ended with %d)", context.Cause(ctx), hproc.ExitCode(ws))
 	}
 	l.sayOOM(p, ws)
 	return hproc.ExitCode(ws), nil
@@ -164,9 +165,9 @@ const (
 // one stopped the worker (endNone if neither did). A sandbox's init (the leader) gets no SIGTERM of its
 // own: it would forward a second copy to the target. The tree's SIGTERM goes through a fingerprint handle
 // pinned while the leader is our unreaped child (pidfds, never bare PIDs).
-func (l *Launcher) enforceEnd(ctx context.Context, spec Spec, p placement, proc *hproc.Proc) func() int {
-	timeout, _ := spec.timeout()
-	grace, _ := spec.grace()
+func (l *Launcher) enforceEnd(ctx context.Context, spec worker.Spec, p placement, proc *hproc.Proc) func() int {
+	timeout, _ := spec.TimeoutDuration()
+	grace, _ := spec.GraceDuration()
 	g := p.group()
 	var (
 		mu   sync.Mutex
@@ -228,7 +229,7 @@ func (l *Launcher) killTree(kill func(context.Context) error, path string, bound
 
 // termTree sends SIGTERM to the worker's tree, or to its leader alone when it has no cgroup or the tree's
 // identity no longer verifies.
-func (l *Launcher) termTree(spec Spec, g *cgroup.Group, proc *hproc.Proc) {
+func (l *Launcher) termTree(spec worker.Spec, g *cgroup.Group, proc *hproc.Proc) {
 	if g == nil {
 		_ = proc.Signal(syscall.SIGTERM)
 		return
@@ -244,7 +245,7 @@ func (l *Launcher) termTree(spec Spec, g *cgroup.Group, proc *hproc.Proc) {
 
 // workerPlace decides where the worker of spec runs: its working directory and its sandbox (nil without
 // one), and refuses directories it must not be given (checkWorkerDirs).
-func (l *Launcher) workerPlace(spec Spec, env profile.Environ, prof *profile.Profile, who identity) (string, *sandbox.Spec, error) {
+func (l *Launcher) workerPlace(spec worker.Spec, env profile.Environ, prof *profile.Profile, who worker.Identity) (string, *sandbox.Spec, error) {
 	cwd, err := l.cwd(spec)
 	if err != nil {
 		return "", nil, err
@@ -260,11 +261,11 @@ func (l *Launcher) workerPlace(spec Spec, env profile.Environ, prof *profile.Pro
 	return cwd, sb, nil
 }
 
-func (l *Launcher) cwd(spec Spec) (string, error) {
+func (l *Launcher) cwd(spec worker.Spec) (string, error) {
 	if spec.Cwd != "" {
 		st, err := os.Stat(spec.Cwd)
 		if err != nil || !st.IsDir() {
-			return "", fmt.Errorf("%w: --cwd %s: not a directory", ErrInvalid, spec.Cwd)
+			return "", fmt.Errorf("%w: --cwd %s: not a directory", worker.ErrInvalid, spec.Cwd)
 		}
 		return spec.Cwd, nil
 	}

@@ -10,12 +10,13 @@ import (
 
 	"github.com/hlaunch/hlaunch/internal/cgroup"
 	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // A foreground worker of B in its own cgroup: what it sees (B's environ only, HERMES_HOME, its cgroup
 // under the test's parent from its first instruction), its exit code, and nothing left after it.
 func TestRunCgroupWorker(t *testing.T) {
-	w := newWorld(t, launcher.ScopeCgroup, nil)
+	w := newWorld(t, worker.ScopeCgroup, nil)
 	code, out, err := w.run(spec(`cat /proc/self/cgroup; echo ---; env; exit 7`), launcher.Signals{})
 	if err != nil || code != 7 {
 		t.Fatalf("run: code %d, %v\n%s", code, err, out)
@@ -49,14 +50,14 @@ func TestRunCgroupWorker(t *testing.T) {
 // Exit codes as a shell gives them: 128+N for a signal, 127 and 126 for a command that is missing or
 // cannot run, 125 for a launch refused before anything started.
 func TestRunExitCodes(t *testing.T) {
-	w := newWorld(t, launcher.ScopeNone, nil)
+	w := newWorld(t, worker.ScopeNone, nil)
 	noexec := filepath.Join(t.TempDir(), "noexec")
 	if err := os.WriteFile(noexec, []byte("#!/bin/sh\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cases := []struct {
 		name string
-		spec launcher.Spec
+		spec worker.Spec
 		code int
 		err  error  // nil: the worker ran
 		says string // in the error
@@ -65,12 +66,12 @@ func TestRunExitCodes(t *testing.T) {
 		{"exit 3", spec("exit 3"), 3, nil, ""},
 		{"killed by TERM", spec("kill -TERM $$"), 128 + 15, nil, ""},
 		{"killed by KILL", spec("kill -KILL $$"), 128 + 9, nil, ""},
-		{"not found", launcher.Spec{Profile: "b", Argv: []string{"hlaunch-no-such-command"}}, 127, launcher.ErrCommandNotFound, "hlaunch-no-such-command"},
-		{"not executable", launcher.Spec{Profile: "b", Argv: []string{noexec}}, 126, launcher.ErrCannotRun, noexec},
-		{"no such profile", launcher.Spec{Profile: "zz", Argv: []string{"true"}}, 125, launcher.ErrInvalid, "zz"},
-		{"bad scope", launcher.Spec{Profile: "b", Argv: []string{"true"}, Scope: "vm"}, 125, launcher.ErrInvalid, "--scope"},
-		{"bad cwd", launcher.Spec{Profile: "b", Argv: []string{"true"}, Cwd: "/nonexistent-dir"}, 125, launcher.ErrInvalid, "--cwd"},
-		{"detach in Run", launcher.Spec{Profile: "b", Argv: []string{"true"}, Detach: true}, launcher.ExitInternal, launcher.ErrInvalid, "Start"},
+		{"not found", worker.Spec{Profile: "b", Argv: []string{"hlaunch-no-such-command"}}, 127, worker.ErrCommandNotFound, "hlaunch-no-such-command"},
+		{"not executable", worker.Spec{Profile: "b", Argv: []string{noexec}}, 126, worker.ErrCannotRun, noexec},
+		{"no such profile", worker.Spec{Profile: "zz", Argv: []string{"true"}}, 125, worker.ErrInvalid, "zz"},
+		{"bad scope", worker.Spec{Profile: "b", Argv: []string{"true"}, Scope: "vm"}, 125, worker.ErrInvalid, "--scope"},
+		{"bad cwd", worker.Spec{Profile: "b", Argv: []string{"true"}, Cwd: "/nonexistent-dir"}, 125, worker.ErrInvalid, "--cwd"},
+		{"detach in Run", worker.Spec{Profile: "b", Argv: []string{"true"}, Detach: true}, worker.ExitInternal, worker.ErrInvalid, "Start"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -95,13 +96,13 @@ func TestRunExitCodes(t *testing.T) {
 
 // A refused launch creates nothing: no state directory entry, no cgroup parent.
 func TestRunRefusedCreatesNothing(t *testing.T) {
-	w := newWorld(t, launcher.ScopeCgroup, nil)
-	for _, s := range []launcher.Spec{
+	w := newWorld(t, worker.ScopeCgroup, nil)
+	for _, s := range []worker.Spec{
 		{Profile: "zz", Argv: []string{"true"}},
 		{Profile: "b", Argv: []string{"true"}, Limits: cgroup.Limits{Pids: -2}}, // -1 is "no limit"
 		{Profile: "b", Argv: []string{"true"}, Timeout: "soon"},
 	} {
-		if code, _, err := w.run(s, launcher.Signals{}); code != 125 || !errors.Is(err, launcher.ErrInvalid) {
+		if code, _, err := w.run(s, launcher.Signals{}); code != 125 || !errors.Is(err, worker.ErrInvalid) {
 			t.Errorf("%+v: code %d, %v; want 125", s, code, err)
 		}
 	}
@@ -112,7 +113,7 @@ func TestRunRefusedCreatesNothing(t *testing.T) {
 
 // Signals received by hlaunch reach the worker, which can handle them.
 func TestRunForwardsSignals(t *testing.T) {
-	w := newWorld(t, launcher.ScopeCgroup, nil)
+	w := newWorld(t, worker.ScopeCgroup, nil)
 	ready := filepath.Join(t.TempDir(), "ready")
 	c := make(chan os.Signal, 1)
 	go func() {
@@ -130,7 +131,7 @@ func TestRunForwardsSignals(t *testing.T) {
 // --timeout: SIGTERM at the deadline, the whole cgroup killed after the grace (a worker that ignores
 // SIGTERM too), exit 124 and ErrTimedOut, the cgroup gone.
 func TestRunTimeout(t *testing.T) {
-	w := newWorld(t, launcher.ScopeCgroup, nil)
+	w := newWorld(t, worker.ScopeCgroup, nil)
 	for name, script := range map[string]string{
 		"ends on TERM": `sleep 1000 & wait`,
 		"ignores TERM": `trap '' TERM; sleep 1000 & while :; do wait; done`,
@@ -139,7 +140,7 @@ func TestRunTimeout(t *testing.T) {
 			s := spec(script)
 			s.Timeout, s.Grace = "300ms", "200ms"
 			code, _, err := w.run(s, launcher.Signals{})
-			if code != launcher.ExitTimeout || !errors.Is(err, launcher.ErrTimedOut) || !strings.Contains(err.Error(), "--timeout 300ms") {
+			if code != worker.ExitTimeout || !errors.Is(err, worker.ErrTimedOut) || !strings.Contains(err.Error(), "--timeout 300ms") {
 				t.Fatalf("code %d, %v; want 124 and ErrTimedOut naming --timeout", code, err)
 			}
 			if left := w.workerCgroups(); len(left) != 0 {
@@ -151,7 +152,7 @@ func TestRunTimeout(t *testing.T) {
 
 // --log: stdout and stderr appended to the file; at LogMax the old content moves to <log>.1.
 func TestRunLogRotates(t *testing.T) {
-	w := newWorld(t, launcher.ScopeNone, nil)
+	w := newWorld(t, worker.ScopeNone, nil)
 	log := filepath.Join(t.TempDir(), "w.log")
 	if err := os.WriteFile(log, []byte(strings.Repeat("old\n", 100)), 0o600); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/nsenv/profile"
 	"github.com/hlaunch/hlaunch/internal/nsenv/sandbox"
 	"github.com/hlaunch/hlaunch/internal/seccomp"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // sandbox builds the sandbox of spec, or returns nil when none is asked for, and the working directory
@@ -26,7 +27,7 @@ import (
 // root launcher's sandboxed worker never runs as host uid 0 unless the caller asks with --as 0:0; an
 // unprivileged launcher's is the launcher's own uid, mapped to 0 in a user namespace
 // (sandbox.Spec.SysProcAttr), and drops to the --as ids inside.
-func (l *Launcher) sandbox(spec Spec, prof *profile.Profile, id identity, cwd string) (*sandbox.Spec, string, error) {
+func (l *Launcher) sandbox(spec worker.Spec, prof *profile.Profile, id worker.Identity, cwd string) (*sandbox.Spec, string, error) {
 	if !spec.Sandbox {
 		return nil, cwd, nil
 	}
@@ -52,22 +53,22 @@ func (l *Launcher) sandbox(spec Spec, prof *profile.Profile, id identity, cwd st
 		Require: []string{".env"},
 		Net:     string(spec.Net),
 		// The filter is on unless the spec turns it off by name.
-		SeccompOff: spec.Seccomp == SeccompOff,
+		SeccompOff: spec.Seccomp == worker.SeccompOff,
 	}
 	// The Landlock scopes (abstract sockets, signals) are on wherever the kernel has them; without them
 	// the worker still starts, and its receipt says "landlock": "unavailable" (docs/security.md).
 	sb.Unscoped = landlock.Supported() != nil
 	if err := sb.Validate(); err != nil {
-		return nil, "", invalid(err)
+		return nil, "", worker.Invalid(err)
 	}
 	if !sb.SeccompOff {
 		// Refused before anything starts, rather than by the init stub, which could only fail the launch.
 		if err := seccomp.Supported(); err != nil {
-			return nil, "", invalid(fmt.Errorf("--sandbox: %w (--seccomp off runs it without the filter)", err))
+			return nil, "", worker.Invalid(fmt.Errorf("--sandbox: %w (--seccomp off runs it without the filter)", err))
 		}
 	}
-	if id.asSet {
-		sb.UID, sb.GID, sb.SetUser = int(id.asUID), int(id.asGID), true
+	if id.AsSet {
+		sb.UID, sb.GID, sb.SetUser = int(id.AsUID), int(id.AsGID), true
 	}
 	return sb, cwd, nil
 }
@@ -119,11 +120,11 @@ func unique(ps []string) []string {
 const RootSidecarDir = "/run/hlaunch"
 
 // landlockMode is what a sandboxed worker's receipt says of its Landlock scopes.
-func landlockMode(sb *sandbox.Spec) Landlock {
+func landlockMode(sb *sandbox.Spec) worker.Landlock {
 	if sb.Unscoped {
-		return LandlockUnavailable
+		return worker.LandlockUnavailable
 	}
-	return LandlockScoped
+	return worker.LandlockScoped
 }
 
 // keptGroups are the supplementary groups a sandboxed worker keeps, as host gids: an unprivileged

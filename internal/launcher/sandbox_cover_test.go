@@ -14,13 +14,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // sandboxWorld is a cgroup world whose profile b's home belongs to nobody (a root launcher's sandboxed
 // worker runs as the home's owner), with the directories down to the hermes root searchable.
 func sandboxWorld(t *testing.T) *world {
 	t.Helper()
-	w := newWorld(t, launcher.ScopeCgroup, nil)
+	w := newWorld(t, worker.ScopeCgroup, nil)
 	for d := filepath.Dir(w.root); d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
 		if err := os.Chmod(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -60,8 +61,8 @@ func TestRunSandboxed(t *testing.T) {
 	if !strings.Contains(lines[3], "No such file") && !strings.Contains(lines[3], "Permission denied") && lines[3] != "" {
 		t.Errorf("the state directory is visible in the sandbox: %q", lines[3])
 	}
-	a := launcher.Spec{Profile: "a", Argv: []string{"true"}, Sandbox: true}
-	if code, _, err := w.run(a, launcher.Signals{}); code != 125 || !errors.Is(err, launcher.ErrInvalid) || !strings.Contains(err.Error(), "owned by root") {
+	a := worker.Spec{Profile: "a", Argv: []string{"true"}, Sandbox: true}
+	if code, _, err := w.run(a, launcher.Signals{}); code != 125 || !errors.Is(err, worker.ErrInvalid) || !strings.Contains(err.Error(), "owned by root") {
 		t.Errorf("a root-owned home: code %d, %v", code, err)
 	}
 	if left := w.workerCgroups(); len(left) != 0 {

@@ -19,13 +19,14 @@ import (
 	"github.com/hlaunch/hlaunch/internal/shim"
 	"github.com/hlaunch/hlaunch/internal/state"
 	"github.com/hlaunch/hlaunch/internal/sysfile"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // shimConfig and shimResult are the shim's protocol (internal/shim) with the stub's config and the
 // launcher's receipt.
 type (
-	shimConfig = shim.Config[handshake.Config, Receipt]
-	shimResult = shim.Result[Receipt]
+	shimConfig = shim.Config[handshake.Config, worker.Receipt]
+	shimResult = shim.Result[worker.Receipt]
 )
 
 // shimPrep is what a shim finds out before its config arrives.
@@ -41,9 +42,9 @@ func prepareShim() shimPrep {
 		src.CgroupRoot = host.Unified
 	}
 	_ = json.Unmarshal([]byte(`{"init":{},"receipt":{}}`), &shimConfig{})
-	_, _ = json.Marshal(shimResult{Receipt: &Receipt{}})
+	_, _ = json.Marshal(shimResult{Receipt: &worker.Receipt{}})
 	_, _ = json.Marshal(exitRecord{})
-	_, _ = json.Marshal(Record{})
+	_, _ = json.Marshal(worker.Record{})
 	return shimPrep{host: host, src: src.Pinned()}
 }
 
@@ -90,7 +91,7 @@ func shimMain() {
 	// same uid from reading its memory or tracing it.
 	if err := selfguard.Hide(); err != nil {
 		fmt.Fprintf(os.Stderr, "hlaunch: shim: %v\n", err)
-		os.Exit(ExitInternal)
+		os.Exit(worker.ExitInternal)
 	}
 	// A stop sends SIGTERM to every member of the cgroup: the shim must live on to record the exit. The
 	// signals are caught and dropped, not ignored: an ignored disposition survives execve, and the worker
@@ -141,9 +142,9 @@ func shimMain() {
 	// The record exists before anyone learns of the worker: a launcher that dies now leaves a recorded
 	// worker, never an unrecorded one.
 	rc := sc.Receipt
-	rc.setIdentity(ident, sc.Unit, sc.InvocationID)
+	rc.SetIdentity(ident, sc.Unit, sc.InvocationID)
 	rc.ShimPID = os.Getpid()
-	rc.setDeadline(sc.Timeout, sc.Grace)
+	setDeadline(rc, sc.Timeout, sc.Grace)
 	if b, err := sysfile.ReadFile("/proc/self/stat"); err == nil {
 		rc.ShimStart, _ = fingerprint.ReadStartTime(bytes.NewReader(b))
 	}
@@ -154,7 +155,7 @@ func shimMain() {
 	stage := "record"
 	if err == nil {
 		// A worker that ran must have its ledger record: without it the launch fails, like one unrecorded.
-		stage, err = "ledger", writeLedger(sc.Ledger, Record{Receipt: *rc, State: fingerprint.Running})
+		stage, err = "ledger", writeLedger(sc.Ledger, worker.Record{Receipt: *rc, State: fingerprint.Running})
 	}
 	if err != nil {
 		// Unrecorded, the worker could be neither found nor stopped: end it and say why. The launcher
@@ -303,7 +304,7 @@ func startWorker(sc *shimConfig, files []*os.File) (proc *hproc.Proc, release fu
 
 func fillStatus(rec *exitRecord, ws syscall.WaitStatus) {
 	if ws.Signaled() {
-		rec.Signal = SignalName(ws.Signal())
+		rec.Signal = worker.SignalName(ws.Signal())
 		return
 	}
 	code := ws.ExitStatus()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/shim"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // errShimStopped is why a launch fails whose shim was stopped (SIGSTOP: an unsandboxed worker can stop its
@@ -37,7 +38,7 @@ func guardExchange(ctx context.Context, child *shim.Parent) (done func() error) 
 				why <- ctx.Err()
 				return
 			case <-t.C:
-				if _, stopped := shimProc(Receipt{ShimPID: child.PID()}); stopped {
+				if _, stopped := shimProc(worker.Receipt{ShimPID: child.PID()}); stopped {
 					_ = child.Proc.Signal(syscall.SIGKILL)
 					why <- errShimStopped
 					return

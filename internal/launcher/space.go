@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/hlaunch/hlaunch/internal/worker"
 	"golang.org/x/sys/unix"
 )
 
@@ -55,7 +56,7 @@ func checkRecordSpace(what, dir string) error {
 	}
 	if s := spaceOf(&st); s.free < s.reserve/2 {
 		return fmt.Errorf("%w: %s %s: %s free, less than the %s kept for running workers' records (free space there, or name another with --state-dir / --ledger-dir)",
-			ErrNoSpace, what, dir, sizeText(s.free), sizeText(s.reserve/2))
+			worker.ErrNoSpace, what, dir, sizeText(s.free), sizeText(s.reserve/2))
 	}
 	return nil
 }

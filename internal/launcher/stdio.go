@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hlaunch/hlaunch/internal/beneath"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // LogRotateSize is the default size at which a worker log is rotated when a launch opens it, and by a
@@ -20,7 +21,7 @@ const LogRotateSize = 2 << 20
 
 // logStdio returns the stdio for the child: stdout and stderr go to spec.Log when it is set, else to
 // stdio's own. The returned function closes what was opened here.
-func logStdio(spec Spec, stdio Stdio) (Stdio, func(), error) {
+func logStdio(spec worker.Spec, stdio Stdio) (Stdio, func(), error) {
 	if spec.Log == "" {
 		return stdio, func() {}, nil
 	}
@@ -44,7 +45,7 @@ func logStdio(spec Spec, stdio Stdio) (Stdio, func(), error) {
 // opened).
 func openLog(path string, max int64) (*os.File, error) {
 	if !filepath.IsAbs(path) {
-		return nil, fmt.Errorf("%w: --log %q must be absolute", ErrInvalid, path)
+		return nil, fmt.Errorf("%w: --log %q must be absolute", worker.ErrInvalid, path)
 	}
 	if max <= 0 {
 		max = LogRotateSize
@@ -52,7 +53,7 @@ func openLog(path string, max int64) (*os.File, error) {
 	path = filepath.Clean(path)
 	dir, base := filepath.Split(path)
 	if base == "" {
-		return nil, fmt.Errorf("%w: --log %q names a directory", ErrInvalid, path)
+		return nil, fmt.Errorf("%w: --log %q names a directory", worker.ErrInvalid, path)
 	}
 	top, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -63,7 +64,7 @@ func openLog(path string, max int64) (*os.File, error) {
 	// be a side effect nobody asked for (a refused launch creates nothing), and a typo would pass.
 	dfd, err := openDir(top, strings.TrimPrefix(filepath.Clean(dir), "/"), dir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("%w: --log %q: directory %s does not exist (hlaunch does not create it)", ErrInvalid, path, filepath.Clean(dir))
+		return nil, fmt.Errorf("%w: --log %q: directory %s does not exist (hlaunch does not create it)", worker.ErrInvalid, path, filepath.Clean(dir))
 	}
 	if err != nil {
 		return nil, logErr(path, err)
@@ -104,7 +105,7 @@ func openLog(path string, max int64) (*os.File, error) {
 		}
 		return f, err
 	}
-	return nil, fmt.Errorf("%w: --log %q: the file keeps changing while it is opened", ErrInvalid, path)
+	return nil, fmt.Errorf("%w: --log %q: the file keeps changing while it is opened", worker.ErrInvalid, path)
 }
 
 // reopenRegular opens the O_PATH descriptor pfd for appending if it is a regular file.
@@ -130,16 +131,16 @@ func reopenRegular(pfd int, path string) (*os.File, error) {
 // worker's output: an existing file is opened without O_CREAT, so fs.protected_regular does not apply).
 func checkLogFile(st *unix.Stat_t, path string) error {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return fmt.Errorf("%w: --log %q: not a regular file", ErrInvalid, path)
+		return fmt.Errorf("%w: --log %q: not a regular file", worker.ErrInvalid, path)
 	}
 	if st.Nlink > 1 {
-		return fmt.Errorf("%w: --log %q: the file has %d hard links; a log is appended to only when it is its one name", ErrInvalid, path, st.Nlink)
+		return fmt.Errorf("%w: --log %q: the file has %d hard links; a log is appended to only when it is its one name", worker.ErrInvalid, path, st.Nlink)
 	}
 	if euid := uint32(os.Geteuid()); st.Uid != euid {
-		return fmt.Errorf("%w: --log %q: the existing file is owned by uid %d, not by the launcher (uid %d); remove it or name another file", ErrInvalid, path, st.Uid, euid)
+		return fmt.Errorf("%w: --log %q: the existing file is owned by uid %d, not by the launcher (uid %d); remove it or name another file", worker.ErrInvalid, path, st.Uid, euid)
 	}
 	if st.Mode&0o022 != 0 {
-		return fmt.Errorf("%w: --log %q: the existing file is writable by its group or others (mode %04o); chmod go-w it or name another file", ErrInvalid, path, st.Mode&0o7777)
+		return fmt.Errorf("%w: --log %q: the existing file is writable by its group or others (mode %04o); chmod go-w it or name another file", worker.ErrInvalid, path, st.Mode&0o7777)
 	}
 	return nil
 }
@@ -147,9 +148,9 @@ func checkLogFile(st *unix.Stat_t, path string) error {
 // logErr words a failure to open or create the log.
 func logErr(path string, err error) error {
 	if beneath.IsUnsafe(err) {
-		return fmt.Errorf("%w: --log %q passes through a symbolic link (refused: name the real path; a worker could re-point a link between a check and the open)", ErrInvalid, path)
+		return fmt.Errorf("%w: --log %q passes through a symbolic link (refused: name the real path; a worker could re-point a link between a check and the open)", worker.ErrInvalid, path)
 	}
-	return fmt.Errorf("%w: --log: %w", ErrInvalid, err)
+	return fmt.Errorf("%w: --log: %w", worker.ErrInvalid, err)
 }
 
 // openDir opens the directory rel below top (top itself for "") as an O_PATH descriptor, through no

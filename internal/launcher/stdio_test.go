@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // TestOpenLogRefuses: a log path through a symbolic link, a log that is a FIFO, a log with a second
@@ -37,7 +39,7 @@ func TestOpenLogRefuses(t *testing.T) {
 		if err == nil {
 			f.Close()
 		}
-		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "--log") {
+		if !errors.Is(err, worker.ErrInvalid) || !strings.Contains(err.Error(), "--log") {
 			t.Errorf("openLog(%s) = %v, want ErrInvalid naming --log", p, err)
 		}
 	}
@@ -45,7 +47,7 @@ func TestOpenLogRefuses(t *testing.T) {
 		t.Fatalf("a refused log created %d entries where the link pointed", len(ents)-1)
 	}
 	missing := filepath.Join(dir, "a", "b", "w.log")
-	if f, err := openLog(missing, 0); err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "does not exist") {
+	if f, err := openLog(missing, 0); err == nil || !errors.Is(err, worker.ErrInvalid) || !strings.Contains(err.Error(), "does not exist") {
 		if f != nil {
 			f.Close()
 		}

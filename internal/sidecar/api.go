@@ -14,6 +14,7 @@ import (
 
 	"github.com/hlaunch/hlaunch/internal/launcher"
 	"github.com/hlaunch/hlaunch/internal/version"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // Handler returns the API's HTTP handler: peer check, JSON errors for unknown paths and methods, routes.
@@ -158,13 +159,13 @@ func (s *Server) handleSpawn(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	var spec launcher.Spec
+	var spec worker.Spec
 	if err := decodeStrict(bytes.NewReader(body), &spec, false); err != nil {
 		writeError(w, err)
 		return
 	}
-	if spec.Seccomp == launcher.SeccompOff && !s.cfg.AllowSeccompOff {
-		writeError(w, fmt.Errorf("%w: seccomp %q: this sidecar does not turn the system-call filter off (it was not started with --allow-seccomp-off)", launcher.ErrInvalid, spec.Seccomp))
+	if spec.Seccomp == worker.SeccompOff && !s.cfg.AllowSeccompOff {
+		writeError(w, fmt.Errorf("%w: seccomp %q: this sidecar does not turn the system-call filter off (it was not started with --allow-seccomp-off)", worker.ErrInvalid, spec.Seccomp))
 		return
 	}
 	// Every sidecar spawn is detached: the worker's parent is its shim, never this process, so a sidecar
@@ -194,8 +195,8 @@ func (s *Server) handleSpawn(w http.ResponseWriter, r *http.Request) {
 
 // startWorker starts spec in a warm slot when one is ready and fits, else the ordinary way; before, when
 // not nil, sees the worker's id first.
-func (s *Server) startWorker(ctx context.Context, spec launcher.Spec, stdio launcher.Stdio, before func(string) error) (*launcher.Receipt, error) {
-	if s.pool != nil && spec.Stdio != launcher.StdioInherit {
+func (s *Server) startWorker(ctx context.Context, spec worker.Spec, stdio launcher.Stdio, before func(string) error) (*worker.Receipt, error) {
+	if s.pool != nil && spec.Stdio != worker.StdioInherit {
 		if rc, ok, err := s.pool.start(ctx, spec, before); ok {
 			return rc, err
 		}
@@ -203,7 +204,7 @@ func (s *Server) startWorker(ctx context.Context, spec launcher.Spec, stdio laun
 	if before == nil {
 		return s.b.StartWith(ctx, spec, stdio)
 	}
-	id := launcher.NewWorkerID()
+	id := worker.NewWorkerID()
 	if err := before(id); err != nil {
 		return nil, err
 	}
@@ -225,17 +226,17 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 	if q.Has("limit") {
 		n, err := strconv.Atoi(q.Get("limit"))
 		if err != nil || n < 1 || n > MaxPage {
-			writeError(w, fmt.Errorf("%w: limit %q is not a count of records from 1 to %d", launcher.ErrInvalid, q.Get("limit"), MaxPage))
+			writeError(w, fmt.Errorf("%w: limit %q is not a count of records from 1 to %d", worker.ErrInvalid, q.Get("limit"), MaxPage))
 			return
 		}
 		limit = n
 	}
 	after := q.Get("after")
-	if after != "" && !launcher.IsID(after) {
-		writeError(w, fmt.Errorf("%w: after %q is not a worker id (w-<12 hex>)", launcher.ErrInvalid, after))
+	if after != "" && !worker.IsID(after) {
+		writeError(w, fmt.Errorf("%w: after %q is not a worker id (w-<12 hex>)", worker.ErrInvalid, after))
 		return
 	}
-	var recs []launcher.Record
+	var recs []worker.Record
 	var err error
 	if limit == 0 && after == "" {
 		recs, err = s.b.List(r.Context())
@@ -259,7 +260,7 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		recs = kept
 	}
 	if recs == nil {
-		recs = []launcher.Record{} // [] not null: clients iterate it
+		recs = []worker.Record{} // [] not null: clients iterate it
 	}
 	writeJSON(w, http.StatusOK, recs)
 }
@@ -296,7 +297,7 @@ func (s *Server) handleSignal(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, signalResponse{ID: id, Signal: launcher.SignalName(sig), All: req.All})
+	writeJSON(w, http.StatusOK, signalResponse{ID: id, Signal: worker.SignalName(sig), All: req.All})
 }
 
 func (s *Server) handleStop(w http.ResponseWriter, r *http.Request) {
@@ -351,7 +352,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	if replay {
 		n, err := strconv.ParseUint(q.Get("since"), 10, 64)
 		if err != nil {
-			writeError(w, fmt.Errorf("%w: since %q is not a sequence number", launcher.ErrInvalid, q.Get("since")))
+			writeError(w, fmt.Errorf("%w: since %q is not a sequence number", worker.ErrInvalid, q.Get("since")))
 			return
 		}
 		since = n
@@ -502,8 +503,8 @@ func (s *Server) handleDoctor(w http.ResponseWriter, r *http.Request) {
 // passedStdio returns the stdin, stdout and stderr the client passed with its request (SCM_RIGHTS) for a
 // spec whose stdio is "inherit"; the worker's shim gets its own copies, and ours are closed after the
 // launch. Any other spec ignores passed descriptors (closed at the end of the request: endRequest).
-func passedStdio(r *http.Request, spec launcher.Spec) (launcher.Stdio, func(), error) {
-	if spec.Stdio != launcher.StdioInherit {
+func passedStdio(r *http.Request, spec worker.Spec) (launcher.Stdio, func(), error) {
+	if spec.Stdio != worker.StdioInherit {
 		return launcher.Stdio{}, func() {}, nil
 	}
 	var fds []int
@@ -521,7 +522,7 @@ func passedStdio(r *http.Request, spec launcher.Spec) (launcher.Stdio, func(), e
 	}
 	if len(files) != 3 {
 		closeAll()
-		return launcher.Stdio{}, nil, fmt.Errorf("%w: stdio inherit: send exactly three descriptors (stdin, stdout, stderr) with the request as SCM_RIGHTS; got %d", launcher.ErrInvalid, len(files))
+		return launcher.Stdio{}, nil, fmt.Errorf("%w: stdio inherit: send exactly three descriptors (stdin, stdout, stderr) with the request as SCM_RIGHTS; got %d", worker.ErrInvalid, len(files))
 	}
 	return launcher.Stdio{Stdin: files[0], Stdout: files[1], Stderr: files[2]}, closeAll, nil
 }
@@ -535,7 +536,7 @@ func (s *Server) noteSpawn(err error) {
 	switch {
 	case err == nil:
 		s.spawnErr = ""
-	case errors.Is(err, launcher.ErrDegraded), errors.Is(err, launcher.ErrNoSpace):
+	case errors.Is(err, worker.ErrDegraded), errors.Is(err, worker.ErrNoSpace):
 		s.spawnErr = err.Error()
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // Sentinel errors of the sidecar itself; launcher errors keep their own codes (launcher.Code).
@@ -51,8 +51,8 @@ type errorDetail struct {
 
 // errDetail is err's JSON error detail: its code, its message in spec field names, its field and reason.
 func errDetail(err error) errorDetail {
-	d := errorDetail{Code: Code(err), Message: launcher.SpecMessage(err)}
-	d.Reason, d.Field = launcher.ErrorReason(err)
+	d := errorDetail{Code: Code(err), Message: worker.SpecMessage(err)}
+	d.Reason, d.Field = worker.ErrorReason(err)
 	if errors.Is(err, errBadIdemKey) {
 		d.Reason = "bad_idempotency_key"
 	}
@@ -83,7 +83,7 @@ func Code(err error) string {
 	case errors.Is(err, ErrIdemMismatch):
 		return "idempotency_mismatch"
 	}
-	return launcher.Code(err)
+	return worker.Code(err)
 }
 
 // statusOf maps a stable code to its HTTP status. Refusals are 409 (the request was understood and answered

@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // spawn starts one worker with the sidecar's bookkeeping (tickets, metrics, health). before, when not nil,
 // is called with the worker's id before it is launched.
-func (s *Server) spawn(ctx context.Context, spec launcher.Spec, stdio launcher.Stdio, before func(string) error) (*launcher.Receipt, error) {
+func (s *Server) spawn(ctx context.Context, spec worker.Spec, stdio launcher.Stdio, before func(string) error) (*worker.Receipt, error) {
 	ticket := s.beginSpawn()
 	began := time.Now()
 	rc, err := s.startWorker(ctx, spec, stdio, before)
@@ -22,7 +23,7 @@ func (s *Server) spawn(ctx context.Context, spec launcher.Spec, stdio launcher.S
 }
 
 // writeReceipt answers a spawn: 201 with the receipt (replay: a repeat of an idempotent spawn).
-func writeReceipt(w http.ResponseWriter, rc *launcher.Receipt, replay bool) {
+func writeReceipt(w http.ResponseWriter, rc *worker.Receipt, replay bool) {
 	w.Header().Set("Location", "/v1/workers/"+rc.ID)
 	if replay {
 		w.Header().Set(headerIdemReplay, "true")
@@ -45,7 +46,7 @@ func parseHeartbeat(v string) (time.Duration, error) {
 		return 0, err
 	}
 	if d < MinHeartbeat || d > MaxHeartbeat {
-		return 0, fmt.Errorf("%w: heartbeat %q: want %s to %s", launcher.ErrInvalid, v, MinHeartbeat, MaxHeartbeat)
+		return 0, fmt.Errorf("%w: heartbeat %q: want %s to %s", worker.ErrInvalid, v, MinHeartbeat, MaxHeartbeat)
 	}
 	return d, nil
 }

@@ -1,4 +1,4 @@
-package launcher
+package worker
 
 import (
 	"strings"

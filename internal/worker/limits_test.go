@@ -1,4 +1,4 @@
-package launcher
+package worker
 
 import (
 	"errors"
@@ -51,11 +51,11 @@ func TestEffectiveLimits(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			applied, fromDefaults := EffectiveLimits(tt.spec, launcherDefaults(tt.cfg, builtin))
+			applied, fromDefaults := EffectiveLimits(tt.spec, LauncherDefaults(tt.cfg, builtin))
 			if applied != tt.applied || fromDefaults != tt.fromDeflts {
 				t.Errorf("EffectiveLimits(%+v, cfg %+v) = %+v, %+v; want %+v, %+v", tt.spec, tt.cfg, applied, fromDefaults, tt.applied, tt.fromDeflts)
 			}
-			if onlyAsked(applied, fromDefaults) != must(EffectiveLimits(tt.spec, cgroup.Limits{})) {
+			if OnlyAsked(applied, fromDefaults) != must(EffectiveLimits(tt.spec, cgroup.Limits{})) {
 				t.Errorf("onlyAsked(%+v, %+v) is not the spec's own limits", applied, fromDefaults)
 			}
 		})
@@ -64,7 +64,7 @@ func TestEffectiveLimits(t *testing.T) {
 
 func must(l, _ cgroup.Limits) cgroup.Limits { return l }
 
-// fitDefaults leaves out the defaults of a controller the host refuses, one controller at a time, and
+// FitDefaults leaves out the defaults of a controller the host refuses, one controller at a time, and
 // never a limit the caller asked for.
 func TestFitDefaults(t *testing.T) {
 	missing := map[string]bool{"cpu": true, "memory": true}
@@ -81,7 +81,7 @@ func TestFitDefaults(t *testing.T) {
 	}
 	var tries []cgroup.Limits
 	all := cgroup.Limits{Pids: 2048, CPUWeight: 100, Memory: 1 << 30}
-	if err := fitDefaults(all, all, try(&tries)); err != nil {
+	if err := FitDefaults(all, all, try(&tries)); err != nil {
 		t.Fatalf("only defaults: %v", err)
 	}
 	if last := tries[len(tries)-1]; last != (cgroup.Limits{Pids: 2048}) || len(tries) != 3 {
@@ -90,7 +90,7 @@ func TestFitDefaults(t *testing.T) {
 
 	tries = nil
 	asked := cgroup.Limits{Pids: 2048, CPUWeight: 100, Memory: 1 << 30}
-	err := fitDefaults(asked, cgroup.Limits{Pids: 2048, CPUWeight: 100}, try(&tries))
+	err := FitDefaults(asked, cgroup.Limits{Pids: 2048, CPUWeight: 100}, try(&tries))
 	if !errors.Is(err, cgroup.ErrUnsupportedLimit) {
 		t.Fatalf("an asked-for memory limit without the controller: %v, want ErrUnsupportedLimit", err)
 	}
@@ -101,7 +101,7 @@ func TestFitDefaults(t *testing.T) {
 	}
 
 	tries = nil
-	if err := fitDefaults(cgroup.Limits{}, cgroup.Limits{}, try(&tries)); err != nil || len(tries) != 1 {
+	if err := FitDefaults(cgroup.Limits{}, cgroup.Limits{}, try(&tries)); err != nil || len(tries) != 1 {
 		t.Errorf("no limits: %v after %d tries", err, len(tries))
 	}
 }

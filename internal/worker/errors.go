@@ -1,4 +1,4 @@
-package launcher
+package worker
 
 import (
 	"errors"
@@ -42,8 +42,8 @@ var (
 	ErrNoLog = errors.New("worker has no log to read")
 )
 
-// invalid marks err as bad input (exit 125, JSON code "invalid").
-func invalid(err error) error { return fmt.Errorf("%w: %w", ErrInvalid, err) }
+// Invalid marks err as bad input (exit 125, JSON code "invalid").
+func Invalid(err error) error { return fmt.Errorf("%w: %w", ErrInvalid, err) }
 
 // Exit codes of the hlaunch command, documented in docs/exit-codes.md.
 const (

@@ -1,6 +1,9 @@
-package launcher
+package worker
 
 import (
+	"encoding/json"
+	"time"
+
 	"github.com/hlaunch/hlaunch/internal/cgroup"
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
 )
@@ -90,4 +93,61 @@ type Record struct {
 	LogDroppedBytes int64  `json:"log_dropped_bytes,omitempty"`
 	LogRotations    int    `json:"log_rotations,omitempty"`
 	LogError        string `json:"log_error,omitempty"`
+}
+
+// The states of a worker whose record cannot be read or verified (Record.State). Such a worker has no
+// Identity to verify: it is listed with Record.RecordError, never signalled, and `hlaunch gc` moves its
+// record into <state-dir>/quarantine (docs/security.md, "The state directory").
+const (
+	// StateCorrupt: the record does not decode as a receipt, is not a regular file, names another worker
+	// id, or holds a token that does not decode.
+	StateCorrupt fingerprint.State = "corrupt"
+	// StateUnknownVersion: the record is well formed but its token is of a format this build does not know
+	// (a newer hlaunch's, after a downgrade).
+	StateUnknownVersion fingerprint.State = "unknown-version"
+)
+
+// Damaged reports whether s is the state of a record that cannot be read or verified.
+func Damaged(s fingerprint.State) bool { return s == StateCorrupt || s == StateUnknownVersion }
+
+// damagedJSON is the JSON form of a damaged record: only what is known of it (docs/schema/receipt.schema.json,
+// $defs/damaged_record).
+type damagedJSON struct {
+	ID          string            `json:"id"`
+	Key         string            `json:"key,omitempty"`
+	State       fingerprint.State `json:"state"`
+	Reason      string            `json:"reason"`
+	RecordError string            `json:"record_error"`
+}
+
+// MarshalJSON writes a record; one in a damaged state (Damaged) as its id, key, state, reason and
+// record_error only, not the empty fields of a receipt it does not have.
+func (r Record) MarshalJSON() ([]byte, error) {
+	if Damaged(r.State) {
+		return json.Marshal(damagedJSON{ID: r.ID, Key: r.Key, State: r.State, Reason: r.Reason, RecordError: r.RecordError})
+	}
+	type plain Record // the same fields, without this method
+	return json.Marshal(plain(r))
+}
+
+// ExitSettled reports whether an ended worker's exit is final: the one rule Wait and the sidecar's watcher
+// share. Its shim writes the exit status just after the leader ends, so the exit has settled once the
+// status is recorded (an exit code or a signal) or once the shim is gone (shimAlive false: the status will
+// never come, e.g. the shim was killed; a worker known only by its token has no shim). shimAlive, a
+// /proc read, is asked only while the status is missing.
+func (r Record) ExitSettled(shimAlive func(Receipt) bool) bool {
+	return r.ExitCode != nil || r.Signal != "" || !shimAlive(r.Receipt)
+}
+
+// SetIdentity fills in who the worker is.
+func (rc *Receipt) SetIdentity(ident fingerprint.Identity, unit, invocationID string) {
+	rc.Token, rc.PID, rc.Cgroup, rc.CgroupID = ident.Token(), ident.PID, ident.Cgroup, ident.CgroupID
+	rc.Unit, rc.InvocationID = unit, invocationID
+	rc.BootID, rc.MachineID, rc.StartTime = ident.BootID, ident.MachineID, ident.Start
+	rc.InstantiationEpoch, rc.Fingerprint = ident.Epoch(), ident.Fingerprint()
+	rc.Verification = "verified"
+	if ident.Unverified {
+		rc.Verification = "unverified"
+	}
+	rc.StartedAt = time.Now().UTC().Format(time.RFC3339Nano)
 }

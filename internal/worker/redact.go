@@ -1,4 +1,4 @@
-package launcher
+package worker
 
 import (
 	"fmt"
@@ -7,11 +7,11 @@ import (
 	"github.com/hlaunch/hlaunch/internal/nsenv/profile"
 )
 
-// redactArgv hides credential values in an argv kept in receipts and the ledger: NAME=VALUE where NAME is
+// RedactArgv hides credential values in an argv kept in receipts and the ledger: NAME=VALUE where NAME is
 // a credential, --flag=VALUE and "--flag VALUE" where the flag names one (--token, --api-key, --apikey,
 // --passwd, ...), the credentials of an HTTP header ("Authorization: Bearer x", "X-Api-Key: x", as curl
 // -H takes them) and the password of a URL ("https://user:pw@host").
-func redactArgv(argv []string, pol *profile.Policy) []string {
+func RedactArgv(argv []string, pol *profile.Policy) []string {
 	out := make([]string, len(argv))
 	secretNext := false
 	for i, a := range argv {
@@ -95,10 +95,10 @@ func redactURLPassword(a string) string {
 // and an argv may be most of a sidecar request's 1 MiB body.
 const MaxRecordedArgv = 4 << 10
 
-// recordedArgv is argv as a record keeps it: whole when its arguments hold at most MaxRecordedArgv bytes,
+// RecordedArgv is argv as a record keeps it: whole when its arguments hold at most MaxRecordedArgv bytes,
 // else the leading arguments that fit in them, then one element saying what was left out. The worker
 // itself runs with its whole argv.
-func recordedArgv(argv []string) []string {
+func RecordedArgv(argv []string) []string {
 	total := 0
 	for _, a := range argv {
 		total += len(a)

@@ -1,4 +1,4 @@
-package launcher
+package worker
 
 import (
 	"fmt"
@@ -56,33 +56,33 @@ func ParseUser(v string) (uid, gid uint32, err error) {
 	return uid, gid, nil
 }
 
-// identity is who a worker runs as (docs/security.md, "Privilege follows the profile").
-type identity struct {
-	// uid and gid are the worker's host ids (a sandbox of an unprivileged launcher maps the launcher's).
-	uid, gid uint32
+// Identity is who a worker runs as (docs/security.md, "Privilege follows the profile").
+type Identity struct {
+	// UID and gid are the worker's host ids (a sandbox of an unprivileged launcher maps the launcher's).
+	UID, gid uint32
 	// drop makes the worker (never its shim) set uid:gid with no supplementary groups before its exec;
 	// false keeps the launcher's own credentials.
 	drop bool
-	// asUID and asGID are the ids a sandbox drops to inside its user namespace (an unprivileged
+	// AsUID and asGID are the ids a sandbox drops to inside its user namespace (an unprivileged
 	// launcher's --as), valid when asSet.
-	asUID, asGID uint32
-	asSet        bool
+	AsUID, AsGID uint32
+	AsSet        bool
 }
 
-// credential is the SysProcAttr credential of an unsandboxed worker, nil when it keeps the launcher's.
-func (id identity) credential() *syscall.Credential {
+// Credential is the SysProcAttr credential of an unsandboxed worker, nil when it keeps the launcher's.
+func (id Identity) Credential() *syscall.Credential {
 	if !id.drop {
 		return nil
 	}
-	return &syscall.Credential{Uid: id.uid, Gid: id.gid, Groups: []uint32{}}
+	return &syscall.Credential{Uid: id.UID, Gid: id.gid, Groups: []uint32{}}
 }
 
-// otherUID reports whether the worker runs as another uid than the launcher's (a root launcher's worker of
+// OtherUID reports whether the worker runs as another uid than the launcher's (a root launcher's worker of
 // a user's home). Such a worker must not be in the launcher's terminal session: it gets a pty of its own,
 // as a sandbox does (docs/security.md, "The terminal and the session").
-func (id identity) otherUID() bool { return id.drop && id.uid != uint32(os.Geteuid()) }
+func (id Identity) OtherUID() bool { return id.drop && id.UID != uint32(os.Geteuid()) }
 
-// identity is the one rule for every worker's credentials, sandboxed or not, foreground or detached, every
+// IdentityFor is the one rule for every worker's credentials, sandboxed or not, foreground or detached, every
 // placement, CLI and sidecar:
 //   - --as UID:GID (spec field user) when given. An unprivileged launcher's unsandboxed worker cannot be
 //     another uid or gid than the launcher's, and is refused; its sandbox maps the launcher's uid and
@@ -95,41 +95,41 @@ func (id identity) otherUID() bool { return id.drop && id.uid != uint32(os.Geteu
 //   - else the launcher's own uid and gid.
 //
 // ownerOnly is the launcher's Config.OwnerOnly.
-func identityFor(spec Spec, p *profile.Profile, ownerOnly bool) (identity, error) {
+func IdentityFor(spec Spec, p *profile.Profile, ownerOnly bool) (Identity, error) {
 	euid, egid := uint32(os.Geteuid()), uint32(os.Getegid())
 	owner, group := p.Owner()
 	if spec.User != "" {
 		uid, gid, err := ParseUser(spec.User)
 		if err != nil {
-			return identity{}, &FieldError{Msg: fmt.Sprintf("--as %q: %v", spec.User, err)}
+			return Identity{}, &FieldError{Msg: fmt.Sprintf("--as %q: %v", spec.User, err)}
 		}
 		if ownerOnly && (uid != owner || gid != group) {
-			return identity{}, &FieldError{Msg: fmt.Sprintf("--as %s: this sidecar runs each worker as its home's owner (%d:%d for %s); `hlaunch sidecar --allow-as` lets a caller choose", spec.User, owner, group, p.Home)}
+			return Identity{}, &FieldError{Msg: fmt.Sprintf("--as %s: this sidecar runs each worker as its home's owner (%d:%d for %s); `hlaunch sidecar --allow-as` lets a caller choose", spec.User, owner, group, p.Home)}
 		}
 		switch {
 		case euid == 0:
-			return identity{uid: uid, gid: gid, drop: true, asUID: uid, asGID: gid, asSet: true}, nil
+			return Identity{UID: uid, gid: gid, drop: true, AsUID: uid, AsGID: gid, AsSet: true}, nil
 		case spec.Sandbox:
-			return identity{uid: euid, gid: egid, asUID: uid, asGID: gid, asSet: true}, nil
+			return Identity{UID: euid, gid: egid, AsUID: uid, AsGID: gid, AsSet: true}, nil
 		case uid != euid || gid != egid:
-			return identity{}, &FieldError{Msg: fmt.Sprintf("--as %s: an unprivileged launcher (uid %d, gid %d) cannot run an unsandboxed worker as another uid or gid (leave --as out, or add --sandbox)", spec.User, euid, egid)}
+			return Identity{}, &FieldError{Msg: fmt.Sprintf("--as %s: an unprivileged launcher (uid %d, gid %d) cannot run an unsandboxed worker as another uid or gid (leave --as out, or add --sandbox)", spec.User, euid, egid)}
 		}
-		return identity{uid: euid, gid: egid}, nil
+		return Identity{UID: euid, gid: egid}, nil
 	}
 	if euid != 0 {
-		return identity{uid: euid, gid: egid}, nil
+		return Identity{UID: euid, gid: egid}, nil
 	}
 	if spec.Sandbox {
 		if owner == 0 {
-			return identity{}, fmt.Errorf("%w: --sandbox: the profile home %s is owned by root, and a sandboxed worker does not run as host root unless asked: pass --as UID:GID (--as 0:0 for root)", ErrInvalid, p.Home)
+			return Identity{}, fmt.Errorf("%w: --sandbox: the profile home %s is owned by root, and a sandboxed worker does not run as host root unless asked: pass --as UID:GID (--as 0:0 for root)", ErrInvalid, p.Home)
 		}
 		// The group is refused like the user: a home made by root and handed over with `chown user dir`
 		// keeps group root, and a worker of gid 0 reads and writes what the root group may.
 		if group == 0 {
-			return identity{}, fmt.Errorf("%w: --sandbox: the profile home %s has group root, and a sandboxed worker does not run as host gid 0 unless asked: chgrp the home, or pass --as UID:GID", ErrInvalid, p.Home)
+			return Identity{}, fmt.Errorf("%w: --sandbox: the profile home %s has group root, and a sandboxed worker does not run as host gid 0 unless asked: chgrp the home, or pass --as UID:GID", ErrInvalid, p.Home)
 		}
 	} else if owner != 0 && group == 0 {
-		return identity{}, fmt.Errorf("%w: the profile home %s is owned by uid %d with group root, and its worker runs as the home's owner and group, never as gid 0 unless asked: chgrp the home, or pass --as UID:GID", ErrInvalid, p.Home, owner)
+		return Identity{}, fmt.Errorf("%w: the profile home %s is owned by uid %d with group root, and its worker runs as the home's owner and group, never as gid 0 unless asked: chgrp the home, or pass --as UID:GID", ErrInvalid, p.Home, owner)
 	}
-	return identity{uid: owner, gid: group, drop: true, asUID: owner, asGID: group, asSet: true}, nil
+	return Identity{UID: owner, gid: group, drop: true, AsUID: owner, AsGID: group, AsSet: true}, nil
 }

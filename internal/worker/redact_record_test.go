@@ -1,4 +1,4 @@
-package launcher
+package worker
 
 import (
 	"fmt"
@@ -7,11 +7,11 @@ import (
 
 func TestRecordedArgv(t *testing.T) {
 	short := []string{"sh", "-c", "true"}
-	if got := recordedArgv(short); len(got) != 3 || got[2] != "true" {
+	if got := RecordedArgv(short); len(got) != 3 || got[2] != "true" {
 		t.Errorf("a short argv: %q, want it whole", got)
 	}
 	big := make([]byte, MaxRecordedArgv)
-	got := recordedArgv([]string{"sh", "-c", string(big), "x"})
+	got := RecordedArgv([]string{"sh", "-c", string(big), "x"})
 	n := 0
 	for _, a := range got {
 		n += len(a)

@@ -1,4 +1,4 @@
-package launcher
+package worker
 
 import (
 	"fmt"
@@ -38,7 +38,7 @@ func (s *Spec) Validate() error {
 	if err := CheckScope(string(s.Scope)); err != nil {
 		return err
 	}
-	if s.Scope == ScopeNone && hasLimit(s.Limits) {
+	if s.Scope == ScopeNone && HasLimit(s.Limits) {
 		return bad("limits (--memory, --pids, ...) need --scope cgroup, systemd or auto")
 	}
 	if s.Scope == ScopeNone && s.RequireScope {
@@ -47,7 +47,7 @@ func (s *Spec) Validate() error {
 	if (s.Unit != "" || s.Slice != "") && (s.Scope == ScopeCgroup || s.Scope == ScopeNone) {
 		return bad("--unit and --slice need --scope systemd or auto")
 	}
-	if err := checkLimits(s.Limits); err != "" {
+	if err := CheckLimits(s.Limits); err != "" {
 		return bad("%s", err)
 	}
 	if err := CheckCgroupParent(s.CgroupParent); err != nil {
@@ -76,10 +76,10 @@ func (s *Spec) Validate() error {
 	if s.TTYTitles && (!s.Sandbox || s.Detach) {
 		return bad("--tty-titles needs --sandbox in the foreground (only that worker's terminal is relayed)")
 	}
-	if _, err := s.timeout(); err != nil {
+	if _, err := s.TimeoutDuration(); err != nil {
 		return bad("--timeout %q: %v", s.Timeout, err)
 	}
-	if _, err := s.grace(); err != nil {
+	if _, err := s.GraceDuration(); err != nil {
 		return bad("--grace %q: %v", s.Grace, err)
 	}
 	if _, err := ParseStdio(string(s.Stdio)); err != nil {
@@ -130,14 +130,17 @@ func CheckCgroupParent(p string) error {
 	return nil
 }
 
-func (s *Spec) timeout() (time.Duration, error) { return ParseDurationOr(s.Timeout, 0) }
-func (s *Spec) grace() (time.Duration, error)   { return ParseDurationOr(s.Grace, DefaultGrace) }
+// TimeoutDuration is the parsed Timeout, 0 for none.
+func (s *Spec) TimeoutDuration() (time.Duration, error) { return ParseDurationOr(s.Timeout, 0) }
+
+// GraceDuration is the parsed Grace, DefaultGrace when empty.
+func (s *Spec) GraceDuration() (time.Duration, error) { return ParseDurationOr(s.Grace, DefaultGrace) }
 
 // minCPUs is the smallest --cpus the kernel takes: 1 ms of CPU time per 100 ms bandwidth period.
 const minCPUs = 0.01
 
-// checkLimits names the first limit out of range and what it takes, or "".
-func checkLimits(l cgroup.Limits) string {
+// CheckLimits names the first limit out of range and what it takes, or "".
+func CheckLimits(l cgroup.Limits) string {
 	switch {
 	case l.Memory < 0 && l.Memory != cgroup.Unlimited:
 		return "--memory: must not be negative (max, or -1 in a spec, is no limit)"
@@ -171,11 +174,11 @@ func isUnitName(name string) bool {
 	return false
 }
 
-// withDefaults fills the placement fields s leaves empty from d, each only where it applies to s: the
+// WithDefaults fills the placement fields s leaves empty from d, each only where it applies to s: the
 // network only for a sandbox, the slice only for a placement that may be a scope, --require-scope only for a
 // placement that is not "none" (resolve refuses that combination). A default never makes a spec invalid
 // that the caller wrote validly.
-func (s Spec) withDefaults(d Spec) Spec {
+func (s Spec) WithDefaults(d Spec) Spec {
 	if s.Scope == "" {
 		s.Scope = d.Scope
 	}

@@ -1,4 +1,4 @@
-package launcher
+package worker
 
 import (
 	"bufio"
@@ -38,9 +38,9 @@ func BuiltinLimits(memTotal int64) cgroup.Limits {
 	}
 }
 
-// launcherDefaults merges a launcher's configured defaults over the built-in ones, field by field: a zero
+// LauncherDefaults merges a launcher's configured defaults over the built-in ones, field by field: a zero
 // field takes the built-in value, cgroup.Unlimited none, any other value is the launcher's default.
-func launcherDefaults(cfg, builtin cgroup.Limits) cgroup.Limits {
+func LauncherDefaults(cfg, builtin cgroup.Limits) cgroup.Limits {
 	return cgroup.Limits{
 		Memory:     pick(cfg.Memory, builtin.Memory),
 		MemoryHigh: pick(cfg.MemoryHigh, builtin.MemoryHigh),
@@ -109,11 +109,11 @@ func withoutController(applied, fromDefaults cgroup.Limits, c string) (cgroup.Li
 	return applied, fromDefaults, applied != before && !needs
 }
 
-// fitDefaults calls try with applied and, while try refuses a controller that only defaults need
+// FitDefaults calls try with applied and, while try refuses a controller that only defaults need
 // (cgroup.ControllerError), again without those defaults: a default this host or parent has no controller
 // for is left out (the receipt shows it absent), a limit the caller asked for is refused. Each retry drops
 // one controller's defaults, so try runs at most four times.
-func fitDefaults(applied, defaults cgroup.Limits, try func(cgroup.Limits) error) error {
+func FitDefaults(applied, defaults cgroup.Limits, try func(cgroup.Limits) error) error {
 	for {
 		err := try(applied)
 		var ce *cgroup.ControllerError
@@ -128,8 +128,8 @@ func fitDefaults(applied, defaults cgroup.Limits, try func(cgroup.Limits) error)
 	}
 }
 
-// hasLimit reports whether l asks for any limit (cgroup.Unlimited asks for none).
-func hasLimit(l cgroup.Limits) bool {
+// HasLimit reports whether l asks for any limit (cgroup.Unlimited asks for none).
+func HasLimit(l cgroup.Limits) bool {
 	return l.Memory > 0 || l.MemoryHigh > 0 || l.Pids > 0 || l.CPUWeight > 0 || l.CPUs > 0
 }
 
@@ -153,8 +153,8 @@ func pickFloat(cfg, builtin float64) float64 {
 	return builtin
 }
 
-// readMemTotal is the host's MemTotal in bytes, from /proc/meminfo.
-func readMemTotal() (int64, error) {
+// ReadMemTotal is the host's MemTotal in bytes, from /proc/meminfo.
+func ReadMemTotal() (int64, error) {
 	f, err := sysfile.Open("/proc/meminfo", 0)
 	if err != nil {
 		return 0, err
@@ -187,8 +187,8 @@ func ParseMemTotal(r io.Reader) (int64, error) {
 	return 0, fmt.Errorf("meminfo: no MemTotal line")
 }
 
-// onlyAsked is applied without the fields that came from defaults: the limits the caller asked for.
-func onlyAsked(applied, fromDefaults cgroup.Limits) cgroup.Limits {
+// OnlyAsked is applied without the fields that came from defaults: the limits the caller asked for.
+func OnlyAsked(applied, fromDefaults cgroup.Limits) cgroup.Limits {
 	clear := func(a *int64, d int64) {
 		if d != 0 {
 			*a = 0
