@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/records"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
@@ -22,7 +22,7 @@ end, exit code or signal, timed out, OOM-killed, peak memory, placement mode. --
 time, a date (2006-01-02) or a duration back from now (24h).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			q := launcher.LedgerQuery{Key: key}
+			q := records.LedgerQuery{Key: key}
 			if since != "" {
 				t, err := parseSince(since, time.Now())
 				if err != nil {

@@ -40,7 +40,7 @@ func (l *Launcher) workerGroup(rc worker.Receipt, ident fingerprint.Identity) (*
 // the live system; this is what refuses it.
 func (l *Launcher) owns(rc worker.Receipt, ident fingerprint.Identity) error {
 	if rc.ID == "" {
-		return fmt.Errorf("%w: no worker is recorded with this token in state dir %s", worker.ErrRefused, l.state)
+		return fmt.Errorf("%w: no worker is recorded with this token in state dir %s", worker.ErrRefused, l.StatePath)
 	}
 	if rc.Cgroup != ident.Cgroup {
 		return fmt.Errorf("%w: record %s names cgroup %q, its token %q", worker.ErrRefused, rc.ID, rc.Cgroup, ident.Cgroup)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/records"
 	"github.com/hlaunch/hlaunch/internal/state"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
@@ -33,7 +34,7 @@ func damagedLauncher(t testing.TB) (*Launcher, string) {
 	}
 	id := "w-00000000aaaa"
 	rc := worker.Receipt{ID: id, Token: ident.Token(), PID: ident.PID, Mode: worker.ModeNone, Key: "held", StartedAt: time.Now().UTC().Format(time.RFC3339Nano)}
-	if err := (&state.Dir{Path: l.workersDir()}).Write(id, rc, false); err != nil {
+	if err := (&state.Dir{Path: l.WorkersDir()}).Write(id, rc, false); err != nil {
 		t.Fatal(err)
 	}
 	return l, id
@@ -80,7 +81,7 @@ func TestDamagedRecordIsItsOwnState(t *testing.T) {
 	for _, c := range damagedCases {
 		t.Run(c.name, func(t *testing.T) {
 			l, live := damagedLauncher(t)
-			c.make(t, filepath.Join(l.workersDir(), damagedID+".json"))
+			c.make(t, filepath.Join(l.WorkersDir(), damagedID+".json"))
 			ctx := context.Background()
 			checkDamagedList(t, l, live, damagedID, c.state, c.key)
 			rec, err := l.Status(ctx, damagedID)
@@ -148,15 +149,15 @@ func TestGCQuarantinesDamagedRecords(t *testing.T) {
 	var want []string
 	for i, c := range damagedCases {
 		id := fmt.Sprintf("w-0000000d%04x", i)
-		c.make(t, filepath.Join(l.workersDir(), id+".json"))
+		c.make(t, filepath.Join(l.WorkersDir(), id+".json"))
 		if c.key == "" {
 			want = append(want, id)
 		}
 	}
-	mustDo(t, os.WriteFile(filepath.Join(l.workersDir(), "w-0000000d0000.exit.json"), []byte(`{}`), 0o600))
-	q := l.quarantineDir()
+	mustDo(t, os.WriteFile(filepath.Join(l.WorkersDir(), "w-0000000d0000.exit.json"), []byte(`{}`), 0o600))
+	q := l.QuarantineDir()
 	mustDo(t, os.MkdirAll(q, 0o700))
-	for i := 0; i < QuarantineKeep; i++ { // older than anything gc quarantines now
+	for i := 0; i < records.QuarantineKeep; i++ { // older than anything gc quarantines now
 		mustDo(t, os.WriteFile(filepath.Join(q, fmt.Sprintf("20000101T000000.%09dZ-w-%012x.json", i, i)), nil, 0o600))
 	}
 	rep, err := l.GC(context.Background(), Retention{Keep: 100})
@@ -168,7 +169,7 @@ func TestGCQuarantinesDamagedRecords(t *testing.T) {
 	}
 	names, err := os.ReadDir(q)
 	mustDo(t, err)
-	records, exits := 0, 0
+	nrec, exits := 0, 0
 	for _, e := range names {
 		switch n := e.Name(); {
 		case strings.HasSuffix(n, "-w-0000000d0000.exit.json"):
@@ -176,11 +177,11 @@ func TestGCQuarantinesDamagedRecords(t *testing.T) {
 		case n < fmt.Sprintf("20000101T000000.%09dZ", len(want)):
 			t.Errorf("%s kept: one of the %d oldest", n, len(want))
 		default:
-			records++
+			nrec++
 		}
 	}
-	if records != QuarantineKeep || exits != 1 {
-		t.Fatalf("quarantine holds %d records (want %d) and %d exit records (want 1)", records, QuarantineKeep, exits)
+	if nrec != records.QuarantineKeep || exits != 1 {
+		t.Fatalf("quarantine holds %d records (want %d) and %d exit records (want 1)", nrec, records.QuarantineKeep, exits)
 	}
 	recs, err := l.List(context.Background())
 	mustDo(t, err)
@@ -202,7 +203,7 @@ func FuzzDamagedRecord(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	l, live := damagedLauncher(f)
-	path := filepath.Join(l.workersDir(), damagedID+".json")
+	path := filepath.Join(l.WorkersDir(), damagedID+".json")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		mustDo(t, os.WriteFile(path, b, 0o600))
 		ctx := context.Background()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/records"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
@@ -114,7 +115,7 @@ func TestDetachedStop(t *testing.T) {
 		t.Errorf("cgroups left after stop: %v", left)
 	}
 	// The ledger has both executions, ended.
-	led, err := w.l.Ledger(ctx, launcher.LedgerQuery{})
+	led, err := w.l.Ledger(ctx, records.LedgerQuery{})
 	if err != nil || len(led) != 2 {
 		t.Fatalf("ledger: %d records, %v", len(led), err)
 	}
@@ -157,7 +158,7 @@ func TestDetachedKeyAndLedger(t *testing.T) {
 		t.Fatalf("receipt key %q", third.Key)
 	}
 	for key, want := range map[string][]string{"cron-1": {first.ID, third.ID}, "cron-2": {second.ID}} {
-		recs, err := w.l.Ledger(ctx, launcher.LedgerQuery{Key: key})
+		recs, err := w.l.Ledger(ctx, records.LedgerQuery{Key: key})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,14 +170,14 @@ func TestDetachedKeyAndLedger(t *testing.T) {
 			t.Errorf("ledger for %s: %v, want %v (oldest first)", key, ids, want)
 		}
 	}
-	if recs, _ := w.l.Ledger(ctx, launcher.LedgerQuery{Key: "cron-2"}); len(recs) == 1 && (recs[0].ExitCode == nil || *recs[0].ExitCode != 4) {
+	if recs, _ := w.l.Ledger(ctx, records.LedgerQuery{Key: "cron-2"}); len(recs) == 1 && (recs[0].ExitCode == nil || *recs[0].ExitCode != 4) {
 		t.Errorf("ledger record of cron-2: %+v, want exit 4", recs[0])
 	}
-	if recs, _ := w.l.Ledger(ctx, launcher.LedgerQuery{Since: time.Now().Add(time.Hour)}); len(recs) != 0 {
+	if recs, _ := w.l.Ledger(ctx, records.LedgerQuery{Since: time.Now().Add(time.Hour)}); len(recs) != 0 {
 		t.Errorf("ledger since the future: %d records", len(recs))
 	}
 	// The running holder's ledger record verifies as running now.
-	if recs, _ := w.l.Ledger(ctx, launcher.LedgerQuery{Key: "cron-1"}); len(recs) == 2 && recs[1].State != "running" {
+	if recs, _ := w.l.Ledger(ctx, records.LedgerQuery{Key: "cron-1"}); len(recs) == 2 && recs[1].State != "running" {
 		t.Errorf("the running worker's ledger record says %s", recs[1].State)
 	}
 	// Ledger retention: keep one record; the running execution's record is never pruned.
@@ -184,7 +185,7 @@ func TestDetachedKeyAndLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	recs, _ := w.l.Ledger(ctx, launcher.LedgerQuery{})
+	recs, _ := w.l.Ledger(ctx, records.LedgerQuery{})
 	if rep.LedgerPruned != 2 || len(recs) != 1 || recs[0].ID != third.ID {
 		t.Errorf("ledger after LedgerKeep 1: pruned %d, left %d; want the running one kept", rep.LedgerPruned, len(recs))
 	}

@@ -36,7 +36,7 @@ func TestRecordIDMustBeItsName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d, err := state.Open(l.workersDir())
+	d, err := state.Open(l.WorkersDir())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/records"
 	"github.com/hlaunch/hlaunch/internal/state"
 	"github.com/hlaunch/hlaunch/internal/testutil"
 	"github.com/hlaunch/hlaunch/internal/worker"
@@ -29,7 +30,7 @@ func keptLauncher(b *testing.B, n int) *Launcher {
 	if err != nil {
 		b.Fatal(err)
 	}
-	d, err := state.Open(l.workersDir())
+	d, err := state.Open(l.WorkersDir())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func keptLauncher(b *testing.B, n int) *Launcher {
 		if err := d.Write(id, worker.Receipt{ID: id, Token: ident.Token(), PID: ident.PID, Mode: worker.ModeCgroup, StartedAt: now, Key: key}, false); err != nil {
 			b.Fatal(err)
 		}
-		if err := d.Write(id+".exit", exitRecord{ExitCode: &code, EndedAt: now}, false); err != nil {
+		if err := d.Write(id+".exit", records.ExitRecord{ExitCode: &code, EndedAt: now}, false); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -117,7 +118,7 @@ func BenchmarkHoldKey(b *testing.B) {
 			b.Fatal(err)
 		}
 		unlock()
-		if err := (&state.Dir{Path: l.keysDir()}).Write(holderName("kept-7"), indexEntry{Key: "kept-7", ID: "w-000000000007"}, false); err != nil {
+		if err := (&state.Dir{Path: l.KeysDir()}).Write(records.HolderName("kept-7"), records.IndexEntry{Key: "kept-7", ID: "w-000000000007"}, false); err != nil {
 			b.Fatal(err)
 		}
 		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {

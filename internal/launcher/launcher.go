@@ -6,8 +6,8 @@ import (
 
 	"github.com/hlaunch/hlaunch/internal/affinity"
 	"github.com/hlaunch/hlaunch/internal/cgroup"
-	"github.com/hlaunch/hlaunch/internal/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/nsenv/profile"
+	"github.com/hlaunch/hlaunch/internal/records"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
@@ -68,19 +68,17 @@ type Stdio struct {
 // Launcher carries out launches and later operations on workers. It holds no global state; one value per
 // process is enough, and it is safe for concurrent use.
 type Launcher struct {
-	cfg     Config
-	root    string          // resolved hermes root
-	policy  *profile.Policy // built-in lists, extended by --policy
-	host    *cgroup.Host    // nil when this host has no usable cgroupfs
-	hostErr error           // why host is nil
-	state   string          // state directory
-	ledger  string          // ledger directory
-	src     fingerprint.Sources
-	buses   *buses        // kept manager connections (Config.KeepBus); nil dials per launch
-	limits  cgroup.Limits // the default limits of every worker with a cgroup (Config.Defaults.Limits)
+	records.Store // the state directory's records and the ledger
+	cfg           Config
+	root          string          // resolved hermes root
+	policy        *profile.Policy // built-in lists, extended by --policy
+	host          *cgroup.Host    // nil when this host has no usable cgroupfs
+	hostErr       error           // why host is nil
+	buses         *buses          // kept manager connections (Config.KeepBus); nil dials per launch
+	limits        cgroup.Limits   // the default limits of every worker with a cgroup (Config.Defaults.Limits)
 
-	ledgerIdx ledgerIndex // the ledger as the last collection left it (pruneLedger)
-	tempSweep tempSweep   // when the collection last swept dead writers' temp files (sweepTemps)
+	ledgerIdx records.LedgerIndex // the ledger as the last collection left it (pruneLedger)
+	tempSweep tempSweep           // when the collection last swept dead writers' temp files (sweepTemps)
 }
 
 // Close releases what the launcher keeps open between launches (Config.KeepBus); workers are not

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/records"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
@@ -30,12 +31,12 @@ func TestLedgerPruneIncremental(t *testing.T) {
 		if ended {
 			rec.State, rec.EndedAt = fingerprint.Exited, base.UTC().Format(time.RFC3339Nano)
 		}
-		if err := writeLedger(l.ledger, rec); err != nil {
+		if err := records.WriteLedger(l.LedgerPath, rec); err != nil {
 			t.Fatal(err)
 		}
 		// One second apart, in the order written: the ledger's order is the files' last write.
 		at := base.Add(time.Duration(n) * time.Second)
-		if err := os.Chtimes(filepath.Join(l.ledger, id+".json"), at, at); err != nil {
+		if err := os.Chtimes(filepath.Join(l.LedgerPath, id+".json"), at, at); err != nil {
 			t.Fatal(err)
 		}
 		n++
@@ -43,7 +44,7 @@ func TestLedgerPruneIncremental(t *testing.T) {
 	}
 	left := func() map[string]bool {
 		t.Helper()
-		ents, err := os.ReadDir(l.ledger)
+		ents, err := os.ReadDir(l.LedgerPath)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,21 +71,21 @@ func TestLedgerPruneIncremental(t *testing.T) {
 	if got := gc(5); got != 5 || !left()[running] || !left()[ids[8]] || left()[ids[4]] {
 		t.Fatalf("first pass: pruned %d, left %v; want 5 pruned, the running one and the 4 newest left", got, left())
 	}
-	scanned := l.ledgerIdx.scanned
+	scanned := l.ledgerIdx.Scanned
 	// Three launches of this launcher: the next pass prunes three, from the scan, without another.
 	for range 3 {
 		write(true)
-		l.ledgerIdx.added()
+		l.ledgerIdx.Added()
 	}
-	if got := gc(5); got != 3 || l.ledgerIdx.scanned != scanned || !left()[running] || left()[ids[7]] || !left()[ids[8]] {
-		t.Fatalf("second pass: pruned %d (rescanned: %v), left %v; want 3 pruned from the scan", got, l.ledgerIdx.scanned != scanned, left())
+	if got := gc(5); got != 3 || l.ledgerIdx.Scanned != scanned || !left()[running] || left()[ids[7]] || !left()[ids[8]] {
+		t.Fatalf("second pass: pruned %d (rescanned: %v), left %v; want 3 pruned from the scan", got, l.ledgerIdx.Scanned != scanned, left())
 	}
 	// ids[8] ends again just now (rewritten after the scan): passed over, not pruned for being the oldest
 	// in the scan; with the scan used up and the ledger still over, a new scan finds the oldest ended one.
 	newer := write(true)
-	l.ledgerIdx.added()
+	l.ledgerIdx.Added()
 	later := time.Now()
-	if err := os.Chtimes(filepath.Join(l.ledger, ids[8]+".json"), later, later); err != nil {
+	if err := os.Chtimes(filepath.Join(l.LedgerPath, ids[8]+".json"), later, later); err != nil {
 		t.Fatal(err)
 	}
 	oldest := fmt.Sprintf("w-%012x", 10) // the first of the second pass's three
@@ -94,11 +95,11 @@ func TestLedgerPruneIncremental(t *testing.T) {
 	// Another process's launch is not counted: no pass reads the directory for it until the scan is older
 	// than ledgerRescan; then it is over the bound, and the oldest ended record goes.
 	write(true)
-	scanned = l.ledgerIdx.scanned
-	if got := gc(5); got != 0 || len(left()) != 6 || l.ledgerIdx.scanned != scanned {
-		t.Fatalf("uncounted record: pruned %d, left %v (rescanned: %v); want none pruned before the rescan", got, left(), l.ledgerIdx.scanned != scanned)
+	scanned = l.ledgerIdx.Scanned
+	if got := gc(5); got != 0 || len(left()) != 6 || l.ledgerIdx.Scanned != scanned {
+		t.Fatalf("uncounted record: pruned %d, left %v (rescanned: %v); want none pruned before the rescan", got, left(), l.ledgerIdx.Scanned != scanned)
 	}
-	l.ledgerIdx.scanned = l.ledgerIdx.scanned.Add(-ledgerRescan(0))
+	l.ledgerIdx.Scanned = l.ledgerIdx.Scanned.Add(-records.LedgerRescan(0))
 	if got := gc(5); got != 1 || !left()[running] || !left()[ids[8]] || len(left()) != 5 {
 		t.Fatalf("after a rescan: pruned %d, left %v; want 5 left, the running one and the rewritten one among them", got, left())
 	}

@@ -12,7 +12,7 @@ import (
 
 // LegacyStatus applies the identity rules to a hermes row: a PID and its "<epoch>|<start>" fingerprint.
 func (l *Launcher) LegacyStatus(ctx context.Context, pid int, fp string) (worker.Record, error) {
-	v, err := fingerprint.VerifyHermes(l.src, pid, fp)
+	v, err := fingerprint.VerifyHermes(l.Src, pid, fp)
 	if err != nil {
 		return worker.Record{}, fmt.Errorf("verify: %w", err)
 	}
@@ -21,7 +21,7 @@ func (l *Launcher) LegacyStatus(ctx context.Context, pid int, fp string) (worker
 
 // LegacySignal signals a hermes row's process only when its fingerprint verifies.
 func (l *Launcher) LegacySignal(ctx context.Context, pid int, fp string, sig syscall.Signal) error {
-	h, v, err := fingerprint.AuthorizeHermes(l.src, pid, fp)
+	h, v, err := fingerprint.AuthorizeHermes(l.Src, pid, fp)
 	if err = refusalOr(h, v, err); err != nil {
 		return err
 	}
@@ -32,7 +32,7 @@ func (l *Launcher) LegacySignal(ctx context.Context, pid int, fp string, sig sys
 // LegacyStop stops a hermes row's process (SIGTERM, grace, SIGKILL) only when its fingerprint verifies;
 // it succeeds only once the process is verified gone.
 func (l *Launcher) LegacyStop(ctx context.Context, pid int, fp string, grace time.Duration) (worker.Record, error) {
-	h, v, err := fingerprint.AuthorizeHermes(l.src, pid, fp)
+	h, v, err := fingerprint.AuthorizeHermes(l.Src, pid, fp)
 	if err = refusalOr(h, v, err); err != nil {
 		return worker.Record{}, err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/records"
 	"github.com/hlaunch/hlaunch/internal/state"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
@@ -34,7 +35,7 @@ func tmpfsLauncher(tb testing.TB) *Launcher {
 func listLauncher(tb testing.TB, n int) *Launcher {
 	tb.Helper()
 	l := tmpfsLauncher(tb)
-	d, err := state.Open(l.workersDir())
+	d, err := state.Open(l.WorkersDir())
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func listLauncher(tb testing.TB, n int) *Launcher {
 		if err := d.Write(id, worker.Receipt{ID: id, Token: ident.Token(), PID: ident.PID, Mode: worker.ModeCgroup, StartedAt: now}, false); err != nil {
 			tb.Fatal(err)
 		}
-		if err := d.Write(id+".exit", exitRecord{ExitCode: &code, EndedAt: now}, false); err != nil {
+		if err := d.Write(id+".exit", records.ExitRecord{ExitCode: &code, EndedAt: now}, false); err != nil {
 			tb.Fatal(err)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/records"
 	"github.com/hlaunch/hlaunch/internal/state"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
@@ -44,7 +45,7 @@ func (l *Launcher) ReadLog(ctx context.Context, ref string, offset int64, follow
 	switch {
 	case rec.Log == "":
 		return fmt.Errorf("%w: worker %s: its output is not logged (inherited stdio, or /dev/null)", worker.ErrNoLog, rec.ID)
-	case filepath.Dir(rec.Log) != filepath.Join(l.state, "logs"):
+	case filepath.Dir(rec.Log) != filepath.Join(l.StatePath, "logs"):
 		return fmt.Errorf("%w: worker %s: its log %s is a file its caller named: read it there", worker.ErrNoLog, rec.ID, rec.Log)
 	}
 	begun := false
@@ -93,8 +94,8 @@ func (l *Launcher) ReadLog(ctx context.Context, ref string, offset int64, follow
 // is no segment: a log not written yet is empty.
 func (l *Launcher) openLog(ctx context.Context, id, log string) ([]logSeg, error) {
 	for range logRetries {
-		var pos logPos
-		err := (&state.Dir{Path: l.workersDir()}).Read(logPosName(id), &pos)
+		var pos records.LogPos
+		err := (&state.Dir{Path: l.WorkersDir()}).Read(records.LogPosName(id), &pos)
 		if err != nil && !errors.Is(err, state.ErrNotFound) {
 			return nil, err
 		}
@@ -118,7 +119,7 @@ func (l *Launcher) openLog(ctx context.Context, id, log string) ([]logSeg, error
 			}
 			base, known := int64(0), !havePos && i == 0
 			for _, p := range pos.Files {
-				if p.Ino == inoOf(fi) {
+				if p.Ino == records.InoOf(fi) {
 					base, known = p.Base, true
 				}
 			}

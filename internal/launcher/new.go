@@ -42,30 +42,30 @@ func New(cfg Config) (*Launcher, error) {
 			return nil, fmt.Errorf("%w: %w", worker.ErrInvalid, err)
 		}
 	}
-	l.state = cfg.StateDir
-	if l.state == "" {
-		l.state = defaultStateDir(getenv)
+	l.StatePath = cfg.StateDir
+	if l.StatePath == "" {
+		l.StatePath = defaultStateDir(getenv)
 	}
-	if !filepath.IsAbs(l.state) {
-		return nil, fmt.Errorf("%w: --state-dir %q must be absolute", worker.ErrInvalid, l.state)
+	if !filepath.IsAbs(l.StatePath) {
+		return nil, fmt.Errorf("%w: --state-dir %q must be absolute", worker.ErrInvalid, l.StatePath)
 	}
-	l.ledger = cfg.LedgerDir
-	if l.ledger == "" {
-		l.ledger = getenv("HLAUNCH_LEDGER_DIR")
+	l.LedgerPath = cfg.LedgerDir
+	if l.LedgerPath == "" {
+		l.LedgerPath = getenv("HLAUNCH_LEDGER_DIR")
 	}
-	if l.ledger == "" {
-		l.ledger = filepath.Join(l.state, "ledger")
+	if l.LedgerPath == "" {
+		l.LedgerPath = filepath.Join(l.StatePath, "ledger")
 	}
 	// Both travel to every shim, and into records, as JSON strings, which cannot hold other bytes.
-	if !utf8.ValidString(l.state) {
-		return nil, fmt.Errorf("%w: --state-dir %q is not UTF-8", worker.ErrInvalid, l.state)
+	if !utf8.ValidString(l.StatePath) {
+		return nil, fmt.Errorf("%w: --state-dir %q is not UTF-8", worker.ErrInvalid, l.StatePath)
 	}
-	if !utf8.ValidString(l.ledger) {
-		return nil, fmt.Errorf("%w: --ledger-dir %q is not UTF-8", worker.ErrInvalid, l.ledger)
+	if !utf8.ValidString(l.LedgerPath) {
+		return nil, fmt.Errorf("%w: --ledger-dir %q is not UTF-8", worker.ErrInvalid, l.LedgerPath)
 	}
 	// Every directory records, ledger entries and key locks live in must be the launcher's alone: under
 	// /tmp anyone can make the non-root default first, and records there could be forged or swapped.
-	if err := state.CheckTree(l.state, l.workersDir(), l.keysDir(), l.ledger); err != nil {
+	if err := state.CheckTree(l.StatePath, l.WorkersDir(), l.KeysDir(), l.LedgerPath); err != nil {
 		return nil, fmt.Errorf("%w: %w", worker.ErrInvalid, err)
 	}
 	if cfg.KeepBus {
@@ -79,15 +79,15 @@ func New(cfg Config) (*Launcher, error) {
 	memTotal, _ := worker.ReadMemTotal()
 	l.limits = worker.LauncherDefaults(cfg.Defaults.Limits, worker.BuiltinLimits(memTotal))
 	l.host, l.hostErr = cgroup.Detect()
-	l.src = fingerprint.Sources{}
+	l.Src = fingerprint.Sources{}
 	if l.host != nil {
-		l.src.CgroupRoot = l.host.Unified
+		l.Src.CgroupRoot = l.host.Unified
 	}
 	// The boot id is read once per Launcher, not once per record verified (a List of the sidecar's 1,000
 	// records read it 1,000 times): it cannot change while this process lives. The machine id can be
 	// rewritten on disk (a cloned image given its own id): a List or Ledger pass reads it once for all its
 	// records (sources), every other verification reads it anew.
-	l.src = l.src.KeepBootID()
+	l.Src = l.Src.KeepBootID()
 	return l, nil
 }
 
@@ -95,7 +95,7 @@ func New(cfg Config) (*Launcher, error) {
 func (l *Launcher) Root() string { return l.root }
 
 // StateDir is where worker records live.
-func (l *Launcher) StateDir() string { return l.state }
+func (l *Launcher) StateDir() string { return l.StatePath }
 
 func defaultStateDir(getenv func(string) string) string {
 	if d := getenv("HLAUNCH_STATE_DIR"); d != "" {

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/records"
 	"github.com/hlaunch/hlaunch/internal/state"
 	"github.com/hlaunch/hlaunch/internal/systemd"
 	"github.com/hlaunch/hlaunch/internal/worker"
@@ -75,9 +76,9 @@ func (l *Launcher) shimLost(rec *worker.Record) bool {
 	if alive && (!stopped || rec.DeadlineBoottimeNS == 0 || boottime() < rec.DeadlineBoottimeNS) {
 		return false
 	}
-	var ex exitRecord
-	if (&state.Dir{Path: l.workersDir()}).Read(rec.ID+".exit", &ex) == nil && ex.EndedAt != "" {
-		applyExit(rec, ex)
+	var ex records.ExitRecord
+	if (&state.Dir{Path: l.WorkersDir()}).Read(rec.ID+".exit", &ex) == nil && ex.EndedAt != "" {
+		records.ApplyExit(rec, ex)
 		return false
 	}
 	return true
@@ -113,7 +114,7 @@ func (l *Launcher) reconcileLost(ctx context.Context, rc worker.Receipt, ident f
 		rec.Reason = joinReason(ReasonShimLost+": its shim is gone; "+left, rec.Reason)
 		return false
 	}
-	h, v, err := fingerprint.Authorize(l.src, ident)
+	h, v, err := fingerprint.Authorize(l.Src, ident)
 	if refusalOr(h, v, err) != nil {
 		return false // not running any more, or not verifiable: the next read sees which
 	}
@@ -137,7 +138,7 @@ func (l *Launcher) reconcileLost(ctx context.Context, rc worker.Receipt, ident f
 // reader (on its own, or stopped by the manager at RuntimeMaxSec) is recorded ended when first seen so,
 // with no claim on how.
 func (l *Launcher) recordLostEnd(rc worker.Receipt, ident fingerprint.Identity, enforced, killed bool) {
-	_ = updateExit(l.workersDir(), rc.ID, func(ex *exitRecord) bool {
+	_ = records.UpdateExit(l.WorkersDir(), rc.ID, func(ex *records.ExitRecord) bool {
 		if ex.EndedAt != "" {
 			return false // recorded meanwhile (a concurrent reader)
 		}
@@ -148,7 +149,7 @@ func (l *Launcher) recordLostEnd(rc worker.Receipt, ident fingerprint.Identity, 
 				ex.Signal = worker.SignalName(syscall.SIGKILL)
 			}
 		}
-		if err := finishLedger(l.ledger, rc.ID, *ex); err != nil {
+		if err := records.FinishLedger(l.LedgerPath, rc.ID, *ex); err != nil {
 			ex.LedgerError = err.Error() // the ledger lacks the end: the worker's record says why
 		}
 		return true

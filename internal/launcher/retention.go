@@ -12,6 +12,7 @@ import (
 
 	"github.com/hlaunch/hlaunch/internal/cgroup"
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/records"
 	"github.com/hlaunch/hlaunch/internal/state"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
@@ -89,7 +90,7 @@ func (l *Launcher) GC(ctx context.Context, r Retention) (GCReport, error) {
 	if r.MaxAge > 0 {
 		cutoff = time.Now().Add(-r.MaxAge).UTC().Format(time.RFC3339Nano)
 	}
-	d := &state.Dir{Path: l.workersDir()}
+	d := &state.Dir{Path: l.WorkersDir()}
 	for i, rec := range ended {
 		// An ended worker's empty cgroup goes whether or not its record is kept: its shim removes it, but a
 		// shim killed with its tree (or by a worker of the launcher's uid) could not.
@@ -101,12 +102,12 @@ func (l *Launcher) GC(ctx context.Context, r Retention) (GCReport, error) {
 		}
 		l.removeOwnLog(rec.Log)
 		_ = d.Remove(rec.ID + ".exit")
-		_ = os.Remove(workerLock(d.Path, rec.ID)) // an ended worker's: nothing signals it any more
-		_ = d.Remove(logPosName(rec.ID))
+		_ = os.Remove(records.WorkerLock(d.Path, rec.ID)) // an ended worker's: nothing signals it any more
+		_ = d.Remove(records.LogPosName(rec.ID))
 		if err := d.Remove(rec.ID); err != nil {
 			return rep, err
 		}
-		l.unindex(rec.Receipt)
+		l.Unindex(rec.Receipt)
 		rep.Removed = append(rep.Removed, rec.ID)
 	}
 	// Empty worker cgroups without a record (a foreground hlaunch that was SIGKILLed could not remove its own).
@@ -116,7 +117,7 @@ func (l *Launcher) GC(ctx context.Context, r Retention) (GCReport, error) {
 		_ = l.host.RemoveParentIfEmpty(l.cfg.Defaults.CgroupParent)
 	}
 	rep.LedgerPruned = l.pruneLedger(r)
-	rep.Quarantined, rep.QuarantineDropped, err = l.quarantineDamaged(recs)
+	rep.Quarantined, rep.QuarantineDropped, err = l.QuarantineDamaged(recs)
 	n, serr := l.sweepTemps()
 	rep.TempsRemoved = n
 	return rep, errors.Join(err, serr) // a quarantine that failed does not keep the sweep from running
@@ -145,7 +146,7 @@ func (l *Launcher) sweepTemps() (int, error) {
 	}
 	s.at = time.Now()
 	n := 0
-	for _, dir := range []string{l.workersDir(), l.ledger} {
+	for _, dir := range []string{l.WorkersDir(), l.LedgerPath} {
 		k, err := (&state.Dir{Path: dir}).SweepTemps()
 		n += k
 		if err != nil {
@@ -182,7 +183,7 @@ func endOf(r worker.Record) string {
 // removeOwnLog removes a worker's log and its rotated copy when hlaunch made it (<state-dir>/logs); a log
 // the caller named (--log) is the caller's.
 func (l *Launcher) removeOwnLog(log string) {
-	if log == "" || filepath.Dir(log) != filepath.Join(l.state, "logs") {
+	if log == "" || filepath.Dir(log) != filepath.Join(l.StatePath, "logs") {
 		return
 	}
 	_ = os.Remove(log)
@@ -198,31 +199,31 @@ func (l *Launcher) pruneLedger(r Retention) int {
 		return 0
 	}
 	x := &l.ledgerIdx
-	x.mu.Lock()
-	defer x.mu.Unlock()
+	x.Mu.Lock()
+	defer x.Mu.Unlock()
 	var old time.Time
 	if r.LedgerMaxAge > 0 {
 		old = time.Now().Add(-r.LedgerMaxAge)
 	}
 	scanned := false
-	if x.scanned.IsZero() || time.Since(x.scanned) >= ledgerRescan(r.LedgerMaxAge) {
-		if x.scan(l.ledger) != nil {
+	if x.Scanned.IsZero() || time.Since(x.Scanned) >= records.LedgerRescan(r.LedgerMaxAge) {
+		if x.Scan(l.LedgerPath) != nil {
 			return 0
 		}
 		scanned = true
 	}
 	boot := ""
-	if l.src.BootID != nil {
-		if b, err := l.src.BootID(); err == nil {
+	if l.Src.BootID != nil {
+		if b, err := l.Src.BootID(); err == nil {
 			boot = strings.TrimSpace(b)
 		}
 	}
-	n := x.prune(l.ledger, r.LedgerKeep, old, boot)
-	if !scanned && len(x.order) == 0 && r.LedgerKeep > 0 && x.count > r.LedgerKeep {
-		if x.scan(l.ledger) != nil {
+	n := x.Prune(l.LedgerPath, r.LedgerKeep, old, boot)
+	if !scanned && len(x.Order) == 0 && r.LedgerKeep > 0 && x.Count > r.LedgerKeep {
+		if x.Scan(l.LedgerPath) != nil {
 			return n
 		}
-		n += x.prune(l.ledger, r.LedgerKeep, old, boot)
+		n += x.Prune(l.LedgerPath, r.LedgerKeep, old, boot)
 	}
 	return n
 }

@@ -234,7 +234,7 @@ func (l *Launcher) termTree(spec worker.Spec, g *cgroup.Group, proc *hproc.Proc)
 		_ = proc.Signal(syscall.SIGTERM)
 		return
 	}
-	h, _, err := fingerprint.Authorize(l.src, fingerprint.CaptureChild(l.src, proc.Pid, g.Path()))
+	h, _, err := fingerprint.Authorize(l.Src, fingerprint.CaptureChild(l.Src, proc.Pid, g.Path()))
 	if err != nil || h == nil {
 		_ = proc.Signal(syscall.SIGTERM) // reaped meanwhile, or not verifiable: the leader alone, safely
 		return

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/records"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
@@ -105,12 +106,12 @@ func TestReadsHonourCancel(t *testing.T) {
 	w := newWorld(t, worker.ScopeCgroup, nil)
 	rc := w.start(spec(`exit 0`))
 	w.wait(rc.ID)
-	if recs, err := w.l.Ledger(context.Background(), launcher.LedgerQuery{}); err != nil || len(recs) != 1 {
+	if recs, err := w.l.Ledger(context.Background(), records.LedgerQuery{}); err != nil || len(recs) != 1 {
 		t.Fatalf("ledger: %d records, %v; want the one", len(recs), err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if recs, err := w.l.Ledger(ctx, launcher.LedgerQuery{}); !errors.Is(err, context.Canceled) || recs != nil {
+	if recs, err := w.l.Ledger(ctx, records.LedgerQuery{}); !errors.Is(err, context.Canceled) || recs != nil {
 		t.Errorf("ledger with a cancelled context: %d records, %v; want none and context.Canceled", len(recs), err)
 	}
 	if recs, err := w.l.List(ctx); !errors.Is(err, context.Canceled) || recs != nil {

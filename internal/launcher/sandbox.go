@@ -42,7 +42,7 @@ func (l *Launcher) sandbox(spec worker.Spec, prof *profile.Profile, id worker.Id
 		HomeID: sandbox.FileID(prof.HomeID()),
 		Cwd:    spec.Cwd,
 		RW:     spec.RW,
-		Hide:   unique(append(append([]string{l.state, l.ledger}, hiddenHostDirs(l.cfg.Environ)...), l.cfg.Hide...)),
+		Hide:   unique(append(append([]string{l.StatePath, l.LedgerPath}, hiddenHostDirs(l.cfg.Environ)...), l.cfg.Hide...)),
 		Cover:  coveredHomes(l.cfg.Environ),
 		// The profile's own configuration, read-only (docs/security.md, "The sandbox view"): the .env
 		// this launcher (and the next) composes the environ from, hermes' .op.env and config.yaml (what

@@ -15,6 +15,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/handshake"
 	hproc "github.com/hlaunch/hlaunch/internal/proc"
+	"github.com/hlaunch/hlaunch/internal/records"
 	"github.com/hlaunch/hlaunch/internal/selfguard"
 	"github.com/hlaunch/hlaunch/internal/shim"
 	"github.com/hlaunch/hlaunch/internal/state"
@@ -43,43 +44,9 @@ func prepareShim() shimPrep {
 	}
 	_ = json.Unmarshal([]byte(`{"init":{},"receipt":{}}`), &shimConfig{})
 	_, _ = json.Marshal(shimResult{Receipt: &worker.Receipt{}})
-	_, _ = json.Marshal(exitRecord{})
+	_, _ = json.Marshal(records.ExitRecord{})
 	_, _ = json.Marshal(worker.Record{})
 	return shimPrep{host: host, src: src.Pinned()}
-}
-
-// exitRecord is what the shim learns when the worker's leader ends; stored as <id>.exit beside the receipt.
-type exitRecord struct {
-	ExitCode *int   `json:"exit_code,omitempty"` // the leader's
-	Signal   string `json:"signal,omitempty"`    // the signal that ended the leader
-	// LeaderEndedAt is when the leader ended; EndedAt when the worker did: when nothing of its tree was
-	// left (the same moment, or later when children outlived the leader).
-	LeaderEndedAt string `json:"leader_ended_at,omitempty"`
-	EndedAt       string `json:"ended_at"`
-	TimedOut      bool   `json:"timed_out,omitempty"`
-	OOMKilled     bool   `json:"oom_killed,omitempty"`
-	MemoryPeak    uint64 `json:"memory_peak,omitempty"`
-	Stopped       bool   `json:"stopped,omitempty"` // ended by `hlaunch stop` (recorded by stop when the shim died with it)
-	// ShimLost: the shim was gone without recording the end; hlaunch's reader recorded it (orphan.go).
-	ShimLost bool `json:"shim_lost,omitempty"`
-	// LedgerError: the ledger's end record could not be written (why); this record keeps the end.
-	LedgerError string `json:"ledger_error,omitempty"`
-	// The copy of the worker's output into its log (shimlog.go): bytes written, bytes dropped, rotations,
-	// and why output was first dropped.
-	LogBytes     int64  `json:"log_bytes,omitempty"`
-	LogDropped   int64  `json:"log_dropped_bytes,omitempty"`
-	LogRotations int    `json:"log_rotations,omitempty"`
-	LogError     string `json:"log_error,omitempty"`
-}
-
-// setLog records what the copy of the worker's output did.
-func (rec *exitRecord) setLog(st logStats) {
-	rec.LogBytes, rec.LogDropped, rec.LogRotations, rec.LogError = st.Bytes, st.Dropped, st.Rotations, st.Error
-}
-
-// logStats is what setLog recorded.
-func (rec *exitRecord) logStats() logStats {
-	return logStats{Bytes: rec.LogBytes, Dropped: rec.LogDropped, Rotations: rec.LogRotations, Error: rec.LogError}
 }
 
 // shimMain is the shim's life: start the worker as its child, report the worker's identity, enforce the
@@ -155,7 +122,7 @@ func shimMain() {
 	stage := "record"
 	if err == nil {
 		// A worker that ran must have its ledger record: without it the launch fails, like one unrecorded.
-		stage, err = "ledger", writeLedger(sc.Ledger, worker.Record{Receipt: *rc, State: fingerprint.Running})
+		stage, err = "ledger", records.WriteLedger(sc.Ledger, worker.Record{Receipt: *rc, State: fingerprint.Running})
 	}
 	if err != nil {
 		// Unrecorded, the worker could be neither found nor stopped: end it and say why. The launcher
@@ -166,7 +133,7 @@ func shimMain() {
 			logs.abort()
 		}
 		f := shim.Failure{Stage: stage, Message: err.Error()}
-		if noSpace(err) {
+		if records.NoSpace(err) {
 			f.Errno = int(syscall.ENOSPC)
 		}
 		_ = conn.Answer(shimResult{Failure: &f})
@@ -186,16 +153,16 @@ func shimMain() {
 		_ = sc.Init.CPUs.ApplyToAll()
 	}
 
-	life := newShimLife(src, ident, proc, rc.Sandbox, workerLock(sc.Workers, sc.ID))
+	life := newShimLife(src, ident, proc, rc.Sandbox, records.WorkerLock(sc.Workers, sc.ID))
 	// The exit record, while the worker runs: the leader's status once it has ended, and the log's figures
 	// as they change. The two are written from two goroutines: each write merges into the one record.
 	var mu sync.Mutex
-	var running exitRecord
-	writeRunning := func(update func(*exitRecord)) {
+	var running records.ExitRecord
+	writeRunning := func(update func(*records.ExitRecord)) {
 		mu.Lock()
 		defer mu.Unlock()
 		update(&running)
-		_ = updateExit(sc.Workers, sc.ID, func(ex *exitRecord) bool {
+		_ = records.UpdateExit(sc.Workers, sc.ID, func(ex *records.ExitRecord) bool {
 			if ex.EndedAt != "" {
 				return false // stop recorded the end meanwhile; finish merges into it
 			}
@@ -203,16 +170,16 @@ func shimMain() {
 			return true
 		})
 	}
-	life.leaderEnded = func(rec exitRecord) {
-		writeRunning(func(r *exitRecord) {
-			st := r.logStats()
+	life.leaderEnded = func(rec records.ExitRecord) {
+		writeRunning(func(r *records.ExitRecord) {
+			st := r.LogStats()
 			*r = rec
-			r.setLog(st)
+			r.SetLog(st)
 		})
 	}
 	if logs != nil {
 		life.log = logs
-		life.stopPublish = logs.publish(func(st logStats) { writeRunning(func(r *exitRecord) { r.setLog(st) }) })
+		life.stopPublish = logs.publish(func(st records.LogStats) { writeRunning(func(r *records.ExitRecord) { r.SetLog(st) }) })
 	}
 	conn.Close()
 	group := shimGroup(host, &sc, ident)
@@ -249,7 +216,7 @@ func shimStart(sc *shimConfig) (proc *hproc.Proc, release func() error, logs *lo
 	if sc.Log != "" {
 		var c *logCopy
 		var w *os.File
-		if c, w, err = startLogCopyPos(sc.Log, sc.LogMax, logPosWriter(sc.Workers, sc.ID)); err != nil {
+		if c, w, err = startLogCopyPos(sc.Log, sc.LogMax, records.LogPosWriter(sc.Workers, sc.ID)); err != nil {
 			return nil, nil, nil, err
 		}
 		defer w.Close() // the worker's: the copy ends when its last writer is gone
@@ -302,7 +269,7 @@ func startWorker(sc *shimConfig, files []*os.File) (proc *hproc.Proc, release fu
 	return child.Proc, nil, nil
 }
 
-func fillStatus(rec *exitRecord, ws syscall.WaitStatus) {
+func fillStatus(rec *records.ExitRecord, ws syscall.WaitStatus) {
 	if ws.Signaled() {
 		rec.Signal = worker.SignalName(ws.Signal())
 		return

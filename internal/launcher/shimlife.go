@@ -12,6 +12,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/linux"
 	hproc "github.com/hlaunch/hlaunch/internal/proc"
+	"github.com/hlaunch/hlaunch/internal/records"
 )
 
 // The worker is its whole tree (ADR 0005, docs/identity.md): a detached worker has ended when nothing but
@@ -39,7 +40,7 @@ type shimLife struct {
 	// leaderEnded, when not nil, records the leader's status as soon as it is known, before the tree has
 	// ended (the exit record without ended_at): a shim killed with its tree (stop's, or signal --all's,
 	// whole-cgroup SIGKILL) leaves the leader's status behind.
-	leaderEnded func(exitRecord)
+	leaderEnded func(records.ExitRecord)
 	log         *logCopy // the copy of the worker's output into its log; nil without a log
 	stopPublish func()   // ends the publication of the log's figures in the running record (log)
 }
@@ -47,8 +48,8 @@ type shimLife struct {
 // supervise waits for the worker's leader and then its whole tree, enforcing timeout and grace on the
 // tree, and returns the exit record. It stops every timer before it returns, so a worker that ends just
 // before its deadline is never recorded as timed out.
-func (s *shimLife) supervise(timeout, grace time.Duration) exitRecord {
-	var rec exitRecord
+func (s *shimLife) supervise(timeout, grace time.Duration) records.ExitRecord {
+	var rec records.ExitRecord
 	leader := make(chan syscall.WaitStatus, 1)
 	leaderErr := make(chan error, 1)
 	go func() {
@@ -178,7 +179,7 @@ func alone(members []int, self int) bool {
 // end is written first: the worker's exit record then says when the ledger could not take it
 // (ledger_error). An exit record that cannot be written either leaves the worker to hlaunch's next reader,
 // which records its end as that of a lost shim (orphan.go).
-func (s *shimLife) finish(sc *shimConfig, group *cgroup.Group, rec exitRecord) {
+func (s *shimLife) finish(sc *shimConfig, group *cgroup.Group, rec records.ExitRecord) {
 	if group != nil {
 		if st, err := group.Stats(); err == nil {
 			rec.OOMKilled = st.OOMKills > 0
@@ -187,14 +188,14 @@ func (s *shimLife) finish(sc *shimConfig, group *cgroup.Group, rec exitRecord) {
 	}
 	if s.log != nil {
 		s.stopPublish() // no running record is written after this: the end record is the last
-		rec.setLog(s.log.stop())
+		rec.SetLog(s.log.stop())
 	}
-	if err := finishLedger(sc.Ledger, sc.ID, rec); err != nil {
+	if err := records.FinishLedger(sc.Ledger, sc.ID, rec); err != nil {
 		rec.LedgerError = err.Error()
 	}
 	// A stop that recorded the end first (it thought this shim killed with the tree) is merged into, not
 	// overwritten: this record has the leader's status and the log's figures, that one says it was stopped.
-	_ = updateExit(sc.Workers, sc.ID, func(ex *exitRecord) bool {
+	_ = records.UpdateExit(sc.Workers, sc.ID, func(ex *records.ExitRecord) bool {
 		stopped := ex.Stopped
 		*ex = rec
 		ex.Stopped = ex.Stopped || stopped

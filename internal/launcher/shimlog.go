@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/hlaunch/hlaunch/internal/records"
 	"golang.org/x/sys/unix"
 )
 
@@ -25,14 +26,6 @@ const logPublishEvery = time.Second
 // a process outside the tree (one the worker handed its stdout) may hold the pipe open for ever.
 const logDrainMax = 2 * time.Second
 
-// logStats is what a shim's copy of its worker's output did; it goes into the worker's end record.
-type logStats struct {
-	Bytes     int64  // written to the log (across rotations)
-	Dropped   int64  // read from the worker and not written
-	Rotations int    // the times the log was rotated while the worker ran
-	Error     string // why output was first dropped
-}
-
 // logCopy is the shim's copy of its worker's output into the log.
 type logCopy struct {
 	path string
@@ -40,16 +33,16 @@ type logCopy struct {
 	r    *os.File // the pipe's read end
 	f    *os.File // the log; nil after a rotation that could not reopen it
 	size int64
-	st   logStats
+	st   records.LogStats
 	done chan struct{}
 	// updates holds the latest figures worth publishing (after a rotation, or when output starts being
 	// dropped): one slot, replaced, written only by the copy.
-	updates  chan logStats
+	updates  chan records.LogStats
 	dropping bool
 	// pos is where each file of the log starts in the worker's output (logpos.go); onPos, when set, is
 	// told it after every open of a new file, before anything is written into it.
-	pos   logPos
-	onPos func(logPos)
+	pos   records.LogPos
+	onPos func(records.LogPos)
 }
 
 // startLogCopy opens the log at path (rotated at max bytes, 0: LogRotateSize) and a pipe, and starts
@@ -61,7 +54,7 @@ func startLogCopy(path string, max int64) (*logCopy, *os.File, error) {
 
 // startLogCopyPos is startLogCopy that tells onPos (nil: none) where the log's files start in the
 // worker's output (logpos.go): now, and after each rotation before anything is written into the new file.
-func startLogCopyPos(path string, max int64, onPos func(logPos)) (*logCopy, *os.File, error) {
+func startLogCopyPos(path string, max int64, onPos func(records.LogPos)) (*logCopy, *os.File, error) {
 	if max <= 0 {
 		max = LogRotateSize
 	}
@@ -79,8 +72,8 @@ func startLogCopyPos(path string, max int64, onPos func(logPos)) (*logCopy, *os.
 		f.Close()
 		return nil, nil, fmt.Errorf("--log: %w", err)
 	}
-	c := &logCopy{path: path, max: max, r: r, f: f, size: st.Size(), done: make(chan struct{}), updates: make(chan logStats, 1)}
-	c.pos = logPos{Files: []logFilePos{{Ino: inoOf(st), Base: 0}}}
+	c := &logCopy{path: path, max: max, r: r, f: f, size: st.Size(), done: make(chan struct{}), updates: make(chan records.LogStats, 1)}
+	c.pos = records.LogPos{Files: []records.LogFilePos{{Ino: records.InoOf(st), Base: 0}}}
 	c.onPos = onPos
 	if onPos != nil {
 		onPos(c.pos)
@@ -130,8 +123,8 @@ func (c *logCopy) write(b []byte) {
 	}
 	var fs unix.Statfs_t
 	if err := unix.Fstatfs(int(c.f.Fd()), &fs); err == nil {
-		if s := spaceOf(&fs); s.free < s.reserve+uint64(len(b)) {
-			c.drop(len(b), fmt.Errorf("%s: its filesystem has %s free, the %s kept for records", c.path, sizeText(s.free), sizeText(s.reserve)))
+		if s := records.SpaceOf(&fs); s.Free < s.Reserve+uint64(len(b)) {
+			c.drop(len(b), fmt.Errorf("%s: its filesystem has %s free, the %s kept for records", c.path, records.SizeText(s.Free), records.SizeText(s.Reserve)))
 			return
 		}
 	}
@@ -166,7 +159,7 @@ func (c *logCopy) rotate() {
 		return
 	}
 	c.f, c.size = f, st.Size()
-	c.movePos(inoOf(st), prevSize)
+	c.movePos(records.InoOf(st), prevSize)
 	if full {
 		c.st.Rotations++
 		c.changed()
@@ -195,13 +188,13 @@ func (c *logCopy) changed() {
 // publish calls write with the copy's figures when they change, at most once every logPublishEvery (the
 // latest figures are written when the interval has passed), until the returned stop is called: stop
 // returns once no write is in progress and none will follow.
-func (c *logCopy) publish(write func(logStats)) (stop func()) {
+func (c *logCopy) publish(write func(records.LogStats)) (stop func()) {
 	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
 		var last time.Time
 		for {
-			var st logStats
+			var st records.LogStats
 			select {
 			case <-quit:
 				return
@@ -235,7 +228,7 @@ func (c *logCopy) setError(err error) {
 
 // stop waits for the copy to end (the worker's output has reached EOF: every writer is gone), or for
 // logDrainMax, and returns what it did. The log is closed.
-func (c *logCopy) stop() logStats {
+func (c *logCopy) stop() records.LogStats {
 	t := time.NewTimer(logDrainMax)
 	defer t.Stop()
 	select {
@@ -257,5 +250,24 @@ func (c *logCopy) abort() {
 	<-c.done
 	if c.f != nil {
 		c.f.Close()
+	}
+}
+
+// movePos records that the log's current file is now the file ino: the file before it (prevSize bytes
+// long) becomes the rotated one, and the new file starts where it ended. A reopen of the same file
+// changes nothing.
+func (c *logCopy) movePos(ino uint64, prevSize int64) {
+	if len(c.pos.Files) > 0 && c.pos.Files[0].Ino == ino {
+		return
+	}
+	var base int64
+	if len(c.pos.Files) > 0 {
+		base = c.pos.Files[0].Base + prevSize
+		c.pos.Files = []records.LogFilePos{{Ino: ino, Base: base}, c.pos.Files[0]}
+	} else {
+		c.pos.Files = []records.LogFilePos{{Ino: ino, Base: base}}
+	}
+	if c.onPos != nil {
+		c.onPos(c.pos)
 	}
 }

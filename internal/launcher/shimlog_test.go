@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hlaunch/hlaunch/internal/records"
 	"golang.org/x/sys/unix"
 )
 
@@ -108,8 +109,8 @@ func TestLogCopyPublishes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make(chan logStats, 16)
-	stop := c.publish(func(st logStats) { got <- st })
+	got := make(chan records.LogStats, 16)
+	stop := c.publish(func(st records.LogStats) { got <- st })
 	if _, err := w.Write(bytes.Repeat([]byte("p"), 3*max)); err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"syscall"
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/records"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
@@ -41,11 +42,11 @@ func refusalOr(h *fingerprint.Handle, v fingerprint.Verdict, err error) error {
 // through fingerprint.Authorize) and its cgroup must be the one hlaunch recorded for it (owns). Zero
 // signals are sent on refusal.
 func (l *Launcher) authorize(ref string) (*fingerprint.Handle, worker.Receipt, fingerprint.Identity, error) {
-	rc, ident, err := l.load(ref)
+	rc, ident, err := l.Load(ref)
 	if err != nil {
 		return nil, rc, ident, err
 	}
-	h, v, err := fingerprint.Authorize(l.src, ident)
+	h, v, err := fingerprint.Authorize(l.Src, ident)
 	if err = refusalOr(h, v, err); err != nil {
 		return nil, rc, ident, err
 	}
@@ -54,7 +55,7 @@ func (l *Launcher) authorize(ref string) (*fingerprint.Handle, worker.Receipt, f
 		return nil, rc, ident, err
 	}
 	if rc.ID != "" {
-		h.SetLock(workerLock(l.workersDir(), rc.ID))
+		h.SetLock(records.WorkerLock(l.WorkersDir(), rc.ID))
 	}
 	return h, rc, ident, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/nsenv/profile"
 	"github.com/hlaunch/hlaunch/internal/nsenv/sandbox"
 	hproc "github.com/hlaunch/hlaunch/internal/proc"
+	"github.com/hlaunch/hlaunch/internal/records"
 	"github.com/hlaunch/hlaunch/internal/shim"
 	"github.com/hlaunch/hlaunch/internal/state"
 	"github.com/hlaunch/hlaunch/internal/worker"
@@ -39,7 +40,7 @@ func (l *Launcher) StartWithID(ctx context.Context, spec worker.Spec, stdio Stdi
 	if !worker.IsID(id) {
 		return nil, worker.Invalid(fmt.Errorf("worker id %q: not a worker id (w-<12 hex>)", id))
 	}
-	if _, err := os.Lstat(filepath.Join(l.workersDir(), id+".json")); err == nil {
+	if _, err := os.Lstat(filepath.Join(l.WorkersDir(), id+".json")); err == nil {
 		return nil, worker.Invalid(fmt.Errorf("worker id %q: already recorded", id))
 	}
 	d, err := l.detached(ctx, spec, stdio, id)
@@ -110,18 +111,18 @@ func (l *Launcher) detached(ctx context.Context, spec worker.Spec, stdio Stdio, 
 		return nil, err
 	}
 	// Before anything is made for it: a spawn never takes the space running workers end with.
-	if err := checkRecordSpace("state directory", l.state); err != nil {
+	if err := records.CheckRecordSpace("state directory", l.StatePath); err != nil {
 		return nil, err
 	}
-	if err := checkRecordSpace("ledger directory", l.ledger); err != nil {
+	if err := records.CheckRecordSpace("ledger directory", l.LedgerPath); err != nil {
 		return nil, err
 	}
 	if spec.Log == "" && spec.Stdio != worker.StdioInherit && l.cfg.WorkerLogs {
 		// The launcher's own logs directory is made (and checked: owner, mode) like its records'.
-		if _, err := state.Open(filepath.Join(l.state, "logs")); err != nil {
+		if _, err := state.Open(filepath.Join(l.StatePath, "logs")); err != nil {
 			return nil, err
 		}
-		spec.Log = filepath.Join(l.state, "logs", id+".log")
+		spec.Log = filepath.Join(l.StatePath, "logs", id+".log")
 	}
 	if spec.Log != "" {
 		f, err := openLog(spec.Log, spec.LogMax) // fail here, not in the shim, when the log cannot be opened
@@ -130,7 +131,7 @@ func (l *Launcher) detached(ctx context.Context, spec worker.Spec, stdio Stdio, 
 		}
 		f.Close()
 	}
-	workers, err := state.Open(l.workersDir())
+	workers, err := state.Open(l.WorkersDir())
 	if err != nil {
 		return nil, err
 	}
@@ -194,10 +195,10 @@ func (l *Launcher) runShim(ctx context.Context, d *detachedLaunch, h *heldShim) 
 			// cleanup ends the worker. Removed now that no shim can write them again.
 			_ = d.workers.Discard(d.id)
 			_ = d.workers.Discard(d.id + ".exit")
-			_ = os.Remove(workerLock(d.workers.Path, d.id))
-			_ = d.workers.Discard(logPosName(d.id))
-			_ = (&state.Dir{Path: l.ledger}).Discard(d.id)
-			if own := filepath.Join(l.state, "logs", d.id+".log"); d.spec.Log == own {
+			_ = os.Remove(records.WorkerLock(d.workers.Path, d.id))
+			_ = d.workers.Discard(records.LogPosName(d.id))
+			_ = (&state.Dir{Path: l.LedgerPath}).Discard(d.id)
+			if own := filepath.Join(l.StatePath, "logs", d.id+".log"); d.spec.Log == own {
 				_ = os.Remove(own) // the launcher's own log of the worker (Config.WorkerLogs), made for it
 			}
 		}
@@ -205,7 +206,7 @@ func (l *Launcher) runShim(ctx context.Context, d *detachedLaunch, h *heldShim) 
 	timeout, _ := d.spec.TimeoutDuration()
 	grace, _ := d.spec.GraceDuration()
 	sc := &shimConfig{
-		ID: d.id, Workers: d.workers.Path, Ledger: l.ledger, Log: d.spec.Log, LogMax: d.spec.LogMax,
+		ID: d.id, Workers: d.workers.Path, Ledger: l.LedgerPath, Log: d.spec.Log, LogMax: d.spec.LogMax,
 		InheritStdio: d.spec.Stdio == worker.StdioInherit,
 		Timeout:      timeout, Grace: grace,
 		Init:    handshake.Config{Argv: d.spec.Argv, Env: d.env, Cwd: d.cwd, Sandbox: d.sb, CPUs: h.cpus},
@@ -235,13 +236,13 @@ func (l *Launcher) runShim(ctx context.Context, d *detachedLaunch, h *heldShim) 
 		return nil, err
 	}
 	if res.Failure != nil {
-		return nil, shimFailure(res.Failure, d.workers.Path, l.ledger)
+		return nil, shimFailure(res.Failure, d.workers.Path, l.LedgerPath)
 	}
-	l.ledgerIdx.added() // the shim has written the execution's ledger record
+	l.ledgerIdx.Added() // the shim has written the execution's ledger record
 	if d.onReceipt != nil {
 		d.onReceipt(res.Receipt) // before Done: a held worker runs only after it
 	}
-	l.indexToken(res.Receipt)
+	l.IndexToken(res.Receipt)
 	h.child.Done()
 	go reapWhenEnded(h.child.Proc) // reap the shim if it ends while we live (no thread held meanwhile)
 	h.p.close()
@@ -277,9 +278,3 @@ func (l *Launcher) receipt(spec worker.Spec, profile, home, id string, p placeme
 	}
 	return rc
 }
-
-func (l *Launcher) workersDir() string { return l.state + "/workers" }
-
-// WorkersDir is the directory that holds one record per detached worker; a watcher (the sidecar) may
-// watch it for changes. Its files are the launcher's: read them through Get and List.
-func (l *Launcher) WorkersDir() string { return l.workersDir() }

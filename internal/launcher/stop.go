@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/records"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
@@ -89,7 +90,7 @@ func stopHandle(ctx context.Context, h *fingerprint.Handle, sandbox bool, grace 
 // Under the worker's lock (updateExit): a shim that recorded the end first keeps its record, and one that
 // records it after merges (shimLife.finish).
 func (l *Launcher) recordStopped(rc worker.Receipt, killed bool) {
-	_ = updateExit(l.workersDir(), rc.ID, func(ex *exitRecord) bool {
+	_ = records.UpdateExit(l.WorkersDir(), rc.ID, func(ex *records.ExitRecord) bool {
 		if ex.EndedAt != "" {
 			return false // the shim recorded the end itself
 		}
@@ -101,7 +102,7 @@ func (l *Launcher) recordStopped(rc worker.Receipt, killed bool) {
 				ex.Signal = "SIGKILL"
 			}
 		}
-		if err := finishLedger(l.ledger, rc.ID, *ex); err != nil {
+		if err := records.FinishLedger(l.LedgerPath, rc.ID, *ex); err != nil {
 			ex.LedgerError = err.Error() // the ledger lacks the end: the worker's record says why
 		}
 		return true

@@ -17,7 +17,7 @@ import (
 // end and deadline nothing signals), does it poll. A record that cannot be read
 // or verified (Damaged) is ErrRefused at once: its worker's end cannot be known.
 func (l *Launcher) Wait(ctx context.Context, ref string) (worker.Record, error) {
-	w := newWakeup(l.workersDir())
+	w := newWakeup(l.WorkersDir())
 	defer w.close()
 	watched := false
 	for {

@@ -1,4 +1,4 @@
-package launcher
+package records
 
 import (
 	"errors"
@@ -9,9 +9,9 @@ import (
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
-// damagedError is load's error for a record that cannot be read or verified. It is ErrRefused: there is no
+// DamagedError is load's error for a record that cannot be read or verified. It is ErrRefused: there is no
 // identity to verify, so nothing is ever signalled on its word.
-type damagedError struct {
+type DamagedError struct {
 	id    string
 	state fingerprint.State
 	err   error
@@ -23,37 +23,40 @@ type damagedError struct {
 	lasting bool
 }
 
-func (e *damagedError) Error() string {
+// Error says which record is damaged, its state and why.
+func (e *DamagedError) Error() string {
 	return fmt.Sprintf("%v: worker %s: record is %s: %v", worker.ErrRefused, e.id, e.state, e.err)
 }
 
-func (e *damagedError) Is(target error) bool { return target == worker.ErrRefused }
+// Is makes a damaged record ErrRefused.
+func (e *DamagedError) Is(target error) bool { return target == worker.ErrRefused }
 
-func (e *damagedError) Unwrap() error { return e.err }
+// Unwrap is the read or decode error.
+func (e *DamagedError) Unwrap() error { return e.err }
 
-// checkRecord is load's judgement of the record rc read from <id>.json (readErr: the read's error, not
+// CheckRecord is load's judgement of the record rc read from <id>.json (readErr: the read's error, not
 // ErrNotFound): its identity, or a *damagedError. A token of an unknown version is judged before the id, as a
 // newer format may spell the rest differently.
-func checkRecord(id string, rc worker.Receipt, readErr error) (fingerprint.Identity, error) {
+func CheckRecord(id string, rc worker.Receipt, readErr error) (fingerprint.Identity, error) {
 	if readErr != nil {
-		return fingerprint.Identity{}, &damagedError{id: id, state: worker.StateCorrupt, err: readErr, lasting: errors.Is(readErr, state.ErrDamaged)}
+		return fingerprint.Identity{}, &DamagedError{id: id, state: worker.StateCorrupt, err: readErr, lasting: errors.Is(readErr, state.ErrDamaged)}
 	}
 	ident, err := fingerprint.ParseToken(rc.Token)
 	switch {
 	case errors.Is(err, fingerprint.ErrUnknownVersion):
-		return fingerprint.Identity{}, &damagedError{id: id, state: worker.StateUnknownVersion, err: err, key: rc.Key, lasting: true}
+		return fingerprint.Identity{}, &DamagedError{id: id, state: worker.StateUnknownVersion, err: err, key: rc.Key, lasting: true}
 	case rc.ID != id:
 		// The id names files beside the record (<id>.exit, the ledger's): it must be the file's own.
-		return fingerprint.Identity{}, &damagedError{id: id, state: worker.StateCorrupt, err: fmt.Errorf("%w: record names worker id %q", worker.ErrInvalid, rc.ID), key: rc.Key, lasting: true}
+		return fingerprint.Identity{}, &DamagedError{id: id, state: worker.StateCorrupt, err: fmt.Errorf("%w: record names worker id %q", worker.ErrInvalid, rc.ID), key: rc.Key, lasting: true}
 	case err != nil:
-		return fingerprint.Identity{}, &damagedError{id: id, state: worker.StateCorrupt, err: err, key: rc.Key, lasting: true}
+		return fingerprint.Identity{}, &DamagedError{id: id, state: worker.StateCorrupt, err: err, key: rc.Key, lasting: true}
 	}
 	return ident, nil
 }
 
-// damagedRecord is what List, Get and Status show of a damaged record: its id, the key it names, its state
+// DamagedRecord is what List, Get and Status show of a damaged record: its id, the key it names, its state
 // and why. Nothing else of it is shown: none of it is verified.
-func damagedRecord(e *damagedError) worker.Record {
+func DamagedRecord(e *DamagedError) worker.Record {
 	reason := "its record cannot be read or verified: never signalled; hlaunch gc quarantines it"
 	switch {
 	case e.key != "":

@@ -1,4 +1,4 @@
-package launcher
+package records
 
 import (
 	"errors"
@@ -31,11 +31,11 @@ const RecordReserve = 4 << 20
 
 // fsSpace is a filesystem's free space for this process and its reserve for records, in bytes.
 type fsSpace struct {
-	free, reserve uint64
+	Free, Reserve uint64
 }
 
-// spaceOf reads fsSpace from a statfs result.
-func spaceOf(st *unix.Statfs_t) fsSpace {
+// SpaceOf reads fsSpace from a statfs result.
+func SpaceOf(st *unix.Statfs_t) fsSpace {
 	unit := uint64(st.Frsize)
 	if unit == 0 {
 		unit = uint64(st.Bsize)
@@ -44,28 +44,28 @@ func spaceOf(st *unix.Statfs_t) fsSpace {
 	if os.Geteuid() == 0 {
 		free = st.Bfree // root writes into the blocks kept for it
 	}
-	return fsSpace{free: free * unit, reserve: min(RecordReserve, st.Blocks*unit/16)}
+	return fsSpace{Free: free * unit, Reserve: min(RecordReserve, st.Blocks*unit/16)}
 }
 
-// checkRecordSpace refuses a spawn whose records' directory dir (what names it: "state directory",
+// CheckRecordSpace refuses a spawn whose records' directory dir (what names it: "state directory",
 // "ledger directory") has less than half the record reserve free: that space is the running workers'.
-func checkRecordSpace(what, dir string) error {
+func CheckRecordSpace(what, dir string) error {
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil {
 		return nil // the directory's own open reports what is wrong with it
 	}
-	if s := spaceOf(&st); s.free < s.reserve/2 {
+	if s := SpaceOf(&st); s.Free < s.Reserve/2 {
 		return fmt.Errorf("%w: %s %s: %s free, less than the %s kept for running workers' records (free space there, or name another with --state-dir / --ledger-dir)",
-			worker.ErrNoSpace, what, dir, sizeText(s.free), sizeText(s.reserve/2))
+			worker.ErrNoSpace, what, dir, SizeText(s.Free), SizeText(s.Reserve/2))
 	}
 	return nil
 }
 
-// noSpace reports whether err is a write that failed for want of space (ENOSPC, EDQUOT).
-func noSpace(err error) bool { return errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) }
+// NoSpace reports whether err is a write that failed for want of space (ENOSPC, EDQUOT).
+func NoSpace(err error) bool { return errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) }
 
-// sizeText words n bytes for a message: "512 KiB", "3 MiB".
-func sizeText(n uint64) string {
+// SizeText words n bytes for a message: "512 KiB", "3 MiB".
+func SizeText(n uint64) string {
 	switch {
 	case n >= 1<<20:
 		return fmt.Sprintf("%d MiB", n>>20)

@@ -1,4 +1,4 @@
-package launcher
+package records
 
 import (
 	"context"
@@ -18,8 +18,8 @@ type LedgerQuery struct {
 	Since time.Time
 }
 
-// writeLedger stores rec as the execution's ledger record in dir.
-func writeLedger(dir string, rec worker.Record) error {
+// WriteLedger stores rec as the execution's ledger record in dir.
+func WriteLedger(dir string, rec worker.Record) error {
 	d, err := state.Open(dir)
 	if err != nil {
 		return err
@@ -27,9 +27,9 @@ func writeLedger(dir string, rec worker.Record) error {
 	return d.Write(rec.ID, rec, true)
 }
 
-// finishLedger completes an execution's ledger record with how it ended. The worker record's exit file
+// FinishLedger completes an execution's ledger record with how it ended. The worker record's exit file
 // holds the same facts: a caller that cannot write the ledger says so there (ledger_error).
-func finishLedger(dir, id string, ex exitRecord) error {
+func FinishLedger(dir, id string, ex ExitRecord) error {
 	d := &state.Dir{Path: dir}
 	var rec worker.Record
 	if err := d.Read(id, &rec); errors.Is(err, state.ErrNotFound) {
@@ -37,7 +37,7 @@ func finishLedger(dir, id string, ex exitRecord) error {
 	} else if err != nil {
 		return fmt.Errorf("ledger directory %s: %w", dir, err)
 	}
-	applyExit(&rec, ex)
+	ApplyExit(&rec, ex)
 	rec.State = fingerprint.Exited
 	if err := d.Write(id, rec, true); err != nil {
 		return fmt.Errorf("ledger directory %s: %w", dir, err)
@@ -48,8 +48,8 @@ func finishLedger(dir, id string, ex exitRecord) error {
 // Ledger returns the execution records that match q, oldest first. A record whose worker has not ended is
 // verified now: one from before a reboot says foreign-boot, never running. A cancelled ctx ends the read
 // between two records: Ledger then returns ctx's error (wrapped) and no records.
-func (l *Launcher) Ledger(ctx context.Context, q LedgerQuery) ([]worker.Record, error) {
-	d, err := state.Open(l.ledger)
+func (l *Store) Ledger(ctx context.Context, q LedgerQuery) ([]worker.Record, error) {
+	d, err := state.Open(l.LedgerPath)
 	if err != nil {
 		return nil, err
 	}
@@ -84,7 +84,7 @@ func (l *Launcher) Ledger(ctx context.Context, q LedgerQuery) ([]worker.Record, 
 				return nil, fmt.Errorf("ledger record %s: %w", id, err)
 			}
 			if !pinned {
-				src, pinned = l.sources(), true
+				src, pinned = l.Sources(), true
 			}
 			v, err := fingerprint.Verify(src, ident)
 			if err != nil {
@@ -97,5 +97,3 @@ func (l *Launcher) Ledger(ctx context.Context, q LedgerQuery) ([]worker.Record, 
 	sort.SliceStable(out, func(i, j int) bool { return out[i].StartedAt < out[j].StartedAt })
 	return out, nil
 }
-
-func timeAfter() <-chan time.Time { return time.After(5 * time.Millisecond) }
