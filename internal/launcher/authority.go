@@ -23,13 +23,13 @@ func claimOf(id string, ident fingerprint.Identity) cgroup.Claim {
 // with the reason it is not the worker's. Every whole-tree path of a later operation (stats, delete, gc)
 // goes through here; the shim holds its worker's cgroup on its own config (shimGroup).
 func (l *Launcher) workerGroup(rc worker.Receipt, ident fingerprint.Identity) (*cgroup.Group, error) {
-	if l.host == nil {
-		return nil, fmt.Errorf("no cgroup filesystem: %w", l.hostErr)
+	if l.Cgroups == nil {
+		return nil, fmt.Errorf("no cgroup filesystem: %w", l.CgroupsErr)
 	}
 	if ident.Cgroup == "" {
 		return nil, fmt.Errorf("%w: worker %s has no cgroup", cgroup.ErrNotFound, rc.ID)
 	}
-	return l.host.Hold(claimOf(rc.ID, ident))
+	return l.Cgroups.Hold(claimOf(rc.ID, ident))
 }
 
 // owns is the signal authority beyond the identity: a worker is signalled only when hlaunch recorded it
@@ -69,8 +69,8 @@ func joinReason(reason, more string) string {
 // cgroup path (as /proc/<pid>/cgroup names it in this process's cgroup namespace), or "" when there is
 // none. The sidecar refuses peers that run inside one.
 func (l *Launcher) MarkedCgroup(path string) (string, error) {
-	if l.host == nil {
+	if l.Cgroups == nil {
 		return "", nil
 	}
-	return l.host.MarkedAncestor(path)
+	return l.Cgroups.MarkedAncestor(path)
 }

@@ -145,7 +145,7 @@ func checkDamagedList(t *testing.T, l *Launcher, live, id string, want fingerpri
 // names a key, touches no other record, and keeps at most QuarantineKeep quarantined records, the newest.
 func TestGCQuarantinesDamagedRecords(t *testing.T) {
 	l, live := damagedLauncher(t)
-	l.host = nil // no cgroup of the host's is swept: only records are at stake here
+	l.Cgroups = nil // no cgroup of the host's is swept: only records are at stake here
 	var want []string
 	for i, c := range damagedCases {
 		id := fmt.Sprintf("w-0000000d%04x", i)

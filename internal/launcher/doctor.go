@@ -15,6 +15,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/cgroup"
 	"github.com/hlaunch/hlaunch/internal/linux"
 	"github.com/hlaunch/hlaunch/internal/nsenv/sandbox"
+	"github.com/hlaunch/hlaunch/internal/placement"
 	"github.com/hlaunch/hlaunch/internal/systemd"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
@@ -47,23 +48,23 @@ type Check struct {
 // Doctor reports what this host offers and what --scope auto would choose, creating nothing.
 func (l *Launcher) Doctor(ctx context.Context) (Report, error) {
 	r := Report{Mounts: map[string]string{}}
-	if l.host == nil {
+	if l.Cgroups == nil {
 		r.CgroupMode = "none"
-		r.Delegated = Check{false, fmt.Sprintf("no cgroup filesystem: %v", l.hostErr)}
+		r.Delegated = Check{false, fmt.Sprintf("no cgroup filesystem: %v", l.CgroupsErr)}
 	} else {
-		r.CgroupMode = string(l.host.Mode)
-		if l.host.Unified != "" {
-			r.Mounts["unified"] = l.host.Unified
-			if b, err := os.ReadFile(filepath.Join(l.host.Unified, "cgroup.controllers")); err == nil {
+		r.CgroupMode = string(l.Cgroups.Mode)
+		if l.Cgroups.Unified != "" {
+			r.Mounts["unified"] = l.Cgroups.Unified
+			if b, err := os.ReadFile(filepath.Join(l.Cgroups.Unified, "cgroup.controllers")); err == nil {
 				for _, c := range strings.Fields(string(b)) {
 					r.Controllers = append(r.Controllers, "v2:"+c)
 				}
 			}
-			_, err := os.Stat(filepath.Join(l.host.Unified, "cgroup.kill"))
+			_, err := os.Stat(filepath.Join(l.Cgroups.Unified, "cgroup.kill"))
 			r.CgroupKill = err == nil || kernelAtLeast(5, 14)
 			r.CloneIntoCgroup = kernelAtLeast(5, 7)
 		}
-		for c, m := range l.host.V1 {
+		for c, m := range l.Cgroups.V1 {
 			r.Mounts[c] = m
 			if !strings.HasPrefix(c, "name=") {
 				r.Controllers = append(r.Controllers, "v1:"+c)
@@ -90,18 +91,18 @@ func (l *Launcher) Doctor(ctx context.Context) (Report, error) {
 	spec := worker.Spec{}.WithDefaults(l.cfg.Defaults)
 	spec.Scope, spec.RequireScope = worker.ScopeAuto, false
 	dry := &dryPlacer{l: l, system: r.SystemBus, user: r.UserBus}
-	if l.host != nil {
-		_, _ = dry.cgroup(spec, "")
+	if l.Cgroups != nil {
+		_, _ = dry.Cgroup(spec, "")
 		r.Delegated = dry.cgroupCheck
 	}
-	p, why, err := decide(ctx, spec, "", dry)
+	p, why, err := placement.Decide(ctx, spec, "", dry)
 	switch {
 	case err != nil:
 		r.AutoChoice, r.AutoReason = worker.ModeDegraded, "a launch with these defaults is refused: "+err.Error()
-	case p.mode() == worker.ModeDegraded:
+	case p.Mode() == worker.ModeDegraded:
 		r.AutoChoice, r.AutoReason = worker.ModeDegraded, why
 	default:
-		r.AutoChoice, r.AutoReason = p.mode(), why+": "+p.(checked).detail
+		r.AutoChoice, r.AutoReason = p.Mode(), why+": "+p.(checked).detail
 	}
 	r.RestartSafe = r.AutoChoice == worker.ModeScoped || r.AutoChoice == worker.ModeCgroup
 	return r, nil
@@ -117,45 +118,45 @@ type dryPlacer struct {
 
 // checked is a placement a dry run found possible: its mode and what was checked; nothing exists.
 type checked struct {
-	noPlacement
+	placement.NoPlacement
 	m      worker.Mode
 	detail string
 }
 
-func (c checked) mode() worker.Mode { return c.m }
+func (c checked) Mode() worker.Mode { return c.m }
 
-func (dryPlacer) none() placement { return noPlacement{} }
+func (dryPlacer) None() placement.Placement { return placement.NoPlacement{} }
 
-// cgroup checks the parent as Create would use it (cgroup.Host.CheckParent: the same decision, so the
+// Cgroup checks the parent as Create would use it (cgroup.Host.CheckParent: the same decision, so the
 // same words).
-func (d *dryPlacer) cgroup(spec worker.Spec, _ string) (placement, error) {
-	parent, err := d.l.cgroupParent(spec)
+func (d *dryPlacer) Cgroup(spec worker.Spec, _ string) (placement.Placement, error) {
+	parent, err := d.l.CgroupParent(spec)
 	if err != nil {
 		d.cgroupCheck = Check{false, err.Error()}
 		return nil, err
 	}
 	dir := ""
-	if parent, err = d.l.host.CleanParent(parent); err == nil {
-		applied, defaults := d.l.limitsFor(spec)
+	if parent, err = d.l.Cgroups.CleanParent(parent); err == nil {
+		applied, defaults := d.l.LimitsFor(spec)
 		err = worker.FitDefaults(applied, defaults, func(lim cgroup.Limits) (err error) {
-			dir, err = d.l.host.CheckParent(parent, lim)
+			dir, err = d.l.Cgroups.CheckParent(parent, lim)
 			return err
 		})
 	}
 	if err != nil {
 		d.cgroupCheck = Check{false, err.Error()}
-		return nil, cgroupRefusal(err)
+		return nil, placement.CgroupRefusal(err)
 	}
 	d.cgroupCheck = Check{true, fmt.Sprintf("%s (parent %s)", dir, parent)}
 	return checked{m: worker.ModeCgroup, detail: d.cgroupCheck.Detail}, nil
 }
 
-func (d *dryPlacer) systemd(_ context.Context, spec worker.Spec, _ bool) (placement, error) {
-	if err := checkUnit(spec); err != nil {
+func (d *dryPlacer) Systemd(_ context.Context, spec worker.Spec, _ bool) (placement.Placement, error) {
+	if err := placement.CheckUnit(spec); err != nil {
 		return nil, err
 	}
 	bus := d.system
-	if userManager(spec) {
+	if placement.UserManager(spec) {
 		bus = d.user
 	}
 	if !bus.OK {
@@ -165,7 +166,7 @@ func (d *dryPlacer) systemd(_ context.Context, spec worker.Spec, _ bool) (placem
 }
 
 func (l *Launcher) probeBus(ctx context.Context, user bool) Check {
-	cctx, cancel := context.WithTimeout(ctx, scopeTimeout)
+	cctx, cancel := context.WithTimeout(ctx, placement.ScopeTimeout)
 	defer cancel()
 	c, err := systemd.Connect(cctx, systemd.ConnectOptions{User: user, UID: os.Geteuid(), Getenv: envLookup(l.cfg.Environ)})
 	if err != nil {

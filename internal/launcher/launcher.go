@@ -5,8 +5,8 @@ import (
 	"os"
 
 	"github.com/hlaunch/hlaunch/internal/affinity"
-	"github.com/hlaunch/hlaunch/internal/cgroup"
 	"github.com/hlaunch/hlaunch/internal/nsenv/profile"
+	"github.com/hlaunch/hlaunch/internal/placement"
 	"github.com/hlaunch/hlaunch/internal/records"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
@@ -68,14 +68,11 @@ type Stdio struct {
 // Launcher carries out launches and later operations on workers. It holds no global state; one value per
 // process is enough, and it is safe for concurrent use.
 type Launcher struct {
-	records.Store // the state directory's records and the ledger
-	cfg           Config
-	root          string          // resolved hermes root
-	policy        *profile.Policy // built-in lists, extended by --policy
-	host          *cgroup.Host    // nil when this host has no usable cgroupfs
-	hostErr       error           // why host is nil
-	buses         *buses          // kept manager connections (Config.KeepBus); nil dials per launch
-	limits        cgroup.Limits   // the default limits of every worker with a cgroup (Config.Defaults.Limits)
+	records.Store  // the state directory's records and the ledger
+	placement.Host // where its workers can be placed
+	cfg            Config
+	root           string          // resolved hermes root
+	policy         *profile.Policy // built-in lists, extended by --policy
 
 	ledgerIdx records.LedgerIndex // the ledger as the last collection left it (pruneLedger)
 	tempSweep tempSweep           // when the collection last swept dead writers' temp files (sweepTemps)
@@ -84,14 +81,8 @@ type Launcher struct {
 // Close releases what the launcher keeps open between launches (Config.KeepBus); workers are not
 // touched. A launch after Close dials again.
 func (l *Launcher) Close() error {
-	if l.buses != nil {
-		l.buses.close()
+	if l.Buses != nil {
+		l.Buses.Close()
 	}
 	return nil
-}
-
-// limitsFor is the limits a worker of spec gets from this launcher, and the part of them that are
-// defaults.
-func (l *Launcher) limitsFor(spec worker.Spec) (applied, fromDefaults cgroup.Limits) {
-	return worker.EffectiveLimits(spec.Limits, l.limits)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/cgroup"
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/nsenv/profile"
+	"github.com/hlaunch/hlaunch/internal/placement"
 	"github.com/hlaunch/hlaunch/internal/state"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
@@ -30,6 +31,7 @@ func New(cfg Config) (*Launcher, error) {
 		cfg.Self = "/proc/self/exe"
 	}
 	l := &Launcher{cfg: cfg}
+	l.Getenv = envLookup(cfg.Environ)
 	getenv := envLookup(cfg.Environ)
 	root, err := profile.ResolveRoot(cfg.Root, getenv, osHome(getenv))
 	if err != nil {
@@ -69,7 +71,7 @@ func New(cfg Config) (*Launcher, error) {
 		return nil, fmt.Errorf("%w: %w", worker.ErrInvalid, err)
 	}
 	if cfg.KeepBus {
-		l.buses = &buses{}
+		l.Buses = &placement.Buses{}
 	}
 	if msg := worker.CheckLimits(cfg.Defaults.Limits); msg != "" {
 		return nil, fmt.Errorf("%w: default limits: %s", worker.ErrInvalid, msg)
@@ -77,11 +79,11 @@ func New(cfg Config) (*Launcher, error) {
 	// MemTotal is read once: the memory default is a share of it. A host whose meminfo cannot be read has
 	// no memory default (the receipt shows none); the other defaults hold.
 	memTotal, _ := worker.ReadMemTotal()
-	l.limits = worker.LauncherDefaults(cfg.Defaults.Limits, worker.BuiltinLimits(memTotal))
-	l.host, l.hostErr = cgroup.Detect()
+	l.Limits = worker.LauncherDefaults(cfg.Defaults.Limits, worker.BuiltinLimits(memTotal))
+	l.Cgroups, l.CgroupsErr = cgroup.Detect()
 	l.Src = fingerprint.Sources{}
-	if l.host != nil {
-		l.Src.CgroupRoot = l.host.Unified
+	if l.Cgroups != nil {
+		l.Src.CgroupRoot = l.Cgroups.Unified
 	}
 	// The boot id is read once per Launcher, not once per record verified (a List of the sidecar's 1,000
 	// records read it 1,000 times): it cannot change while this process lives. The machine id can be

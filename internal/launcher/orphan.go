@@ -11,7 +11,6 @@ import (
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/records"
 	"github.com/hlaunch/hlaunch/internal/state"
-	"github.com/hlaunch/hlaunch/internal/systemd"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
@@ -156,24 +155,3 @@ func (l *Launcher) recordLostEnd(rc worker.Receipt, ident fingerprint.Identity, 
 	})
 	l.removeEnded(rc, ident)
 }
-
-// scopeBackstop is what a detached worker's scope is given so that its manager ends it at its deadline
-// with nothing of hlaunch's running (its shim killed, no sidecar, no CLI call): RuntimeMaxSec= at
-// timeout+grace+backstopMargin, after the shim's own kill, and TimeoutStopSec= of the grace, so that a tree
-// that ignores the manager's SIGTERM is killed a grace later. A live shim drops the manager's SIGTERM (it
-// catches it) and has recorded the end long before the manager's SIGKILL. A foreground launch's hlaunch
-// enforces its own deadline, and a warm slot's scope is made before its spec is known: neither gets one.
-func scopeBackstop(spec worker.Spec) systemd.ScopeSpec {
-	timeout, _ := spec.TimeoutDuration()
-	if !spec.Detach || timeout <= 0 {
-		return systemd.ScopeSpec{}
-	}
-	grace, _ := spec.GraceDuration()
-	return systemd.ScopeSpec{RuntimeMax: timeout + grace + backstopMargin, StopTimeout: grace}
-}
-
-// backstopMargin puts the manager's stop after the shim's own deadline: the manager counts from the
-// scope's start, the shim from its receipt, which comes later by the identity capture and the records
-// (over half a second under TCG in the guest lane, where a manager's stop at timeout+grace ended a tree
-// before its shim's deadline and the end was recorded as not timed out).
-const backstopMargin = 5 * time.Second

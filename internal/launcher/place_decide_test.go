@@ -32,7 +32,7 @@ func placeTestLauncher(t *testing.T, h *cgroup.Host, parent string) *Launcher {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.host = h
+	l.Cgroups = h
 	return l
 }
 
@@ -97,13 +97,13 @@ func TestDoctorAndLaunchAgreeOnAuto(t *testing.T) {
 			t.Fatal(err)
 		}
 		spec := worker.Spec{}.WithDefaults(l.cfg.Defaults)
-		p, err := l.prepare(ctx, spec, worker.NewWorkerID())
+		p, err := l.Prepare(ctx, spec, worker.NewWorkerID())
 		got := worker.Mode("error: ")
 		if err != nil {
 			got += worker.Mode(err.Error())
 		} else {
-			got = p.mode()
-			p.release(ctx)
+			got = p.Mode()
+			p.Release(ctx)
 		}
 		if got != rep.AutoChoice {
 			t.Errorf("%s: doctor says --scope auto gives %s (%s; delegated %+v), a launch got %s", why, rep.AutoChoice, rep.AutoReason, rep.Delegated, got)

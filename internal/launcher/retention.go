@@ -113,8 +113,8 @@ func (l *Launcher) GC(ctx context.Context, r Retention) (GCReport, error) {
 	// Empty worker cgroups without a record (a foreground hlaunch that was SIGKILLed could not remove its own).
 	rep.Removed = append(rep.Removed, l.gcOrphans(recs, r.OrphanAge)...)
 	// The parent itself goes too once nothing is left under it (it is re-created by the next launch).
-	if l.host != nil && !r.KeepParent {
-		_ = l.host.RemoveParentIfEmpty(l.cfg.Defaults.CgroupParent)
+	if l.Cgroups != nil && !r.KeepParent {
+		_ = l.Cgroups.RemoveParentIfEmpty(l.cfg.Defaults.CgroupParent)
 	}
 	rep.LedgerPruned = l.pruneLedger(r)
 	rep.Quarantined, rep.QuarantineDropped, err = l.QuarantineDamaged(recs)
@@ -159,10 +159,10 @@ func (l *Launcher) sweepTemps() (int, error) {
 // removeEndedCgroup is removeEnded for a pass over kept records, after one stat (most are gone): it reports false
 // only when the cgroup is there with members.
 func (l *Launcher) removeEndedCgroup(rec worker.Record) bool {
-	if rec.Mode != worker.ModeCgroup || rec.Cgroup == "" || l.host == nil || l.host.Unified == "" {
+	if rec.Mode != worker.ModeCgroup || rec.Cgroup == "" || l.Cgroups == nil || l.Cgroups.Unified == "" {
 		return true
 	}
-	if _, err := os.Lstat(filepath.Join(l.host.Unified, rec.Cgroup)); err != nil {
+	if _, err := os.Lstat(filepath.Join(l.Cgroups.Unified, rec.Cgroup)); err != nil {
 		return true // removed (by its shim, as usual): one stat per kept record and pass
 	}
 	ident, err := fingerprint.ParseToken(rec.Token)
@@ -230,10 +230,10 @@ func (l *Launcher) pruneLedger(r Retention) int {
 
 // gcOrphans removes empty worker cgroups under the default parent that no record names.
 func (l *Launcher) gcOrphans(recs []worker.Record, minAge time.Duration) []string {
-	if l.host == nil || l.host.Unified == "" {
+	if l.Cgroups == nil || l.Cgroups.Unified == "" {
 		return nil
 	}
-	parent, err := l.host.CleanParent(l.cfg.Defaults.CgroupParent)
+	parent, err := l.Cgroups.CleanParent(l.cfg.Defaults.CgroupParent)
 	if err != nil {
 		return nil
 	}
@@ -241,7 +241,7 @@ func (l *Launcher) gcOrphans(recs []worker.Record, minAge time.Duration) []strin
 	for _, r := range recs {
 		known[r.Cgroup] = true
 	}
-	ents, err := os.ReadDir(filepath.Join(l.host.Unified, parent))
+	ents, err := os.ReadDir(filepath.Join(l.Cgroups.Unified, parent))
 	if err != nil {
 		return nil
 	}
@@ -256,7 +256,7 @@ func (l *Launcher) gcOrphans(recs []worker.Record, minAge time.Duration) []strin
 		if info, err := e.Info(); err != nil || time.Since(info.ModTime()) < minAge {
 			continue
 		}
-		g, err := l.host.Hold(cgroup.Claim{Path: path, Worker: e.Name()})
+		g, err := l.Cgroups.Hold(cgroup.Claim{Path: path, Worker: e.Name()})
 		if err != nil {
 			continue // not hlaunch's (no marker on it or its parent): never touched
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/nsenv/profile"
 	"github.com/hlaunch/hlaunch/internal/nsenv/sandbox"
+	"github.com/hlaunch/hlaunch/internal/placement"
 	hproc "github.com/hlaunch/hlaunch/internal/proc"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
@@ -63,12 +64,12 @@ func (l *Launcher) Run(ctx context.Context, spec worker.Spec, stdio Stdio, sigs 
 	if ctx.Err() != nil {
 		return worker.ExitInternal, fmt.Errorf("launch cancelled: %w: nothing was started", context.Cause(ctx))
 	}
-	p, err := l.prepare(ctx, spec, id)
+	p, err := l.Prepare(ctx, spec, id)
 	if err != nil {
 		return worker.ExitCode(err), err
 	}
-	defer p.release(context.WithoutCancel(ctx))
-	if w := p.describe().warning; w != "" {
+	defer p.Release(context.WithoutCancel(ctx))
+	if w := p.Describe().Warning; w != "" {
 		fmt.Fprintln(l.cfg.Stderr, w)
 	}
 	out, closeOut, err := logStdio(spec, stdio)
@@ -125,13 +126,13 @@ func (l *Launcher) Run(ctx context.Context, spec worker.Spec, stdio Stdio, sigs 
 
 // sayOOM says on stderr, in one line, when the kernel's OOM killer ended the worker: its 137 is otherwise
 // indistinguishable from any SIGKILL.
-func (l *Launcher) sayOOM(p placement, ws syscall.WaitStatus) {
-	g := p.group()
+func (l *Launcher) sayOOM(p placement.Placement, ws syscall.WaitStatus) {
+	g := p.Group()
 	if !ws.Signaled() || ws.Signal() != syscall.SIGKILL || g == nil {
 		return
 	}
 	if st, err := g.Stats(); err == nil && st.OOMKills > 0 {
-		fmt.Fprintf(l.cfg.Stderr, "hlaunch: the worker was killed by the kernel's OOM killer (memory limit %d bytes, %d OOM kills in its cgroup)\n", p.describe().limits.Memory, st.OOMKills)
+		fmt.Fprintf(l.cfg.Stderr, "hlaunch: the worker was killed by the kernel's OOM killer (memory limit %d bytes, %d OOM kills in its cgroup)\n", p.Describe().Limits.Memory, st.OOMKills)
 	}
 }
 
@@ -165,10 +166,10 @@ const (
 // one stopped the worker (endNone if neither did). A sandbox's init (the leader) gets no SIGTERM of its
 // own: it would forward a second copy to the target. The tree's SIGTERM goes through a fingerprint handle
 // pinned while the leader is our unreaped child (pidfds, never bare PIDs).
-func (l *Launcher) enforceEnd(ctx context.Context, spec worker.Spec, p placement, proc *hproc.Proc) func() int {
+func (l *Launcher) enforceEnd(ctx context.Context, spec worker.Spec, p placement.Placement, proc *hproc.Proc) func() int {
 	timeout, _ := spec.TimeoutDuration()
 	grace, _ := spec.GraceDuration()
-	g := p.group()
+	g := p.Group()
 	var (
 		mu   sync.Mutex
 		why  = endNone

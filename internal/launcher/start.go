@@ -11,6 +11,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/handshake"
 	"github.com/hlaunch/hlaunch/internal/nsenv/profile"
 	"github.com/hlaunch/hlaunch/internal/nsenv/sandbox"
+	"github.com/hlaunch/hlaunch/internal/placement"
 	hproc "github.com/hlaunch/hlaunch/internal/proc"
 	"github.com/hlaunch/hlaunch/internal/records"
 	"github.com/hlaunch/hlaunch/internal/shim"
@@ -48,7 +49,7 @@ func (l *Launcher) StartWithID(ctx context.Context, spec worker.Spec, stdio Stdi
 		return nil, err
 	}
 	defer d.unlock()
-	p, err := l.prepare(ctx, d.spec, id)
+	p, err := l.Prepare(ctx, d.spec, id)
 	if err != nil {
 		return nil, err
 	}
@@ -56,10 +57,10 @@ func (l *Launcher) StartWithID(ctx context.Context, spec worker.Spec, stdio Stdi
 	// holdShim or runShim first).
 	defer func() {
 		if retErr != nil {
-			p.release(context.WithoutCancel(ctx))
+			p.Release(context.WithoutCancel(ctx))
 		}
 	}()
-	if w := p.describe().warning; w != "" {
+	if w := p.Describe().Warning; w != "" {
 		fmt.Fprintln(l.cfg.Stderr, w)
 	}
 	// The shim's own stdio is /dev/null, or the worker's descriptors when the worker inherits them.
@@ -146,7 +147,7 @@ func (l *Launcher) detached(ctx context.Context, spec worker.Spec, stdio Stdio, 
 
 // heldShim is a worker's shim, started and placed, waiting on its handshake for the worker's config.
 type heldShim struct {
-	p      placement
+	p      placement.Placement
 	child  *shim.Parent
 	cgroup string       // the shim's (and so the worker's) cgroup, relative to the v2 root
 	cpus   affinity.Set // the worker's CPU set, which the shim (started on one CPU) gives it
@@ -154,8 +155,8 @@ type heldShim struct {
 
 // holdShim starts the shim for worker id with files as its stdio (nil: /dev/null) and places it in p. On
 // failure no shim is left; p is the caller's to release.
-func (l *Launcher) holdShim(ctx context.Context, spec worker.Spec, id string, p placement, files []*os.File) (_ *heldShim, retErr error) {
-	fd, err := p.cloneFD()
+func (l *Launcher) holdShim(ctx context.Context, spec worker.Spec, id string, p placement.Placement, files []*os.File) (_ *heldShim, retErr error) {
+	fd, err := p.CloneFD()
 	if err != nil {
 		return nil, fmt.Errorf("open worker cgroup: %w", err)
 	}
@@ -176,10 +177,10 @@ func (l *Launcher) holdShim(ctx context.Context, spec worker.Spec, id string, p 
 			child.Abort() // held on its handshake: it never starts the worker
 		}
 	}()
-	if err := p.place(ctx, spec, id, child.PID(), fd != nil); err != nil {
+	if err := p.Place(ctx, spec, id, child.PID(), fd != nil); err != nil {
 		return nil, err
 	}
-	return &heldShim{p: p, child: child, cgroup: p.cgroupPath(child.PID()), cpus: cpus}, nil
+	return &heldShim{p: p, child: child, cgroup: p.CgroupPath(child.PID()), cpus: cpus}, nil
 }
 
 // runShim hands a held shim its worker's config and waits for its report: the worker's receipt, or why it
@@ -216,8 +217,8 @@ func (l *Launcher) runShim(ctx context.Context, d *detachedLaunch, h *heldShim) 
 	if d.cred != nil && d.sb == nil {
 		sc.Cred = &shim.Cred{UID: d.cred.Uid, GID: d.cred.Gid}
 	}
-	where := h.p.describe()
-	sc.Unit, sc.InvocationID = where.unit, where.invocationID
+	where := h.p.Describe()
+	sc.Unit, sc.InvocationID = where.Unit, where.InvocationID
 	if d.sb != nil {
 		sc.Receipt.Landlock = landlockMode(d.sb)
 		sc.Receipt.KeptGroups = keptGroups()
@@ -245,7 +246,7 @@ func (l *Launcher) runShim(ctx context.Context, d *detachedLaunch, h *heldShim) 
 	l.IndexToken(res.Receipt)
 	h.child.Done()
 	go reapWhenEnded(h.child.Proc) // reap the shim if it ends while we live (no thread held meanwhile)
-	h.p.close()
+	h.p.Close()
 	return res.Receipt, nil
 }
 
@@ -264,11 +265,11 @@ func shimFailure(f *shim.Failure, workers, ledger string) error {
 }
 
 // receipt describes a worker about to start; setIdentity completes it once the worker runs.
-func (l *Launcher) receipt(spec worker.Spec, profile, home, id string, p placement) *worker.Receipt {
-	where := p.describe()
+func (l *Launcher) receipt(spec worker.Spec, profile, home, id string, p placement.Placement) *worker.Receipt {
+	where := p.Describe()
 	rc := &worker.Receipt{
-		ID: id, Mode: p.mode(), Profile: profile, Home: home, Argv: worker.RecordedArgv(worker.RedactArgv(spec.Argv, l.policy)),
-		Limits: where.limits, Key: spec.Key, Warning: where.warning, Log: spec.Log, Sandbox: spec.Sandbox,
+		ID: id, Mode: p.Mode(), Profile: profile, Home: home, Argv: worker.RecordedArgv(worker.RedactArgv(spec.Argv, l.policy)),
+		Limits: where.Limits, Key: spec.Key, Warning: where.Warning, Log: spec.Log, Sandbox: spec.Sandbox,
 	}
 	if spec.Sandbox {
 		rc.Seccomp = worker.SeccompDefault

@@ -50,17 +50,17 @@ func (l *Launcher) NewWarm(ctx context.Context) (_ *Warm, retErr error) {
 		return nil, fmt.Errorf("%w: scope none", ErrNotWarmable)
 	}
 	id := worker.NewWorkerID()
-	p, err := l.prepare(ctx, spec, id)
+	p, err := l.Prepare(ctx, spec, id)
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
 		if retErr != nil {
-			p.release(context.WithoutCancel(ctx))
+			p.Release(context.WithoutCancel(ctx))
 		}
 	}()
-	w := &Warm{id: id, scope: spec.Scope, mode: p.mode(), spec: spec}
-	w.limits, _ = l.limitsFor(spec)
+	w := &Warm{id: id, scope: spec.Scope, mode: p.Mode(), spec: spec}
+	w.limits, _ = l.LimitsFor(spec)
 	if w.mode != worker.ModeCgroup && w.mode != worker.ModeScoped {
 		return nil, fmt.Errorf("%w: the default placement resolves to %s", ErrNotWarmable, w.mode)
 	}
@@ -70,7 +70,7 @@ func (l *Launcher) NewWarm(ctx context.Context) (_ *Warm, retErr error) {
 	}
 	// A scope outlives the bus connection; nothing later needs it (an aborted slot's scope is empty, and
 	// the manager collects it). A cgroup's close holds nothing.
-	p.close()
+	p.Close()
 	w.held = h
 	return w, nil
 }
@@ -109,7 +109,7 @@ func (l *Launcher) StartWarm(ctx context.Context, w *Warm, spec worker.Spec) (_ 
 	if w.used {
 		return nil, errors.New("warm slot already used")
 	}
-	if !w.fits(spec.WithDefaults(l.cfg.Defaults), l.limits) {
+	if !w.fits(spec.WithDefaults(l.cfg.Defaults), l.Limits) {
 		return nil, ErrNotWarmable
 	}
 	d, err := l.detached(ctx, spec, Stdio{}, w.id)
@@ -120,7 +120,7 @@ func (l *Launcher) StartWarm(ctx context.Context, w *Warm, spec worker.Spec) (_ 
 	w.used = true
 	defer func() {
 		if retErr != nil {
-			w.held.p.release(context.WithoutCancel(ctx)) // runShim ended the shim
+			w.held.p.Release(context.WithoutCancel(ctx)) // runShim ended the shim
 		}
 	}()
 	return l.runShim(ctx, d, w.held)
@@ -136,5 +136,5 @@ func (w *Warm) Close() {
 	}
 	w.used = true
 	w.held.child.Abort()
-	w.held.p.release(context.Background())
+	w.held.p.Release(context.Background())
 }

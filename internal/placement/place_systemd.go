@@ -1,4 +1,4 @@
-package launcher
+package placement
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
 
 	"github.com/hlaunch/hlaunch/internal/cgroup"
 	"github.com/hlaunch/hlaunch/internal/linux"
@@ -28,7 +29,7 @@ type scopePlacement struct {
 	invID  string // the scope's InvocationID, once placed
 	cgroup string // the leader's v2 cgroup once placed, read from the leader itself; "" without a v2 line
 	limits cgroup.Limits
-	// unit name generated (unique per launch): the scope's cgroup.events on the unified tree, so release
+	// Unit name generated (unique per launch): the scope's cgroup.events on the unified tree, so release
 	// can see the scope is already empty and leave it to the manager instead of a StopUnit job.
 	events  string
 	unified string       // the cgroup2 mount, "" when unknown
@@ -46,12 +47,12 @@ type dialResult struct {
 	err error
 }
 
-// userManager reports whether spec's scope is made by a user manager (--user, or any non-root caller)
+// UserManager reports whether spec's scope is made by a user manager (--user, or any non-root caller)
 // rather than the system manager.
-func userManager(spec worker.Spec) bool { return spec.UserManager || os.Geteuid() != 0 }
+func UserManager(spec worker.Spec) bool { return spec.UserManager || os.Geteuid() != 0 }
 
-// checkUnit refuses a bad --unit before anything is started.
-func checkUnit(spec worker.Spec) error {
+// CheckUnit refuses a bad --unit before anything is started.
+func CheckUnit(spec worker.Spec) error {
 	if spec.Unit != "" {
 		if err := systemd.ValidUnitName(spec.Unit); err != nil {
 			return fmt.Errorf("%w: --unit: %w", worker.ErrInvalid, err)
@@ -60,29 +61,29 @@ func checkUnit(spec worker.Spec) error {
 	return nil
 }
 
-func (l *Launcher) newScope(spec worker.Spec) *scopePlacement {
-	p := &scopePlacement{host: l.host}
-	p.limits, p.defaults = l.limitsFor(spec)
-	if l.host != nil {
-		p.unified = l.host.Unified
+func (l *Host) newScope(spec worker.Spec) *scopePlacement {
+	p := &scopePlacement{host: l.Cgroups}
+	p.limits, p.defaults = l.LimitsFor(spec)
+	if l.Cgroups != nil {
+		p.unified = l.Cgroups.Unified
 	}
 	return p
 }
 
-func (l *Launcher) prepareSystemd(ctx context.Context, spec worker.Spec) (*scopePlacement, error) {
-	if err := checkUnit(spec); err != nil {
+func (l *Host) prepareSystemd(ctx context.Context, spec worker.Spec) (*scopePlacement, error) {
+	if err := CheckUnit(spec); err != nil {
 		return nil, err
 	}
-	cctx, cancel := context.WithTimeout(ctx, scopeTimeout)
+	cctx, cancel := context.WithTimeout(ctx, ScopeTimeout)
 	defer cancel()
-	user := userManager(spec)
+	user := UserManager(spec)
 	dial := func(ctx context.Context) (*systemd.Conn, error) {
-		return systemd.Connect(ctx, systemd.ConnectOptions{User: user, UID: os.Geteuid(), Getenv: envLookup(l.cfg.Environ)})
+		return systemd.Connect(ctx, systemd.ConnectOptions{User: user, UID: os.Geteuid(), Getenv: l.Getenv})
 	}
 	var conn *systemd.Conn
 	var err error
-	if l.buses != nil {
-		conn, err = l.buses.get(cctx, user, dial)
+	if l.Buses != nil {
+		conn, err = l.Buses.get(cctx, user, dial)
 	} else {
 		conn, err = dial(cctx)
 	}
@@ -90,7 +91,7 @@ func (l *Launcher) prepareSystemd(ctx context.Context, spec worker.Spec) (*scope
 		return nil, err
 	}
 	p := l.newScope(spec)
-	p.conn, p.sharedConn = conn, l.buses != nil
+	p.conn, p.sharedConn = conn, l.Buses != nil
 	return p, nil
 }
 
@@ -100,8 +101,8 @@ func (l *Launcher) prepareSystemd(ctx context.Context, spec worker.Spec) (*scope
 // sandbox's stub on its handshake) until place succeeds, and a failed connect aborts it (exit 125, the
 // target never runs). The unit name is still checked first, so a bad --unit starts nothing at all.
 // --scope auto stays synchronous: its fallback depends on the answer.
-func (l *Launcher) prepareSystemdAsync(ctx context.Context, spec worker.Spec) (*scopePlacement, error) {
-	if err := checkUnit(spec); err != nil {
+func (l *Host) prepareSystemdAsync(ctx context.Context, spec worker.Spec) (*scopePlacement, error) {
+	if err := CheckUnit(spec); err != nil {
 		return nil, err
 	}
 	p := l.newScope(spec)
@@ -134,21 +135,21 @@ func (p *scopePlacement) await() error {
 	return nil
 }
 
-func (*scopePlacement) mode() worker.Mode          { return worker.ModeScoped }
-func (*scopePlacement) cloneFD() (*os.File, error) { return nil, nil }
-func (*scopePlacement) needsHold(bool) bool        { return true }
-func (*scopePlacement) group() *cgroup.Group       { return nil }
+func (*scopePlacement) Mode() worker.Mode          { return worker.ModeScoped }
+func (*scopePlacement) CloneFD() (*os.File, error) { return nil, nil }
+func (*scopePlacement) NeedsHold(bool) bool        { return true }
+func (*scopePlacement) Group() *cgroup.Group       { return nil }
 
-func (p *scopePlacement) describe() placed {
-	return placed{limits: p.limits, unit: p.unit, invocationID: p.invID}
+func (p *scopePlacement) Describe() Placed {
+	return Placed{Limits: p.limits, Unit: p.unit, InvocationID: p.invID}
 }
 
-// cgroupPath is read from the leader itself (by place), so that scopes and raw cgroups are described the
+// CgroupPath is read from the leader itself (by place), so that scopes and raw cgroups are described the
 // same way.
-func (p *scopePlacement) cgroupPath(int) string { return p.cgroup }
+func (p *scopePlacement) CgroupPath(int) string { return p.cgroup }
 
-// place makes the transient scope with pid in it and checks that its limits were applied.
-func (p *scopePlacement) place(ctx context.Context, spec worker.Spec, id string, pid int, _ bool) error {
+// Place makes the transient scope with pid in it and checks that its limits were applied.
+func (p *scopePlacement) Place(ctx context.Context, spec worker.Spec, id string, pid int, _ bool) error {
 	if err := p.await(); err != nil {
 		return err
 	}
@@ -172,7 +173,7 @@ func (p *scopePlacement) place(ctx context.Context, spec worker.Spec, id string,
 		return fmt.Errorf("%w: --unit: %w", worker.ErrInvalid, err)
 	}
 	backstop := scopeBackstop(spec)
-	cctx, cancel := context.WithTimeout(ctx, scopeTimeout)
+	cctx, cancel := context.WithTimeout(ctx, ScopeTimeout)
 	defer cancel()
 	info, err := p.conn.StartScope(cctx, systemd.ScopeSpec{
 		Unit:               unit,
@@ -236,7 +237,7 @@ func (p *scopePlacement) enforced(pid int) error {
 	return nil
 }
 
-func (p *scopePlacement) release(ctx context.Context) {
+func (p *scopePlacement) Release(ctx context.Context) {
 	_ = p.await()
 	if p.conn == nil {
 		return
@@ -246,15 +247,15 @@ func (p *scopePlacement) release(ctx context.Context) {
 	// for generated unit names, which no later launch reuses, and only when the scope's own cgroup says
 	// "populated 0"; anything else (members left, an unreadable file) still goes through StopUnit.
 	if p.unit != "" && !scopeEmpty(p.events) {
-		sctx, cancel := context.WithTimeout(ctx, scopeTimeout)
+		sctx, cancel := context.WithTimeout(ctx, ScopeTimeout)
 		_ = p.conn.StopUnit(sctx, p.unit)
 		cancel()
 	}
 	p.closeConn()
 }
 
-// close drops the bus connection: the scope outlives it, and nothing later needs it.
-func (p *scopePlacement) close() {
+// Close drops the bus connection: the scope outlives it, and nothing later needs it.
+func (p *scopePlacement) Close() {
 	_ = p.await()
 	if p.conn != nil {
 		p.closeConn()
@@ -281,3 +282,24 @@ func scopeEmpty(events string) bool {
 	ev, err := linux.ParseEvents(b)
 	return err == nil && !ev.Populated
 }
+
+// scopeBackstop is what a detached worker's scope is given so that its manager ends it at its deadline
+// with nothing of hlaunch's running (its shim killed, no sidecar, no CLI call): RuntimeMaxSec= at
+// timeout+grace+backstopMargin, after the shim's own kill, and TimeoutStopSec= of the grace, so that a tree
+// that ignores the manager's SIGTERM is killed a grace later. A live shim drops the manager's SIGTERM (it
+// catches it) and has recorded the end long before the manager's SIGKILL. A foreground launch's hlaunch
+// enforces its own deadline, and a warm slot's scope is made before its spec is known: neither gets one.
+func scopeBackstop(spec worker.Spec) systemd.ScopeSpec {
+	timeout, _ := spec.TimeoutDuration()
+	if !spec.Detach || timeout <= 0 {
+		return systemd.ScopeSpec{}
+	}
+	grace, _ := spec.GraceDuration()
+	return systemd.ScopeSpec{RuntimeMax: timeout + grace + backstopMargin, StopTimeout: grace}
+}
+
+// backstopMargin puts the manager's stop after the shim's own deadline: the manager counts from the
+// scope's start, the shim from its receipt, which comes later by the identity capture and the records
+// (over half a second under TCG in the guest lane, where a manager's stop at timeout+grace ended a tree
+// before its shim's deadline and the end was recorded as not timed out).
+const backstopMargin = 5 * time.Second

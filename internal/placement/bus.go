@@ -1,4 +1,4 @@
-package launcher
+package placement
 
 import (
 	"context"
@@ -7,17 +7,17 @@ import (
 	"github.com/hlaunch/hlaunch/internal/systemd"
 )
 
-// buses keeps a long-lived launcher's manager connections (Config.KeepBus), one per manager (the system
+// Buses keeps a long-lived launcher's manager connections (Config.KeepBus), one per manager (the system
 // one, the user one), shared by every launch: a launch otherwise dials two D-Bus connections, each an
 // accept and an authentication in the manager, and closes them when it is done.
-type buses struct {
+type Buses struct {
 	mu    sync.Mutex
 	conns map[bool]*systemd.Conn // by "user manager"
 }
 
 // get returns the open connection to the user or system manager, dialling it (again) when there is none
 // or it was lost. Concurrent first launches wait for one dial.
-func (b *buses) get(ctx context.Context, user bool, dial func(context.Context) (*systemd.Conn, error)) (*systemd.Conn, error) {
+func (b *Buses) get(ctx context.Context, user bool, dial func(context.Context) (*systemd.Conn, error)) (*systemd.Conn, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if c := b.conns[user]; c != nil {
@@ -38,8 +38,8 @@ func (b *buses) get(ctx context.Context, user bool, dial func(context.Context) (
 	return c, nil
 }
 
-// close closes every kept connection.
-func (b *buses) close() {
+// Close closes every kept connection.
+func (b *Buses) Close() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for user, c := range b.conns {

@@ -1,4 +1,4 @@
-package launcher
+package placement
 
 import (
 	"context"
@@ -15,27 +15,27 @@ type cgroupPlacement struct {
 	g *cgroup.Group
 }
 
-func (l *Launcher) prepareCgroup(spec worker.Spec, id string) (*cgroupPlacement, error) {
-	parent, err := l.cgroupParent(spec)
+func (l *Host) prepareCgroup(spec worker.Spec, id string) (*cgroupPlacement, error) {
+	parent, err := l.CgroupParent(spec)
 	if err != nil {
 		return nil, err
 	}
 	var g *cgroup.Group
-	applied, defaults := l.limitsFor(spec)
+	applied, defaults := l.LimitsFor(spec)
 	err = worker.FitDefaults(applied, defaults, func(lim cgroup.Limits) (err error) {
 		// Create itself retries a parent removed under it (a gc beside us found it empty), with one bound.
-		g, err = l.host.Create(parent, id, lim)
+		g, err = l.Cgroups.Create(parent, id, lim)
 		return err
 	})
 	if err != nil {
-		return nil, cgroupRefusal(err)
+		return nil, CgroupRefusal(err)
 	}
 	return &cgroupPlacement{g: g}, nil
 }
 
-func (*cgroupPlacement) mode() worker.Mode { return worker.ModeCgroup }
+func (*cgroupPlacement) Mode() worker.Mode { return worker.ModeCgroup }
 
-func (p *cgroupPlacement) cloneFD() (*os.File, error) {
+func (p *cgroupPlacement) CloneFD() (*os.File, error) {
 	f, err := p.g.OpenFD()
 	if errors.Is(err, cgroup.ErrNoUnified) {
 		return nil, nil
@@ -43,21 +43,21 @@ func (p *cgroupPlacement) cloneFD() (*os.File, error) {
 	return f, err
 }
 
-// needsHold: v1 joins by PID, and so does v2 when the child was not cloned into the cgroup.
-func (p *cgroupPlacement) needsHold(cloned bool) bool { return p.g.NeedsJoin() || !cloned }
+// NeedsHold: v1 joins by PID, and so does v2 when the child was not cloned into the cgroup.
+func (p *cgroupPlacement) NeedsHold(cloned bool) bool { return p.g.NeedsJoin() || !cloned }
 
-func (p *cgroupPlacement) place(_ context.Context, _ worker.Spec, _ string, pid int, cloned bool) error {
+func (p *cgroupPlacement) Place(_ context.Context, _ worker.Spec, _ string, pid int, cloned bool) error {
 	if cloned {
 		return p.g.Join(pid)
 	}
 	return p.g.JoinAll(pid)
 }
 
-func (p *cgroupPlacement) cgroupPath(int) string { return p.g.Path() }
-func (p *cgroupPlacement) describe() placed      { return placed{limits: p.g.Limits()} }
-func (p *cgroupPlacement) group() *cgroup.Group  { return p.g }
+func (p *cgroupPlacement) CgroupPath(int) string { return p.g.Path() }
+func (p *cgroupPlacement) Describe() Placed      { return Placed{Limits: p.g.Limits()} }
+func (p *cgroupPlacement) Group() *cgroup.Group  { return p.g }
 
-func (p *cgroupPlacement) release(ctx context.Context) {
+func (p *cgroupPlacement) Release(ctx context.Context) {
 	// The usual end: the leader was the only member and has been reaped. Only what it left behind needs
 	// the kill (and its wait for "populated 0").
 	if pop, err := p.g.Populated(); err != nil || pop {
@@ -68,5 +68,5 @@ func (p *cgroupPlacement) release(ctx context.Context) {
 	_ = p.g.Delete()
 }
 
-// close: the cgroup is the worker's now; the launcher holds nothing of it.
-func (*cgroupPlacement) close() {}
+// Close: the cgroup is the worker's now; the launcher holds nothing of it.
+func (*cgroupPlacement) Close() {}
