@@ -145,7 +145,7 @@ type wrapped struct {
 func (e *wrapped) Error() string   { return e.msg }
 func (e *wrapped) Unwrap() []error { return []error{e.sentinel, e.cause} }
 
-func pathOf(env []string) string { return envLookup(env)("PATH") }
+func pathOf(env []string) string { return worker.EnvLookup(env)("PATH") }
 
 // helperCPUs says how to start a helper process (the shim): pin is the set to start it with, cpus the set
 // its children must get back. A Go process starts faster on one CPU (internal/affinity), so a helper

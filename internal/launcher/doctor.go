@@ -168,7 +168,7 @@ func (d *dryPlacer) Systemd(_ context.Context, spec worker.Spec, _ bool) (placem
 func (l *Launcher) probeBus(ctx context.Context, user bool) Check {
 	cctx, cancel := context.WithTimeout(ctx, placement.ScopeTimeout)
 	defer cancel()
-	c, err := systemd.Connect(cctx, systemd.ConnectOptions{User: user, UID: os.Geteuid(), Getenv: envLookup(l.cfg.Environ)})
+	c, err := systemd.Connect(cctx, systemd.ConnectOptions{User: user, UID: os.Geteuid(), Getenv: worker.EnvLookup(l.cfg.Environ)})
 	if err != nil {
 		return Check{false, err.Error()}
 	}

@@ -199,7 +199,7 @@ func TestIDs(t *testing.T) {
 }
 
 func TestEnvLookupLastWins(t *testing.T) {
-	get := envLookup([]string{"A=1", "B=2", "A=3", "AB=4"})
+	get := worker.EnvLookup([]string{"A=1", "B=2", "A=3", "AB=4"})
 	if get("A") != "3" || get("B") != "2" || get("AB") != "4" || get("C") != "" {
 		t.Fatal("envLookup")
 	}

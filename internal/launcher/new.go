@@ -31,8 +31,8 @@ func New(cfg Config) (*Launcher, error) {
 		cfg.Self = "/proc/self/exe"
 	}
 	l := &Launcher{cfg: cfg}
-	l.Getenv = envLookup(cfg.Environ)
-	getenv := envLookup(cfg.Environ)
+	l.Getenv = worker.EnvLookup(cfg.Environ)
+	getenv := worker.EnvLookup(cfg.Environ)
 	root, err := profile.ResolveRoot(cfg.Root, getenv, osHome(getenv))
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", worker.ErrInvalid, err)
@@ -112,18 +112,6 @@ func defaultStateDir(getenv func(string) string) string {
 	return filepath.Join(os.TempDir(), fmt.Sprintf("hlaunch-%d", os.Geteuid()))
 }
 
-// envLookup reads a name from an environ slice (the last assignment wins, as getenv does).
-func envLookup(env []string) func(string) string {
-	return func(name string) string {
-		for i := len(env) - 1; i >= 0; i-- {
-			if v, ok := strings.CutPrefix(env[i], name+"="); ok {
-				return v
-			}
-		}
-		return ""
-	}
-}
-
 // osHome is the OS home (HERMES_REAL_HOME): the launcher's HOME, else the password database's.
 func osHome(getenv func(string) string) string {
 	if h := getenv("HOME"); filepath.IsAbs(h) {
@@ -180,7 +168,7 @@ func (l *Launcher) compose(spec worker.Spec) (profile.Environ, *profile.Profile,
 	if err != nil {
 		return nil, nil, worker.Identity{}, err
 	}
-	base, home := l.cfg.Environ, osHome(envLookup(l.cfg.Environ))
+	base, home := l.cfg.Environ, osHome(worker.EnvLookup(l.cfg.Environ))
 	if id.OtherUID() {
 		base, home = workerAccount(base, id.UID, filepath.Join(p.Home, "home"))
 	}

@@ -6,8 +6,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/records"
 	"github.com/hlaunch/hlaunch/internal/state"
@@ -39,29 +37,6 @@ func (l *Launcher) reconciled(ctx context.Context, src fingerprint.Sources, rc w
 // by that reader.
 const ReasonShimLost = "shim-lost"
 
-// boottime is now on CLOCK_BOOTTIME, in nanoseconds. A deadline is kept on this clock, not on the
-// monotonic clock (each process has its own origin) nor on wall time (a clock step would move it): it
-// counts from the boot, across processes and suspend, and the record's boot id says which boot it is of.
-func boottime() int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
-		return 0 // never on Linux since 2.6.39; a zero deadline is "none", never "passed"
-	}
-	return ts.Nano()
-}
-
-// setDeadline records the worker's deadline, timeout from now, and its grace; nothing without a timeout.
-// The shim calls it just before it writes the record: its own timer starts a moment later, so a reader's
-// enforcement never comes before the shim's would have.
-func setDeadline(rc *worker.Receipt, timeout, grace time.Duration) {
-	if timeout <= 0 {
-		return
-	}
-	if now := boottime(); now > 0 {
-		rc.DeadlineBoottimeNS, rc.GraceNS = now+int64(timeout), int64(grace)
-	}
-}
-
 // shimLost reports whether rec's worker has lost its shim: it had one, the shim's PID no longer names the
 // process that started then (ShimAlive), or the shim is stopped (SIGSTOP: an unsandboxed worker can stop
 // its parent as it can kill it) and the deadline has come, so that it enforces nothing; and its end is not
@@ -72,7 +47,7 @@ func (l *Launcher) shimLost(rec *worker.Record) bool {
 		return false
 	}
 	alive, stopped := shimProc(rec.Receipt)
-	if alive && (!stopped || rec.DeadlineBoottimeNS == 0 || boottime() < rec.DeadlineBoottimeNS) {
+	if alive && (!stopped || rec.DeadlineBoottimeNS == 0 || worker.Boottime() < rec.DeadlineBoottimeNS) {
 		return false
 	}
 	var ex records.ExitRecord
@@ -103,7 +78,7 @@ func (l *Launcher) reconcileLost(ctx context.Context, rc worker.Receipt, ident f
 	default: // foreign-boot, recycled, ...: nothing of it is ours to act on
 		return false
 	}
-	now := boottime()
+	now := worker.Boottime()
 	if rc.DeadlineBoottimeNS == 0 || now < rc.DeadlineBoottimeNS {
 		left := "it has no deadline: it runs until stopped"
 		if rc.DeadlineBoottimeNS != 0 {
@@ -141,7 +116,7 @@ func (l *Launcher) recordLostEnd(rc worker.Receipt, ident fingerprint.Identity, 
 		if ex.EndedAt != "" {
 			return false // recorded meanwhile (a concurrent reader)
 		}
-		ex.EndedAt, ex.ShimLost, ex.TimedOut = now(), true, enforced
+		ex.EndedAt, ex.ShimLost, ex.TimedOut = worker.Now(), true, enforced
 		if ex.ExitCode == nil && ex.Signal == "" && enforced {
 			ex.Signal = worker.SignalName(syscall.SIGTERM)
 			if killed {

@@ -16,6 +16,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/placement"
 	hproc "github.com/hlaunch/hlaunch/internal/proc"
 	"github.com/hlaunch/hlaunch/internal/worker"
+	"github.com/hlaunch/hlaunch/internal/workerlog"
 )
 
 // Signals are what a foreground launch forwards to its child.
@@ -275,4 +276,18 @@ func (l *Launcher) cwd(spec worker.Spec) (string, error) {
 		return "", fmt.Errorf("current directory: %w", err)
 	}
 	return wd, nil
+}
+
+// logStdio returns the stdio for the child: stdout and stderr go to spec.Log when it is set, else to
+// stdio's own. The returned function closes what was opened here.
+func logStdio(spec worker.Spec, stdio Stdio) (Stdio, func(), error) {
+	if spec.Log == "" {
+		return stdio, func() {}, nil
+	}
+	f, err := workerlog.Open(spec.Log, spec.LogMax)
+	if err != nil {
+		return Stdio{}, nil, err
+	}
+	stdio.Stdout, stdio.Stderr = f, f
+	return stdio, func() { f.Close() }, nil
 }

@@ -96,7 +96,7 @@ func viewCwd(launcherCwd, home string, rw []string) string {
 //     into the user's sessions outside the sandbox.
 func hiddenHostDirs(environ []string) []string {
 	dirs := []string{RootSidecarDir, "/run/user", "/run/screen"}
-	if d := envLookup(environ)("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
+	if d := worker.EnvLookup(environ)("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
 		d = filepath.Clean(d)
 		dirs = append(dirs, d, filepath.Join(d, "hlaunch"))
 	}
@@ -154,7 +154,7 @@ func keptGroups() []int {
 // is re-made in the cover.
 func coveredHomes(environ []string) []string {
 	dirs := []string{"/root", "/home"}
-	if d := envLookup(environ)("HOME"); filepath.IsAbs(d) && filepath.Clean(d) != "/" {
+	if d := worker.EnvLookup(environ)("HOME"); filepath.IsAbs(d) && filepath.Clean(d) != "/" {
 		dirs = append(dirs, filepath.Clean(d))
 	}
 	return unique(dirs)

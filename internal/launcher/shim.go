@@ -111,7 +111,7 @@ func shimMain() {
 	rc := sc.Receipt
 	rc.SetIdentity(ident, sc.Unit, sc.InvocationID)
 	rc.ShimPID = os.Getpid()
-	setDeadline(rc, sc.Timeout, sc.Grace)
+	rc.SetDeadline(sc.Timeout, sc.Grace)
 	if b, err := sysfile.ReadFile("/proc/self/stat"); err == nil {
 		rc.ShimStart, _ = fingerprint.ReadStartTime(bytes.NewReader(b))
 	}
@@ -240,7 +240,7 @@ func startWorker(sc *shimConfig, files []*os.File) (proc *hproc.Proc, release fu
 			// The worker drops, the shim stays root: it must supervise and record.
 			attr.Credential = &syscall.Credential{Uid: sc.Cred.UID, Gid: sc.Cred.GID, Groups: []uint32{}}
 		}
-		path, err := hproc.LookPath(cfg.Argv[0], pathOf(cfg.Env))
+		path, err := hproc.LookPath(cfg.Argv[0], worker.EnvLookup(cfg.Env)("PATH"))
 		if err != nil {
 			return nil, nil, err
 		}

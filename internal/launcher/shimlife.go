@@ -13,6 +13,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/linux"
 	hproc "github.com/hlaunch/hlaunch/internal/proc"
 	"github.com/hlaunch/hlaunch/internal/records"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // The worker is its whole tree (ADR 0005, docs/identity.md): a detached worker has ended when nothing but
@@ -81,7 +82,7 @@ func (s *shimLife) supervise(timeout, grace time.Duration) records.ExitRecord {
 		if ok {
 			fillStatus(&rec, ws)
 		}
-		rec.LeaderEndedAt = now()
+		rec.LeaderEndedAt = worker.Now()
 		if s.leaderEnded != nil {
 			s.leaderEnded(rec)
 		}
@@ -114,13 +115,11 @@ func (s *shimLife) supervise(timeout, grace time.Duration) records.ExitRecord {
 		case <-leaderErr:
 			onLeader(0, false)
 		case <-treeDone:
-			rec.EndedAt = now()
+			rec.EndedAt = worker.Now()
 			return rec
 		}
 	}
 }
-
-func now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
 
 // liveAtDeadline reports whether anything of the worker still runs: the leader, or (with a cgroup) any
 // member but the shim.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/records"
+	"github.com/hlaunch/hlaunch/internal/workerlog"
 	"golang.org/x/sys/unix"
 )
 
@@ -45,7 +46,7 @@ type logCopy struct {
 	onPos func(records.LogPos)
 }
 
-// startLogCopy opens the log at path (rotated at max bytes, 0: LogRotateSize) and a pipe, and starts
+// startLogCopy opens the log at path (rotated at max bytes, 0: workerlog.RotateSize) and a pipe, and starts
 // copying what the pipe's write end receives into the log. The write end is the worker's stdout and
 // stderr; the caller closes its own copy once the worker has it.
 func startLogCopy(path string, max int64) (*logCopy, *os.File, error) {
@@ -56,9 +57,9 @@ func startLogCopy(path string, max int64) (*logCopy, *os.File, error) {
 // worker's output (logpos.go): now, and after each rotation before anything is written into the new file.
 func startLogCopyPos(path string, max int64, onPos func(records.LogPos)) (*logCopy, *os.File, error) {
 	if max <= 0 {
-		max = LogRotateSize
+		max = workerlog.RotateSize
 	}
-	f, err := openLog(path, max)
+	f, err := workerlog.Open(path, max)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -138,7 +139,7 @@ func (c *logCopy) write(b []byte) {
 	c.dropping = false
 }
 
-// rotate closes the log and opens it again through openLog, which renames a full log to <log>.1 (through
+// rotate closes the log and opens it again through workerlog.Open, which renames a full log to <log>.1 (through
 // no symbolic link, as at the launch) and creates a new one.
 func (c *logCopy) rotate() {
 	full := c.f != nil && c.size >= c.max
@@ -147,7 +148,7 @@ func (c *logCopy) rotate() {
 		c.f.Close()
 		c.f = nil
 	}
-	f, err := openLog(c.path, c.max)
+	f, err := workerlog.Open(c.path, c.max)
 	if err != nil {
 		c.setError(err)
 		return

@@ -17,6 +17,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/shim"
 	"github.com/hlaunch/hlaunch/internal/state"
 	"github.com/hlaunch/hlaunch/internal/worker"
+	"github.com/hlaunch/hlaunch/internal/workerlog"
 )
 
 // Start starts spec detached and returns its receipt once the target runs. The worker's parent is a shim
@@ -126,7 +127,7 @@ func (l *Launcher) detached(ctx context.Context, spec worker.Spec, stdio Stdio, 
 		spec.Log = filepath.Join(l.StatePath, "logs", id+".log")
 	}
 	if spec.Log != "" {
-		f, err := openLog(spec.Log, spec.LogMax) // fail here, not in the shim, when the log cannot be opened
+		f, err := workerlog.Open(spec.Log, spec.LogMax) // fail here, not in the shim, when the log cannot be opened
 		if err != nil {
 			return nil, err
 		}

@@ -1,13 +1,11 @@
 package launcher
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
-	"github.com/hlaunch/hlaunch/internal/sysfile"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
@@ -62,31 +60,4 @@ func (l *Launcher) Wait(ctx context.Context, ref string) (worker.Record, error) 
 func ShimAlive(rc worker.Receipt) bool {
 	alive, _ := shimProc(rc)
 	return alive
-}
-
-// shimProc reads the shim's /proc/<pid>/stat: alive as ShimAlive says, and whether that live shim is
-// stopped (SIGSTOP, which it cannot catch, or a tracer's stop): a stopped shim supervises nothing until it
-// is continued (reconcileLost).
-func shimProc(rc worker.Receipt) (alive, stopped bool) {
-	if rc.ShimPID <= 0 {
-		return false, false
-	}
-	b, err := sysfile.ReadFile(fmt.Sprintf("/proc/%d/stat", rc.ShimPID))
-	if err != nil {
-		return false, false
-	}
-	// The state is the first field after the last ')' (comm may hold anything).
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) || b[i+2] == 'Z' || b[i+2] == 'X' {
-		return false, false
-	}
-	stopped = b[i+2] == 'T' || b[i+2] == 't'
-	if rc.ShimStart == 0 {
-		return true, stopped // a receipt written before shims recorded their start time
-	}
-	start, err := fingerprint.ReadStartTime(bytes.NewReader(b))
-	if err != nil || start != rc.ShimStart {
-		return false, false
-	}
-	return true, stopped
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hlaunch/hlaunch/internal/cgroup"
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
+	"golang.org/x/sys/unix"
 )
 
 // Receipt is what a launch hands back: everything needed to find, verify and signal the worker later.
@@ -151,3 +152,29 @@ func (rc *Receipt) SetIdentity(ident fingerprint.Identity, unit, invocationID st
 	}
 	rc.StartedAt = time.Now().UTC().Format(time.RFC3339Nano)
 }
+
+// Boottime is now on CLOCK_BOOTTIME, in nanoseconds. A deadline is kept on this clock, not on the
+// monotonic clock (each process has its own origin) nor on wall time (a clock step would move it): it
+// counts from the boot, across processes and suspend, and the record's boot id says which boot it is of.
+func Boottime() int64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
+		return 0 // never on Linux since 2.6.39; a zero deadline is "none", never "passed"
+	}
+	return ts.Nano()
+}
+
+// SetDeadline records the worker's deadline, timeout from now, and its grace; nothing without a timeout.
+// The shim calls it just before it writes the record: its own timer starts a moment later, so a reader's
+// enforcement never comes before the shim's would have.
+func (rc *Receipt) SetDeadline(timeout, grace time.Duration) {
+	if timeout <= 0 {
+		return
+	}
+	if now := Boottime(); now > 0 {
+		rc.DeadlineBoottimeNS, rc.GraceNS = now+int64(timeout), int64(grace)
+	}
+}
+
+// Now is the current time as records write it (UTC, RFC 3339 with nanoseconds).
+func Now() string { return time.Now().UTC().Format(time.RFC3339Nano) }

@@ -75,7 +75,7 @@ type Spec struct {
 	// /dev/null.
 	Log string `json:"log,omitempty"`
 	// LogMax is the size in bytes at which Log is rotated when a launch opens it, and by a detached
-	// worker's shim while the worker runs (one old file kept as <log>.1); zero means LogRotateSize (2 MiB).
+	// worker's shim while the worker runs (one old file kept as <log>.1); zero means workerlog.RotateSize (2 MiB).
 	LogMax int64 `json:"log_max,omitempty"`
 	// Stdio is "" (the zero value: stdin /dev/null, stdout and stderr to Log or /dev/null when detached) or
 	// "inherit": a detached worker gets the caller's own descriptors - the CLI's stdin, stdout and stderr, or
@@ -130,4 +130,16 @@ func typeError(err error) *FieldError {
 		}
 	}
 	return nil
+}
+
+// EnvLookup reads a name from an environ slice (the last assignment wins, as getenv does).
+func EnvLookup(env []string) func(string) string {
+	return func(name string) string {
+		for i := len(env) - 1; i >= 0; i-- {
+			if v, ok := strings.CutPrefix(env[i], name+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}
 }

@@ -1,4 +1,4 @@
-package launcher
+package workerlog
 
 import (
 	"errors"
@@ -14,26 +14,12 @@ import (
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
-// LogRotateSize is the default size at which a worker log is rotated when a launch opens it, and by a
+// RotateSize is the default size at which a worker log is rotated when a launch opens it, and by a
 // detached worker's shim while the worker runs (shimlog.go): the old file becomes <log>.1 (one old file
 // kept), as hermes does for kanban logs. Spec.LogMax changes it.
-const LogRotateSize = 2 << 20
+const RotateSize = 2 << 20
 
-// logStdio returns the stdio for the child: stdout and stderr go to spec.Log when it is set, else to
-// stdio's own. The returned function closes what was opened here.
-func logStdio(spec worker.Spec, stdio Stdio) (Stdio, func(), error) {
-	if spec.Log == "" {
-		return stdio, func() {}, nil
-	}
-	f, err := openLog(spec.Log, spec.LogMax)
-	if err != nil {
-		return Stdio{}, nil, err
-	}
-	stdio.Stdout, stdio.Stderr = f, f
-	return stdio, func() { f.Close() }, nil
-}
-
-// openLog opens path for appending, rotating it first when it has reached max bytes (0: LogRotateSize).
+// Open opens path for appending, rotating it first when it has reached max bytes (0: RotateSize).
 //
 // A log often lies in a directory a worker can write (its profile's logs/), and a root launcher creates
 // it: resolved as a string, a worker that swaps that directory for a symbolic link to /etc would have a
@@ -43,12 +29,12 @@ func logStdio(spec worker.Spec, stdio Stdio) (Stdio, func(), error) {
 // its directory's descriptor, created with O_EXCL, and an existing file is opened for writing only after
 // fstat showed a regular file with one link (a FIFO, a device or a hard link planted as the log is never
 // opened).
-func openLog(path string, max int64) (*os.File, error) {
+func Open(path string, max int64) (*os.File, error) {
 	if !filepath.IsAbs(path) {
 		return nil, fmt.Errorf("%w: --log %q must be absolute", worker.ErrInvalid, path)
 	}
 	if max <= 0 {
-		max = LogRotateSize
+		max = RotateSize
 	}
 	path = filepath.Clean(path)
 	dir, base := filepath.Split(path)

@@ -1,4 +1,4 @@
-package launcher
+package workerlog
 
 import (
 	"errors"
@@ -35,30 +35,30 @@ func TestOpenLogRefuses(t *testing.T) {
 		filepath.Join(dir, "link", "w.log"), filepath.Join(dir, "link", "new", "w.log"),
 		filepath.Join(dir, "fifo.log"), filepath.Join(dir, "hard.log"), filepath.Join(dir, "link"),
 	} {
-		f, err := openLog(p, 0)
+		f, err := Open(p, 0)
 		if err == nil {
 			f.Close()
 		}
 		if !errors.Is(err, worker.ErrInvalid) || !strings.Contains(err.Error(), "--log") {
-			t.Errorf("openLog(%s) = %v, want ErrInvalid naming --log", p, err)
+			t.Errorf("Open(%s) = %v, want ErrInvalid naming --log", p, err)
 		}
 	}
 	if ents, _ := os.ReadDir(elsewhere); len(ents) != 1 {
 		t.Fatalf("a refused log created %d entries where the link pointed", len(ents)-1)
 	}
 	missing := filepath.Join(dir, "a", "b", "w.log")
-	if f, err := openLog(missing, 0); err == nil || !errors.Is(err, worker.ErrInvalid) || !strings.Contains(err.Error(), "does not exist") {
+	if f, err := Open(missing, 0); err == nil || !errors.Is(err, worker.ErrInvalid) || !strings.Contains(err.Error(), "does not exist") {
 		if f != nil {
 			f.Close()
 		}
-		t.Fatalf("openLog(%s) in a missing directory = %v, want ErrInvalid saying it does not exist", missing, err)
+		t.Fatalf("Open(%s) in a missing directory = %v, want ErrInvalid saying it does not exist", missing, err)
 	}
 	if _, err := os.Lstat(filepath.Join(dir, "a")); !os.IsNotExist(err) {
 		t.Fatalf("a refused log made its directory: %v", err)
 	}
 	good := filepath.Join(dir, "w.log")
 	for range 2 {
-		f, err := openLog(good, 4)
+		f, err := Open(good, 4)
 		must(err)
 		_, err = f.WriteString("12345")
 		must(err)
