@@ -29,7 +29,7 @@ func MaybeRunInternal() bool {
 	case handshake.InitArg:
 		handshake.Main()
 	case shim.Arg:
-		shimMain()
+		shim.Main()
 	}
 	return false
 }

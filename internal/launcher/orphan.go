@@ -8,6 +8,7 @@ import (
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/records"
+	"github.com/hlaunch/hlaunch/internal/shim"
 	"github.com/hlaunch/hlaunch/internal/state"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
@@ -46,7 +47,7 @@ func (l *Launcher) shimLost(rec *worker.Record) bool {
 	if rec.ID == "" || rec.ShimPID <= 0 || rec.EndedAt != "" {
 		return false
 	}
-	alive, stopped := shimProc(rec.Receipt)
+	alive, stopped := shim.Probe(rec.Receipt)
 	if alive && (!stopped || rec.DeadlineBoottimeNS == 0 || worker.Boottime() < rec.DeadlineBoottimeNS) {
 		return false
 	}

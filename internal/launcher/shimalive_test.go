@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/shim"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
@@ -109,21 +110,21 @@ func TestShimProcStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if _, stopped := shimProc(rc); stopped {
+		if _, stopped := shim.Probe(rc); stopped {
 			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("a SIGSTOPped process is never seen stopped")
 		}
 	}
-	if alive, _ := shimProc(rc); !alive || !ShimAlive(rc) {
+	if alive, _ := shim.Probe(rc); !alive || !ShimAlive(rc) {
 		t.Error("a stopped shim is not alive")
 	}
 	if err := syscall.Kill(rc.ShimPID, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if alive, stopped := shimProc(rc); alive && !stopped {
+		if alive, stopped := shim.Probe(rc); alive && !stopped {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -207,7 +207,7 @@ func (l *Launcher) runShim(ctx context.Context, d *detachedLaunch, h *heldShim) 
 	}()
 	timeout, _ := d.spec.TimeoutDuration()
 	grace, _ := d.spec.GraceDuration()
-	sc := &shimConfig{
+	sc := &shim.WorkerConfig{
 		ID: d.id, Workers: d.workers.Path, Ledger: l.LedgerPath, Log: d.spec.Log, LogMax: d.spec.LogMax,
 		InheritStdio: d.spec.Stdio == worker.StdioInherit,
 		Timeout:      timeout, Grace: grace,
@@ -224,8 +224,8 @@ func (l *Launcher) runShim(ctx context.Context, d *detachedLaunch, h *heldShim) 
 		sc.Receipt.Landlock = landlockMode(d.sb)
 		sc.Receipt.KeptGroups = keptGroups()
 	}
-	res := &shimResult{}
-	watch := guardExchange(ctx, h.child)
+	res := &shim.WorkerResult{}
+	watch := shim.GuardExchange(ctx, h.child)
 	err := h.child.Exchange(sc, res)
 	if why := watch(); why != nil && err != nil {
 		return nil, fmt.Errorf("%w (%w)", why, err)
@@ -246,7 +246,7 @@ func (l *Launcher) runShim(ctx context.Context, d *detachedLaunch, h *heldShim) 
 	}
 	l.IndexToken(res.Receipt)
 	h.child.Done()
-	go reapWhenEnded(h.child.Proc) // reap the shim if it ends while we live (no thread held meanwhile)
+	go shim.ReapWhenEnded(h.child.Proc) // reap the shim if it ends while we live (no thread held meanwhile)
 	h.p.Close()
 	return res.Receipt, nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/shim"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
@@ -58,6 +59,6 @@ func (l *Launcher) Wait(ctx context.Context, ref string) (worker.Record, error) 
 // taken for the shim. It only decides whether an exit record may still come (Wait, the sidecar's watcher);
 // nothing is ever signalled on its word.
 func ShimAlive(rc worker.Receipt) bool {
-	alive, _ := shimProc(rc)
+	alive, _ := shim.Probe(rc)
 	return alive
 }

@@ -1,4 +1,4 @@
-package launcher
+package shim
 
 import (
 	"context"
@@ -31,9 +31,9 @@ const treeKillRepeat = time.Second
 // ended: a worker whose children outlive its leader is seen ended within this time.
 const treePollMax = time.Second
 
-// shimLife is one supervised worker: its leader (the shim's child) and, when its identity verified, a
+// Life is one supervised worker: its leader (the shim's child) and, when its identity verified, a
 // handle pinned on its cgroup through which every signal goes (fingerprint: pidfds, never bare PIDs).
-type shimLife struct {
+type Life struct {
 	proc    *hproc.Proc
 	h       *fingerprint.Handle // nil without a cgroup or a verified identity: the leader is the worker
 	sandbox bool                // the leader is a sandbox's init, which forwards signals to the target
@@ -49,7 +49,7 @@ type shimLife struct {
 // supervise waits for the worker's leader and then its whole tree, enforcing timeout and grace on the
 // tree, and returns the exit record. It stops every timer before it returns, so a worker that ends just
 // before its deadline is never recorded as timed out.
-func (s *shimLife) supervise(timeout, grace time.Duration) records.ExitRecord {
+func (s *Life) supervise(timeout, grace time.Duration) records.ExitRecord {
 	var rec records.ExitRecord
 	leader := make(chan syscall.WaitStatus, 1)
 	leaderErr := make(chan error, 1)
@@ -123,7 +123,7 @@ func (s *shimLife) supervise(timeout, grace time.Duration) records.ExitRecord {
 
 // liveAtDeadline reports whether anything of the worker still runs: the leader, or (with a cgroup) any
 // member but the shim.
-func (s *shimLife) liveAtDeadline(leaderEnded bool) bool {
+func (s *Life) liveAtDeadline(leaderEnded bool) bool {
 	if !leaderEnded && !childExited(s.proc.Pid) {
 		return true
 	}
@@ -135,7 +135,7 @@ func (s *shimLife) liveAtDeadline(leaderEnded bool) bool {
 }
 
 // signal sends sig to the whole worker except the shim; SIGTERM leaves a sandbox's init out too.
-func (s *shimLife) signal(sig syscall.Signal) {
+func (s *Life) signal(sig syscall.Signal) {
 	if s.h == nil {
 		_ = s.proc.Signal(sig)
 		return
@@ -148,7 +148,7 @@ func (s *shimLife) signal(sig syscall.Signal) {
 }
 
 // waitTree closes done once the leader's tree has ended: nothing but the shim is left in the cgroup.
-func (s *shimLife) waitTree(done chan<- struct{}) {
+func (s *Life) waitTree(done chan<- struct{}) {
 	defer close(done)
 	if s.h == nil {
 		return // the leader was the worker, and it has been reaped
@@ -173,12 +173,12 @@ func alone(members []int, self int) bool {
 	return true
 }
 
-// finish records the worker's end and removes its cgroup. It is the shim's last step: the record is
+// Finish records the worker's end and removes its cgroup. It is the shim's last step: the record is
 // written before the cgroup goes, so that nobody sees an ended worker without its record. The ledger's
 // end is written first: the worker's exit record then says when the ledger could not take it
 // (ledger_error). An exit record that cannot be written either leaves the worker to hlaunch's next reader,
 // which records its end as that of a lost shim (orphan.go).
-func (s *shimLife) finish(sc *shimConfig, group *cgroup.Group, rec records.ExitRecord) {
+func (s *Life) Finish(sc *WorkerConfig, group *cgroup.Group, rec records.ExitRecord) {
 	if group != nil {
 		if st, err := group.Stats(); err == nil {
 			rec.OOMKilled = st.OOMKills > 0
@@ -211,8 +211,8 @@ func (s *shimLife) finish(sc *shimConfig, group *cgroup.Group, rec records.ExitR
 
 // newShimLife pins the worker for supervision. The leader is the shim's unreaped child, so the identity
 // verifies; when it does not (an unverified capture, no cgroup), the leader alone is supervised.
-func newShimLife(src fingerprint.Sources, ident fingerprint.Identity, proc *hproc.Proc, sandbox bool, lock string) *shimLife {
-	s := &shimLife{proc: proc, sandbox: sandbox, self: os.Getpid()}
+func newShimLife(src fingerprint.Sources, ident fingerprint.Identity, proc *hproc.Proc, sandbox bool, lock string) *Life {
+	s := &Life{proc: proc, sandbox: sandbox, self: os.Getpid()}
 	if ident.Unverified || ident.Cgroup == "" {
 		return s
 	}

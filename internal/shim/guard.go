@@ -1,4 +1,4 @@
-package launcher
+package shim
 
 import (
 	"bytes"
@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
-	"github.com/hlaunch/hlaunch/internal/shim"
 	"github.com/hlaunch/hlaunch/internal/sysfile"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
@@ -23,11 +22,11 @@ var errShimStopped = errors.New("the shim was stopped (SIGSTOP) before it report
 // within a few milliseconds, before the first look.
 const shimPoll = 50 * time.Millisecond
 
-// guardExchange watches the shim child while the launcher waits for its answer: a shim found stopped, or a
+// GuardExchange watches the shim child while the launcher waits for its answer: a shim found stopped, or a
 // ctx that ends, gets SIGKILL (its pipe's EOF ends the wait). The returned function ends the watch and
 // says why the shim was killed (nil: it was not). The shim is the launcher's unreaped child, so its PID
 // cannot name another process meanwhile.
-func guardExchange(ctx context.Context, child *shim.Parent) (done func() error) {
+func GuardExchange(ctx context.Context, child *Parent) (done func() error) {
 	stop, why := make(chan struct{}), make(chan error, 1)
 	go func() {
 		t := time.NewTicker(shimPoll)
@@ -42,7 +41,7 @@ func guardExchange(ctx context.Context, child *shim.Parent) (done func() error) 
 				why <- ctx.Err()
 				return
 			case <-t.C:
-				if _, stopped := shimProc(worker.Receipt{ShimPID: child.PID()}); stopped {
+				if _, stopped := Probe(worker.Receipt{ShimPID: child.PID()}); stopped {
 					_ = child.Proc.Signal(syscall.SIGKILL)
 					why <- errShimStopped
 					return
@@ -56,10 +55,10 @@ func guardExchange(ctx context.Context, child *shim.Parent) (done func() error) 
 	}
 }
 
-// shimProc reads the shim's /proc/<pid>/stat: alive as ShimAlive says, and whether that live shim is
+// Probe reads the shim's /proc/<pid>/stat: alive as ShimAlive says, and whether that live shim is
 // stopped (SIGSTOP, which it cannot catch, or a tracer's stop): a stopped shim supervises nothing until it
 // is continued (reconcileLost).
-func shimProc(rc worker.Receipt) (alive, stopped bool) {
+func Probe(rc worker.Receipt) (alive, stopped bool) {
 	if rc.ShimPID <= 0 {
 		return false, false
 	}

@@ -1,4 +1,4 @@
-package launcher
+package shim
 
 import (
 	"os"
@@ -21,7 +21,7 @@ func TestSuperviseEndBeforeDeadlineIsNotTimedOut(t *testing.T) {
 		for !childExited(proc.Pid) {
 			time.Sleep(time.Millisecond)
 		}
-		s := &shimLife{proc: proc, self: os.Getpid()}
+		s := &Life{proc: proc, self: os.Getpid()}
 		rec := s.supervise(time.Nanosecond, time.Second)
 		if rec.TimedOut {
 			t.Fatalf("run %d: a worker that ended before its deadline was recorded as timed out: %+v", i, rec)
@@ -38,7 +38,7 @@ func TestSuperviseDeadlineEndsLeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &shimLife{proc: proc, self: os.Getpid()}
+	s := &Life{proc: proc, self: os.Getpid()}
 	rec := s.supervise(50*time.Millisecond, time.Second)
 	if !rec.TimedOut || rec.Signal != "SIGTERM" {
 		t.Fatalf("record %+v, want timed out by SIGTERM", rec)

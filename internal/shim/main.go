@@ -1,4 +1,4 @@
-package launcher
+package shim
 
 import (
 	"bytes"
@@ -17,17 +17,16 @@ import (
 	hproc "github.com/hlaunch/hlaunch/internal/proc"
 	"github.com/hlaunch/hlaunch/internal/records"
 	"github.com/hlaunch/hlaunch/internal/selfguard"
-	"github.com/hlaunch/hlaunch/internal/shim"
 	"github.com/hlaunch/hlaunch/internal/state"
 	"github.com/hlaunch/hlaunch/internal/sysfile"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
-// shimConfig and shimResult are the shim's protocol (internal/shim) with the stub's config and the
+// WorkerConfig and shimResult are the shim's protocol (internal/shim) with the stub's config and the
 // launcher's receipt.
 type (
-	shimConfig = shim.Config[handshake.Config, worker.Receipt]
-	shimResult = shim.Result[worker.Receipt]
+	WorkerConfig = Config[handshake.Config, worker.Receipt]
+	WorkerResult = Result[worker.Receipt]
 )
 
 // shimPrep is what a shim finds out before its config arrives.
@@ -42,17 +41,17 @@ func prepareShim() shimPrep {
 	if host != nil {
 		src.CgroupRoot = host.Unified
 	}
-	_ = json.Unmarshal([]byte(`{"init":{},"receipt":{}}`), &shimConfig{})
-	_, _ = json.Marshal(shimResult{Receipt: &worker.Receipt{}})
+	_ = json.Unmarshal([]byte(`{"init":{},"receipt":{}}`), &WorkerConfig{})
+	_, _ = json.Marshal(WorkerResult{Receipt: &worker.Receipt{}})
 	_, _ = json.Marshal(records.ExitRecord{})
 	_, _ = json.Marshal(worker.Record{})
 	return shimPrep{host: host, src: src.Pinned()}
 }
 
-// shimMain is the shim's life: start the worker as its child, report the worker's identity, enforce the
+// Main is the shim's life: start the worker as its child, report the worker's identity, enforce the
 // timeout, wait, and record the exit status. It lives in the worker's cgroup and its own session, so it
 // outlives the launcher, the sidecar and the gateway alike. It never returns.
-func shimMain() {
+func Main() {
 	runtime.GOMAXPROCS(1) // it waits on one child; keep its footprint in the worker's cgroup small
 	// Its environ is empty (the launcher starts it so); non-dumpable keeps an unsandboxed worker of the
 	// same uid from reading its memory or tracing it.
@@ -80,23 +79,23 @@ func shimMain() {
 	// caches for the messages and records (a cold process spends a few hundred µs building them).
 	prepped := make(chan shimPrep, 1)
 	go func() { prepped <- prepareShim() }()
-	conn := shim.Open()
-	var sc shimConfig
+	conn := Open()
+	var sc WorkerConfig
 	if err := conn.ReadConfig(&sc); err != nil {
 		os.Exit(125) // the launcher went away before placing us: start nothing
 	}
 	<-caught
 	proc, release, logs, err := shimStart(&sc)
 	if err != nil {
-		f := shim.Failure{Stage: "exec", Message: err.Error()}
+		f := Failure{Stage: "exec", Message: err.Error()}
 		var hs *handshake.Error
 		var errno syscall.Errno
 		if errors.As(err, &hs) {
-			f = shim.Failure(hs.Failure)
+			f = Failure(hs.Failure)
 		} else if errors.As(err, &errno) {
 			f.Errno = int(errno)
 		}
-		_ = conn.Answer(shimResult{Failure: &f})
+		_ = conn.Answer(WorkerResult{Failure: &f})
 		os.Exit(125)
 	}
 	pp := <-prepped
@@ -132,14 +131,14 @@ func shimMain() {
 		if logs != nil {
 			logs.abort()
 		}
-		f := shim.Failure{Stage: stage, Message: err.Error()}
+		f := Failure{Stage: stage, Message: err.Error()}
 		if records.NoSpace(err) {
 			f.Errno = int(syscall.ENOSPC)
 		}
-		_ = conn.Answer(shimResult{Failure: &f})
+		_ = conn.Answer(WorkerResult{Failure: &f})
 		os.Exit(125)
 	}
-	_ = conn.Answer(shimResult{Receipt: rc})
+	_ = conn.Answer(WorkerResult{Receipt: rc})
 	if release != nil {
 		// Held until the launcher has written the receipt: it closes the config pipe after that (Done).
 		conn.WaitDone()
@@ -183,7 +182,7 @@ func shimMain() {
 	}
 	conn.Close()
 	group := shimGroup(host, &sc, ident)
-	life.finish(&sc, group, life.supervise(sc.Timeout, sc.Grace))
+	life.Finish(&sc, group, life.supervise(sc.Timeout, sc.Grace))
 	os.Exit(0)
 }
 
@@ -191,7 +190,7 @@ func shimMain() {
 // launcher made the cgroup (or had the manager make the scope) and named it in the config; the identity
 // the shim captured says the leader is in it and gives its cgroup id. A scope carries no marker of
 // hlaunch's, so it is held on that id and the unit's name and InvocationID (cgroup.Host.Hold).
-func shimGroup(host *cgroup.Host, sc *shimConfig, ident fingerprint.Identity) *cgroup.Group {
+func shimGroup(host *cgroup.Host, sc *WorkerConfig, ident fingerprint.Identity) *cgroup.Group {
 	if host == nil || sc.Cgroup == "" {
 		return nil
 	}
@@ -208,7 +207,7 @@ func shimGroup(host *cgroup.Host, sc *shimConfig, ident fingerprint.Identity) *c
 // and held on its handshake: release lets it exec once the launcher has written the receipt, so that the
 // receipt is on the shared stdout before any output of the worker. release is nil when nothing is held.
 // A worker with a log writes into a pipe the shim copies into the log (logs, nil without a log).
-func shimStart(sc *shimConfig) (proc *hproc.Proc, release func() error, logs *logCopy, err error) {
+func shimStart(sc *WorkerConfig) (proc *hproc.Proc, release func() error, logs *logCopy, err error) {
 	var in, out, errf *os.File // nil: /dev/null
 	if sc.InheritStdio {
 		in, out, errf = os.Stdin, os.Stdout, os.Stderr
@@ -232,7 +231,7 @@ func shimStart(sc *shimConfig) (proc *hproc.Proc, release func() error, logs *lo
 }
 
 // startWorker is shimStart's start of the worker with files as its stdio.
-func startWorker(sc *shimConfig, files []*os.File) (proc *hproc.Proc, release func() error, err error) {
+func startWorker(sc *WorkerConfig, files []*os.File) (proc *hproc.Proc, release func() error, err error) {
 	attr := &syscall.SysProcAttr{Setsid: true}
 	cfg := sc.Init
 	if cfg.Sandbox == nil {

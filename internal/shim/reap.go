@@ -1,4 +1,4 @@
-package launcher
+package shim
 
 import (
 	"os"
@@ -8,13 +8,13 @@ import (
 	hproc "github.com/hlaunch/hlaunch/internal/proc"
 )
 
-// reapWhenEnded reaps a detached worker's shim once it has ended, for a caller that lives on after the
+// ReapWhenEnded reaps a detached worker's shim once it has ended, for a caller that lives on after the
 // receipt (the sidecar). It waits on a pidfd through the runtime's poller, so a live shim costs a parked
 // goroutine and one descriptor, not an OS thread: a goroutine blocked in waitid holds a thread for the
 // shim's whole life, and the Go runtime never ends a thread it made, so a sidecar kept as many threads as
 // it ever had workers alive at once (its RSS grew with them; docs/sidecar.md). Where the pidfd cannot be
 // polled (kernels before 5.3) it blocks in Wait as before. The shim's status is its own record: ignored.
-func reapWhenEnded(p *hproc.Proc) {
+func ReapWhenEnded(p *hproc.Proc) {
 	fd, err := unix.PidfdOpen(p.Pid, 0)
 	if err == nil && unix.SetNonblock(fd, true) != nil { // non-blocking: os.NewFile puts it in the poller
 		_ = unix.Close(fd)
