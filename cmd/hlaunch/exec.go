@@ -54,7 +54,7 @@ func (a *app) start(ctx context.Context, l *launcher.Launcher, spec worker.Spec)
 	var printErr error
 	printed := false
 	onReceipt := func(r *worker.Receipt) { printed, printErr = true, printJSON(a.stdout, r) }
-	r, err := l.StartWith(ctx, spec, launcher.Stdio{Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr, OnReceipt: onReceipt})
+	r, err := l.StartWith(ctx, spec, worker.Stdio{Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr, OnReceipt: onReceipt})
 	if err != nil {
 		return err
 	}
@@ -68,7 +68,7 @@ func (a *app) start(ctx context.Context, l *launcher.Launcher, spec worker.Spec)
 func (a *app) runForeground(l *launcher.Launcher, spec worker.Spec, sigs launcher.Signals) error {
 	// Background, not the command's context: an interrupt is the child's to handle, not a reason for
 	// hlaunch to abandon it.
-	stdio := launcher.Stdio{Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr}
+	stdio := worker.Stdio{Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr}
 	code, err := l.Run(context.Background(), spec, stdio, sigs)
 	if err != nil {
 		return err

@@ -24,7 +24,7 @@ type childStart struct {
 	argv  []string // the target's argv
 	env   []string // the target's environ
 	cwd   string
-	stdio Stdio
+	stdio worker.Stdio
 	sb    *sandbox.Spec
 	attr  syscall.SysProcAttr // session/pgrp settings chosen by the caller
 	cred  *syscall.Credential // an unsandboxed worker's ids (identity.credential); nil keeps ours

@@ -116,7 +116,7 @@ func (w *world) run(s worker.Spec, sigs launcher.Signals) (int, string, error) {
 		w.t.Fatal(err)
 	}
 	defer out.Close()
-	code, err := w.l.Run(context.Background(), s, launcher.Stdio{Stdout: out, Stderr: out}, sigs)
+	code, err := w.l.Run(context.Background(), s, worker.Stdio{Stdout: out, Stderr: out}, sigs)
 	b, rerr := os.ReadFile(out.Name())
 	if rerr != nil {
 		w.t.Fatal(rerr)

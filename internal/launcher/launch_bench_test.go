@@ -38,7 +38,7 @@ func benchRun(b *testing.B, scope worker.Scope) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		code, err := l.Run(ctx, spec, launcher.Stdio{}, launcher.Signals{})
+		code, err := l.Run(ctx, spec, worker.Stdio{}, launcher.Signals{})
 		if err != nil || code != 0 {
 			b.Fatalf("run: code %d, %v", code, err)
 		}

@@ -2,7 +2,6 @@ package launcher
 
 import (
 	"io"
-	"os"
 
 	"github.com/hlaunch/hlaunch/internal/affinity"
 	"github.com/hlaunch/hlaunch/internal/nsenv/profile"
@@ -53,16 +52,6 @@ type Config struct {
 	// OwnerOnly refuses a spec whose User names other ids than its profile home's owner and group (a
 	// sidecar without --allow-as: it runs each worker as its home's owner). False takes any --as.
 	OwnerOnly bool
-}
-
-// Stdio are the foreground child's standard streams; nil fields mean /dev/null.
-type Stdio struct {
-	Stdin          *os.File
-	Stdout, Stderr *os.File
-	// OnReceipt, when not nil, is called by a detached start with the worker's receipt before the worker
-	// may run: a worker with inherited stdio is held until it returns, so the receipt the CLI prints there
-	// comes before any output of the worker.
-	OnReceipt func(*worker.Receipt)
 }
 
 // Launcher carries out launches and later operations on workers. It holds no global state; one value per

@@ -178,7 +178,7 @@ func TestDetachedInheritedStdio(t *testing.T) {
 	var seen *worker.Receipt
 	s := spec(`echo through-the-pipe`)
 	s.Detach, s.Stdio = true, worker.StdioInherit
-	rc, err := w.l.StartWith(context.Background(), s, launcher.Stdio{Stdin: devnull, Stdout: wr, Stderr: wr, OnReceipt: func(rc *worker.Receipt) { seen = rc }})
+	rc, err := w.l.StartWith(context.Background(), s, worker.Stdio{Stdin: devnull, Stdout: wr, Stderr: wr, OnReceipt: func(rc *worker.Receipt) { seen = rc }})
 	wr.Close()
 	if err != nil {
 		t.Fatal(err)
@@ -195,7 +195,7 @@ func TestDetachedInheritedStdio(t *testing.T) {
 	}
 	w.wait(rc.ID)
 	// Inherit without descriptors is refused by name.
-	if _, err := w.l.StartWith(context.Background(), s, launcher.Stdio{}); !errors.Is(err, worker.ErrInvalid) || !strings.Contains(err.Error(), "stdio inherit") {
+	if _, err := w.l.StartWith(context.Background(), s, worker.Stdio{}); !errors.Is(err, worker.ErrInvalid) || !strings.Contains(err.Error(), "stdio inherit") {
 		t.Errorf("inherit without descriptors: %v", err)
 	}
 }

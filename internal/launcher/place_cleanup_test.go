@@ -56,11 +56,11 @@ func TestFailedStartsLeaveNothing(t *testing.T) {
 			return err
 		}},
 		{"foreground, target not found", func() error {
-			_, err := w.l.Run(ctx, worker.Spec{Profile: "b", Argv: []string{"/nonexistent/hlaunch-test-cmd"}}, launcher.Stdio{}, launcher.Signals{})
+			_, err := w.l.Run(ctx, worker.Spec{Profile: "b", Argv: []string{"/nonexistent/hlaunch-test-cmd"}}, worker.Stdio{}, launcher.Signals{})
 			return err
 		}},
 		{"foreground sandboxed, the stub's target not found", func() error {
-			_, err := w.l.Run(ctx, worker.Spec{Profile: "b", Sandbox: true, User: "0:0", Argv: []string{"/nonexistent/hlaunch-test-cmd"}}, launcher.Stdio{}, launcher.Signals{})
+			_, err := w.l.Run(ctx, worker.Spec{Profile: "b", Sandbox: true, User: "0:0", Argv: []string{"/nonexistent/hlaunch-test-cmd"}}, worker.Stdio{}, launcher.Signals{})
 			return err
 		}},
 		{"detached sandboxed, the shim's target not found", func() error {
@@ -69,7 +69,7 @@ func TestFailedStartsLeaveNothing(t *testing.T) {
 		}},
 		{"foreground, held, placement refused (the user bus hangs up)", func() error {
 			spec := worker.Spec{Profile: "b", Scope: worker.ScopeSystemd, UserManager: true, Argv: []string{"true"}}
-			_, err := noBus.Run(ctx, spec, launcher.Stdio{}, launcher.Signals{})
+			_, err := noBus.Run(ctx, spec, worker.Stdio{}, launcher.Signals{})
 			return err
 		}},
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/nsenv/sandbox"
 	"github.com/hlaunch/hlaunch/internal/placement"
 	hproc "github.com/hlaunch/hlaunch/internal/proc"
+	"github.com/hlaunch/hlaunch/internal/terminal"
 	"github.com/hlaunch/hlaunch/internal/worker"
 	"github.com/hlaunch/hlaunch/internal/workerlog"
 )
@@ -44,7 +45,7 @@ func (s Signals) awaitReady() {
 // the child runs, the child is stopped as at a --timeout (SIGTERM to its tree, the whole tree killed after
 // the grace), and Run returns, once it has been waited for and its cgroup removed, ExitInternal and an
 // error wrapping ctx's cause (context.Canceled or context.DeadlineExceeded).
-func (l *Launcher) Run(ctx context.Context, spec worker.Spec, stdio Stdio, sigs Signals) (int, error) {
+func (l *Launcher) Run(ctx context.Context, spec worker.Spec, stdio worker.Stdio, sigs Signals) (int, error) {
 	if spec.Detach {
 		return worker.ExitInternal, fmt.Errorf("%w: Run is for foreground launches; use Start with --detach", worker.ErrInvalid)
 	}
@@ -89,16 +90,16 @@ func (l *Launcher) Run(ctx context.Context, spec worker.Spec, stdio Stdio, sigs 
 	// The caller's terminal: a pty of its own for a sandbox and for a worker of another uid (in the
 	// caller's session it could type into the caller's shell with TIOCSTI), else the terminal's foreground
 	// for the child.
-	term, out, err := openTerminal(sb != nil || who.OtherUID(), spec.TTYTitles, stdio.Stdin, out, &attr)
+	term, out, err := terminal.Open(sb != nil || who.OtherUID(), spec.TTYTitles, stdio.Stdin, out, &attr)
 	if err != nil {
 		return worker.ExitCode(err), err
 	}
-	defer term.close()
+	defer term.Close()
 	proc, err := l.start(ctx, spec, id, p, childStart{argv: spec.Argv, env: env.Strings(), cwd: cwd, stdio: out, sb: sb, attr: attr, cred: who.Credential()})
 	if err != nil {
 		return worker.ExitCode(err), err
 	}
-	if err := term.childStarted(); err != nil {
+	if err := term.ChildStarted(); err != nil {
 		_ = proc.Signal(syscall.SIGKILL)
 		_, _ = proc.Wait()
 		return worker.ExitCode(err), err
@@ -280,13 +281,13 @@ func (l *Launcher) cwd(spec worker.Spec) (string, error) {
 
 // logStdio returns the stdio for the child: stdout and stderr go to spec.Log when it is set, else to
 // stdio's own. The returned function closes what was opened here.
-func logStdio(spec worker.Spec, stdio Stdio) (Stdio, func(), error) {
+func logStdio(spec worker.Spec, stdio worker.Stdio) (worker.Stdio, func(), error) {
 	if spec.Log == "" {
 		return stdio, func() {}, nil
 	}
 	f, err := workerlog.Open(spec.Log, spec.LogMax)
 	if err != nil {
-		return Stdio{}, nil, err
+		return worker.Stdio{}, nil, err
 	}
 	stdio.Stdout, stdio.Stderr = f, f
 	return stdio, func() { f.Close() }, nil

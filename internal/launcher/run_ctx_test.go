@@ -43,7 +43,7 @@ func TestRunContextCancelled(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer out.Close()
-			code, err := w.l.Run(ctx, s, launcher.Stdio{Stdout: out, Stderr: out}, launcher.Signals{})
+			code, err := w.l.Run(ctx, s, worker.Stdio{Stdout: out, Stderr: out}, launcher.Signals{})
 			if code != worker.ExitInternal || !errors.Is(err, context.Canceled) || errors.Is(err, worker.ErrTimedOut) {
 				t.Fatalf("code %d, %v; want 125 and an error wrapping context.Canceled", code, err)
 			}
@@ -81,7 +81,7 @@ func TestRunContextCancelledBeforeStart(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	marker := filepath.Join(t.TempDir(), "ran")
-	code, err := w.l.Run(ctx, spec("echo yes > "+marker), launcher.Stdio{}, launcher.Signals{})
+	code, err := w.l.Run(ctx, spec("echo yes > "+marker), worker.Stdio{}, launcher.Signals{})
 	if code != worker.ExitInternal || !errors.Is(err, context.Canceled) {
 		t.Fatalf("code %d, %v; want 125 and context.Canceled", code, err)
 	}

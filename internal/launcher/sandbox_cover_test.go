@@ -77,7 +77,7 @@ func TestRunSandboxedOnTerminal(t *testing.T) {
 	m, sl := openPTY(t)
 	s := spec(`test -t 0 && echo tty-yes; echo "dev=$(stat -L -c %t:%T /proc/self/fd/0)"; echo end`)
 	s.Sandbox = true
-	code, err := w.l.Run(context.Background(), s, launcher.Stdio{Stdin: sl, Stdout: sl, Stderr: sl}, launcher.Signals{})
+	code, err := w.l.Run(context.Background(), s, worker.Stdio{Stdin: sl, Stdout: sl, Stderr: sl}, launcher.Signals{})
 	if err != nil || code != 0 {
 		t.Fatalf("code %d, %v\nstderr: %s", code, err, w.stderr.String())
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/records"
 	"github.com/hlaunch/hlaunch/internal/shim"
 	"github.com/hlaunch/hlaunch/internal/state"
+	"github.com/hlaunch/hlaunch/internal/terminal"
 	"github.com/hlaunch/hlaunch/internal/worker"
 	"github.com/hlaunch/hlaunch/internal/workerlog"
 )
@@ -26,19 +27,19 @@ import (
 // one even when the caller dies mid-launch; it records the exit status and enforces the timeout even when
 // the caller is gone.
 func (l *Launcher) Start(ctx context.Context, spec worker.Spec) (*worker.Receipt, error) {
-	return l.StartWith(ctx, spec, Stdio{})
+	return l.StartWith(ctx, spec, worker.Stdio{})
 }
 
 // StartWith is Start for a spec with Stdio "inherit": stdio are the descriptors the worker gets (nil
 // fields are refused for such a spec; they are ignored otherwise). The caller keeps its own copies.
-func (l *Launcher) StartWith(ctx context.Context, spec worker.Spec, stdio Stdio) (*worker.Receipt, error) {
+func (l *Launcher) StartWith(ctx context.Context, spec worker.Spec, stdio worker.Stdio) (*worker.Receipt, error) {
 	return l.StartWithID(ctx, spec, stdio, worker.NewWorkerID())
 }
 
 // StartWithID is StartWith for a worker id the caller chose before the launch (NewWorkerID), so that it can
 // remember the launch under that id first: a sidecar's idempotent spawn finds the worker again by it after
 // a crash mid-launch. An id that is not a worker id, or one that names a record already, is refused.
-func (l *Launcher) StartWithID(ctx context.Context, spec worker.Spec, stdio Stdio, id string) (_ *worker.Receipt, retErr error) {
+func (l *Launcher) StartWithID(ctx context.Context, spec worker.Spec, stdio worker.Stdio, id string) (_ *worker.Receipt, retErr error) {
 	if !worker.IsID(id) {
 		return nil, worker.Invalid(fmt.Errorf("worker id %q: not a worker id (w-<12 hex>)", id))
 	}
@@ -93,7 +94,7 @@ type detachedLaunch struct {
 }
 
 // detached checks spec for a detached launch as worker id and takes its key lock.
-func (l *Launcher) detached(ctx context.Context, spec worker.Spec, stdio Stdio, id string) (*detachedLaunch, error) {
+func (l *Launcher) detached(ctx context.Context, spec worker.Spec, stdio worker.Stdio, id string) (*detachedLaunch, error) {
 	spec, err := l.resolve(spec, true)
 	if err != nil {
 		return nil, err
@@ -109,7 +110,7 @@ func (l *Launcher) detached(ctx context.Context, spec worker.Spec, stdio Stdio, 
 	if spec.Stdio == worker.StdioInherit && (stdio.Stdin == nil || stdio.Stdout == nil || stdio.Stderr == nil) {
 		return nil, fmt.Errorf("%w: stdio inherit: the caller passed no stdin, stdout and stderr", worker.ErrInvalid)
 	}
-	if err := noTerminal(spec, stdio, who.OtherUID()); err != nil {
+	if err := terminal.CheckInherited(spec, stdio, who.OtherUID()); err != nil {
 		return nil, err
 	}
 	// Before anything is made for it: a spawn never takes the space running workers end with.

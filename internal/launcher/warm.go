@@ -112,7 +112,7 @@ func (l *Launcher) StartWarm(ctx context.Context, w *Warm, spec worker.Spec) (_ 
 	if !w.fits(spec.WithDefaults(l.cfg.Defaults), l.Limits) {
 		return nil, ErrNotWarmable
 	}
-	d, err := l.detached(ctx, spec, Stdio{}, w.id)
+	d, err := l.detached(ctx, spec, worker.Stdio{}, w.id)
 	if err != nil {
 		return nil, err
 	}

@@ -195,7 +195,7 @@ func (s *Server) handleSpawn(w http.ResponseWriter, r *http.Request) {
 
 // startWorker starts spec in a warm slot when one is ready and fits, else the ordinary way; before, when
 // not nil, sees the worker's id first.
-func (s *Server) startWorker(ctx context.Context, spec worker.Spec, stdio launcher.Stdio, before func(string) error) (*worker.Receipt, error) {
+func (s *Server) startWorker(ctx context.Context, spec worker.Spec, stdio worker.Stdio, before func(string) error) (*worker.Receipt, error) {
 	if s.pool != nil && spec.Stdio != worker.StdioInherit {
 		if rc, ok, err := s.pool.start(ctx, spec, before); ok {
 			return rc, err
@@ -503,9 +503,9 @@ func (s *Server) handleDoctor(w http.ResponseWriter, r *http.Request) {
 // passedStdio returns the stdin, stdout and stderr the client passed with its request (SCM_RIGHTS) for a
 // spec whose stdio is "inherit"; the worker's shim gets its own copies, and ours are closed after the
 // launch. Any other spec ignores passed descriptors (closed at the end of the request: endRequest).
-func passedStdio(r *http.Request, spec worker.Spec) (launcher.Stdio, func(), error) {
+func passedStdio(r *http.Request, spec worker.Spec) (worker.Stdio, func(), error) {
 	if spec.Stdio != worker.StdioInherit {
-		return launcher.Stdio{}, func() {}, nil
+		return worker.Stdio{}, func() {}, nil
 	}
 	var fds []int
 	if a := connAuthFrom(r.Context()); a != nil && a.fds != nil {
@@ -522,9 +522,9 @@ func passedStdio(r *http.Request, spec worker.Spec) (launcher.Stdio, func(), err
 	}
 	if len(files) != 3 {
 		closeAll()
-		return launcher.Stdio{}, nil, fmt.Errorf("%w: stdio inherit: send exactly three descriptors (stdin, stdout, stderr) with the request as SCM_RIGHTS; got %d", worker.ErrInvalid, len(files))
+		return worker.Stdio{}, nil, fmt.Errorf("%w: stdio inherit: send exactly three descriptors (stdin, stdout, stderr) with the request as SCM_RIGHTS; got %d", worker.ErrInvalid, len(files))
 	}
-	return launcher.Stdio{Stdin: files[0], Stdout: files[1], Stderr: files[2]}, closeAll, nil
+	return worker.Stdio{Stdin: files[0], Stdout: files[1], Stderr: files[2]}, closeAll, nil
 }
 
 // noteSpawn keeps what health reports of spawns: a failure for a host-level reason (launcher.ErrDegraded:

@@ -9,7 +9,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hlaunch/hlaunch/internal/launcher"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
@@ -39,11 +38,11 @@ func (f *fakeBackend) spec() worker.Spec {
 	return f.lastSpec
 }
 
-func (f *fakeBackend) StartWith(ctx context.Context, spec worker.Spec, stdio launcher.Stdio) (*worker.Receipt, error) {
+func (f *fakeBackend) StartWith(ctx context.Context, spec worker.Spec, stdio worker.Stdio) (*worker.Receipt, error) {
 	return f.StartWithID(ctx, spec, stdio, "")
 }
 
-func (f *fakeBackend) StartWithID(ctx context.Context, spec worker.Spec, _ launcher.Stdio, id string) (*worker.Receipt, error) {
+func (f *fakeBackend) StartWithID(ctx context.Context, spec worker.Spec, _ worker.Stdio, id string) (*worker.Receipt, error) {
 	f.mu.Lock()
 	f.lastSpec = spec
 	if f.startErr != nil {

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/hlaunch/hlaunch/internal/launcher"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
@@ -17,7 +16,7 @@ import (
 // answered that receipt (201, Idempotent-Replay: true) without a second launch; the same key with another
 // body is 422 idempotency_mismatch. A repeat that arrives while the first is in flight waits for its end.
 // A launch that failed is not remembered: its repeat launches again.
-func (s *Server) spawnIdempotent(ctx context.Context, w http.ResponseWriter, key string, body []byte, spec worker.Spec, stdio launcher.Stdio) {
+func (s *Server) spawnIdempotent(ctx context.Context, w http.ResponseWriter, key string, body []byte, spec worker.Spec, stdio worker.Stdio) {
 	if s.idem == nil {
 		writeError(w, fmt.Errorf("%w: header %s: this sidecar keeps no idempotency keys", ErrNotImplemented, headerIdemKey))
 		return

@@ -130,8 +130,8 @@ type Config struct {
 // backend is what the server needs from a launcher. *launcher.Launcher is the production implementation;
 // the unit tests provide a second one so routing, decoding and auth run without a kernel.
 type backend interface {
-	StartWith(ctx context.Context, spec worker.Spec, stdio launcher.Stdio) (*worker.Receipt, error)
-	StartWithID(ctx context.Context, spec worker.Spec, stdio launcher.Stdio, id string) (*worker.Receipt, error)
+	StartWith(ctx context.Context, spec worker.Spec, stdio worker.Stdio) (*worker.Receipt, error)
+	StartWithID(ctx context.Context, spec worker.Spec, stdio worker.Stdio, id string) (*worker.Receipt, error)
 	List(ctx context.Context) ([]worker.Record, error)
 	ListPage(ctx context.Context, after string, limit int) ([]worker.Record, error)
 	IDs(ctx context.Context) ([]string, error)

@@ -6,13 +6,12 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/hlaunch/hlaunch/internal/launcher"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // spawn starts one worker with the sidecar's bookkeeping (tickets, metrics, health). before, when not nil,
 // is called with the worker's id before it is launched.
-func (s *Server) spawn(ctx context.Context, spec worker.Spec, stdio launcher.Stdio, before func(string) error) (*worker.Receipt, error) {
+func (s *Server) spawn(ctx context.Context, spec worker.Spec, stdio worker.Stdio, before func(string) error) (*worker.Receipt, error) {
 	ticket := s.beginSpawn()
 	began := time.Now()
 	rc, err := s.startWorker(ctx, spec, stdio, before)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/hlaunch/hlaunch/internal/cgroup"
@@ -142,4 +143,14 @@ func EnvLookup(env []string) func(string) string {
 		}
 		return ""
 	}
+}
+
+// Stdio are the foreground child's standard streams; nil fields mean /dev/null.
+type Stdio struct {
+	Stdin          *os.File
+	Stdout, Stderr *os.File
+	// OnReceipt, when not nil, is called by a detached start with the worker's receipt before the worker
+	// may run: a worker with inherited stdio is held until it returns, so the receipt the CLI prints there
+	// comes before any output of the worker.
+	OnReceipt func(*Receipt)
 }

@@ -1,10 +1,11 @@
-package launcher
+package terminal
 
 import (
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/hlaunch/hlaunch/internal/worker"
 	"golang.org/x/sys/unix"
 )
 
@@ -23,17 +24,17 @@ type callerTerminal struct {
 	started bool      // the child runs: the foreground is taken back at close
 }
 
-// openTerminal prepares the caller's terminal for a child started with attr: it sets attr's session,
+// Open prepares the caller's terminal for a child started with attr: it sets attr's session,
 // process group and controlling terminal, and returns the stdio the child gets (for a sandbox, each
 // terminal of out is the pty's slave; titles lets the worker's title sequences through its relay). stdin
 // is the caller's own. Its close is the one cleanup of every path after it, whether the child started or
 // not; on error nothing is left to close.
-func openTerminal(sandboxed, titles bool, stdin *os.File, out Stdio, attr *syscall.SysProcAttr) (*callerTerminal, Stdio, error) {
+func Open(sandboxed, titles bool, stdin *os.File, out worker.Stdio, attr *syscall.SysProcAttr) (*callerTerminal, worker.Stdio, error) {
 	t := &callerTerminal{stdin: stdin}
 	if sandboxed {
 		var err error
 		if t.pty, out, err = openPTYRelay(out); err != nil {
-			return nil, Stdio{}, err
+			return nil, worker.Stdio{}, err
 		}
 	}
 	if t.pty == nil {
@@ -46,14 +47,14 @@ func openTerminal(sandboxed, titles bool, stdin *os.File, out Stdio, attr *sysca
 	t.pty.filter.Titles = titles
 	if err := t.pty.raw(); err != nil {
 		t.pty.close()
-		return nil, Stdio{}, err
+		return nil, worker.Stdio{}, err
 	}
 	return t, out, nil
 }
 
-// childStarted is called once the child runs: the relay, if any, starts copying now, so that the worker's
+// ChildStarted is called once the child runs: the relay, if any, starts copying now, so that the worker's
 // output reaches the caller while it runs. On error the caller ends the child.
-func (t *callerTerminal) childStarted() error {
+func (t *callerTerminal) ChildStarted() error {
 	t.started = true
 	if t.pty == nil {
 		return nil
@@ -61,10 +62,10 @@ func (t *callerTerminal) childStarted() error {
 	return t.pty.relay()
 }
 
-// close ends what openTerminal began, once the child has been waited for (or never started): the pty's
+// Close ends what Open began, once the child has been waited for (or never started): the pty's
 // output still buffered is copied and the caller's terminal restored, or the terminal's foreground is
 // taken back.
-func (t *callerTerminal) close() {
+func (t *callerTerminal) Close() {
 	if t.pty != nil {
 		t.pty.close()
 	}

@@ -1,10 +1,11 @@
-package launcher
+package terminal
 
 import (
 	"os"
 	"strconv"
 	"testing"
 
+	"github.com/hlaunch/hlaunch/internal/worker"
 	"golang.org/x/sys/unix"
 )
 
@@ -45,7 +46,7 @@ func TestPTYRelayOpen(t *testing.T) {
 	}
 	defer pipeR.Close()
 	defer pipeW.Close()
-	r, got, err := openPTYRelay(Stdio{Stdin: cs, Stdout: pipeW, Stderr: cs})
+	r, got, err := openPTYRelay(worker.Stdio{Stdin: cs, Stdout: pipeW, Stderr: cs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +66,7 @@ func TestPTYRelayOpen(t *testing.T) {
 		t.Fatalf("the master is blocking (flags %#x, %v): a read deadline cannot end its drain", fl, err)
 	}
 	// No terminal at all: no pty.
-	none, same, err := openPTYRelay(Stdio{Stdin: pipeR, Stdout: pipeW, Stderr: pipeW})
+	none, same, err := openPTYRelay(worker.Stdio{Stdin: pipeR, Stdout: pipeW, Stderr: pipeW})
 	if err != nil || none != nil || same.Stdin != pipeR {
 		t.Fatalf("pipes only: %v %v %v", none, same, err)
 	}

@@ -1,4 +1,4 @@
-package launcher
+package terminal
 
 import (
 	"errors"
@@ -56,11 +56,11 @@ func isTerminal(f *os.File) bool {
 	return err == nil
 }
 
-// noTerminal refuses a terminal as the stdio a detached worker inherits (--stdio inherit) when it is
+// CheckInherited refuses a terminal as the stdio a detached worker inherits (--stdio inherit) when it is
 // sandboxed or runs as another uid than the launcher's (otherUID): a detached worker has no relay, and
 // holding the caller's terminal without being in its job control it would read what is typed at the
 // caller's shell (docs/security.md, "The terminal and the session").
-func noTerminal(spec worker.Spec, stdio Stdio, otherUID bool) error {
+func CheckInherited(spec worker.Spec, stdio worker.Stdio, otherUID bool) error {
 	if spec.Stdio != worker.StdioInherit || (!spec.Sandbox && !otherUID) {
 		return nil
 	}
@@ -78,7 +78,7 @@ func noTerminal(spec worker.Spec, stdio Stdio, otherUID bool) error {
 
 // openPTYRelay returns nil and stdio unchanged when none of stdio is a terminal (pipes, files: nothing to
 // relay). Otherwise it opens a pty and returns it with stdio in which every terminal is the slave.
-func openPTYRelay(stdio Stdio) (*ptyRelay, Stdio, error) {
+func openPTYRelay(stdio worker.Stdio) (*ptyRelay, worker.Stdio, error) {
 	files := []*os.File{stdio.Stdin, stdio.Stdout, stdio.Stderr}
 	r := &ptyRelay{ctty: -1, stop: [2]int{-1, -1}}
 	for i, f := range files {
@@ -250,7 +250,7 @@ func (r *ptyRelay) copySize() {
 	}
 }
 
-// close ends the relay once the worker has exited: it copies the output still buffered, turns off the
+// Close ends the relay once the worker has exited: it copies the output still buffered, turns off the
 // input modes the worker left on (mouse and focus reporting, bracketed paste, key encodings: the caller's
 // terminal would type their reports into the caller's shell), stops the input copy, restores the caller's
 // terminal and closes the pty. It is the one cleanup of every exit path.
