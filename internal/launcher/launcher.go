@@ -1,9 +1,11 @@
 package launcher
 
 import (
+	"context"
 	"io"
 
 	"github.com/hlaunch/hlaunch/internal/affinity"
+	"github.com/hlaunch/hlaunch/internal/doctor"
 	"github.com/hlaunch/hlaunch/internal/nsenv/profile"
 	"github.com/hlaunch/hlaunch/internal/placement"
 	"github.com/hlaunch/hlaunch/internal/records"
@@ -74,4 +76,10 @@ func (l *Launcher) Close() error {
 		l.Buses.Close()
 	}
 	return nil
+}
+
+// Doctor reports what this host offers and what --scope auto would choose with this launcher's defaults,
+// creating nothing.
+func (l *Launcher) Doctor(ctx context.Context) (doctor.Report, error) {
+	return doctor.Run(ctx, &l.Host, l.cfg.Defaults, l.cfg.Environ, keptGroups())
 }

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/doctor"
 	"github.com/hlaunch/hlaunch/internal/version"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
@@ -482,7 +482,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 
 // doctorer is the optional host-check part of a backend (*launcher.Launcher has it; the test fake may not).
 type doctorer interface {
-	Doctor(ctx context.Context) (launcher.Report, error)
+	Doctor(ctx context.Context) (doctor.Report, error)
 }
 
 // handleDoctor: GET /v1/doctor; the launcher's host report (`hlaunch doctor --json`), or 501.

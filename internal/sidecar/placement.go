@@ -5,14 +5,14 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/doctor"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // PlacementProblem says why the placement a sidecar is configured for (its default --scope, --user and
 // --require-scope) cannot be made on the host r describes, or "" when it can. --scope auto without
 // --require-scope always can: it runs degraded, and says so per worker.
-func PlacementProblem(r launcher.Report, d worker.Spec, root bool) string {
+func PlacementProblem(r doctor.Report, d worker.Spec, root bool) string {
 	switch d.Scope {
 	case worker.ScopeSystemd:
 		bus, name := r.SystemBus, "system"

@@ -1,4 +1,4 @@
-package launcher
+package doctor
 
 import (
 	"context"
@@ -45,8 +45,10 @@ type Check struct {
 	Detail string `json:"detail"`
 }
 
-// Doctor reports what this host offers and what --scope auto would choose, creating nothing.
-func (l *Launcher) Doctor(ctx context.Context) (Report, error) {
+// Run reports what this host (h) offers and what --scope auto would choose for a spec of defaults,
+// creating nothing. environ is the launcher's environment (the user bus's address), kept the
+// supplementary groups its sandboxed workers would keep.
+func Run(ctx context.Context, l *placement.Host, defaults worker.Spec, environ []string, kept []int) (Report, error) {
 	r := Report{Mounts: map[string]string{}}
 	if l.Cgroups == nil {
 		r.CgroupMode = "none"
@@ -80,15 +82,15 @@ func (l *Launcher) Doctor(ctx context.Context) (Report, error) {
 	// A non-root hlaunch never uses the system manager (it may not make scopes there): its line says so
 	// rather than showing the user bus under the system bus's name.
 	if os.Geteuid() == 0 {
-		r.SystemBus = l.probeBus(ctx, false)
+		r.SystemBus = probeBus(ctx, false, environ)
 	} else {
 		r.SystemBus = Check{false, fmt.Sprintf("not used by uid %d: a non-root hlaunch makes its scopes in its own user manager (user bus)", os.Geteuid())}
 	}
-	r.UserBus = l.probeBus(ctx, true)
+	r.UserBus = probeBus(ctx, true, environ)
 	r.Linger = linger()
-	r.KeptGroups = keptGroupsCheck()
+	r.KeptGroups = keptGroupsCheck(kept)
 	// What --scope auto would use, decided as a launch decides it (decide), only checked.
-	spec := worker.Spec{}.WithDefaults(l.cfg.Defaults)
+	spec := worker.Spec{}.WithDefaults(defaults)
 	spec.Scope, spec.RequireScope = worker.ScopeAuto, false
 	dry := &dryPlacer{l: l, system: r.SystemBus, user: r.UserBus}
 	if l.Cgroups != nil {
@@ -111,7 +113,7 @@ func (l *Launcher) Doctor(ctx context.Context) (Report, error) {
 // dryPlacer is doctor's placer: it checks that each placement could be made and creates nothing. The
 // managers' answers are the ones doctor probed.
 type dryPlacer struct {
-	l            *Launcher
+	l            *placement.Host
 	system, user Check
 	cgroupCheck  Check // the last cgroup check's answer
 }
@@ -165,10 +167,10 @@ func (d *dryPlacer) Systemd(_ context.Context, spec worker.Spec, _ bool) (placem
 	return checked{m: worker.ModeScoped, detail: bus.Detail}, nil
 }
 
-func (l *Launcher) probeBus(ctx context.Context, user bool) Check {
+func probeBus(ctx context.Context, user bool, environ []string) Check {
 	cctx, cancel := context.WithTimeout(ctx, placement.ScopeTimeout)
 	defer cancel()
-	c, err := systemd.Connect(cctx, systemd.ConnectOptions{User: user, UID: os.Geteuid(), Getenv: worker.EnvLookup(l.cfg.Environ)})
+	c, err := systemd.Connect(cctx, systemd.ConnectOptions{User: user, UID: os.Geteuid(), Getenv: worker.EnvLookup(environ)})
 	if err != nil {
 		return Check{false, err.Error()}
 	}
@@ -189,8 +191,7 @@ func userns() Check {
 // keptGroupsCheck warns when this launcher's sandboxed workers would keep its supplementary groups (an
 // unprivileged launcher's: its user namespace denies setgroups), the same groups a receipt's kept_groups
 // names: a socket or file that trusts one of them outside /run serves the worker as it serves the launcher.
-func keptGroupsCheck() Check {
-	kept := keptGroups()
+func keptGroupsCheck(kept []int) Check {
 	if len(kept) == 0 {
 		return Check{true, "none: a sandboxed worker keeps no supplementary group of this launcher"}
 	}
