@@ -28,6 +28,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/sidecar"
 	"github.com/hlaunch/hlaunch/internal/trust"
 	"github.com/hlaunch/hlaunch/internal/version"
+	"github.com/hlaunch/hlaunch/internal/view"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
@@ -150,7 +151,7 @@ const maxWarm = 64
 
 func defaultSocket() string {
 	if os.Geteuid() == 0 {
-		return filepath.Join(launcher.RootSidecarDir, "sidecar.sock")
+		return filepath.Join(view.RootSidecarDir, "sidecar.sock")
 	}
 	if d := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
 		return filepath.Join(d, "hlaunch", "sidecar.sock")

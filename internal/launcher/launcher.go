@@ -9,6 +9,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/nsenv/profile"
 	"github.com/hlaunch/hlaunch/internal/placement"
 	"github.com/hlaunch/hlaunch/internal/records"
+	"github.com/hlaunch/hlaunch/internal/view"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
@@ -81,5 +82,5 @@ func (l *Launcher) Close() error {
 // Doctor reports what this host offers and what --scope auto would choose with this launcher's defaults,
 // creating nothing.
 func (l *Launcher) Doctor(ctx context.Context) (doctor.Report, error) {
-	return doctor.Run(ctx, &l.Host, l.cfg.Defaults, l.cfg.Environ, keptGroups())
+	return doctor.Run(ctx, &l.Host, l.cfg.Defaults, l.cfg.Environ, view.KeptGroups())
 }

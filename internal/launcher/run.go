@@ -16,6 +16,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/placement"
 	hproc "github.com/hlaunch/hlaunch/internal/proc"
 	"github.com/hlaunch/hlaunch/internal/terminal"
+	"github.com/hlaunch/hlaunch/internal/view"
 	"github.com/hlaunch/hlaunch/internal/worker"
 	"github.com/hlaunch/hlaunch/internal/workerlog"
 )
@@ -253,12 +254,12 @@ func (l *Launcher) workerPlace(spec worker.Spec, env profile.Environ, prof *prof
 	if err != nil {
 		return "", nil, err
 	}
-	cwd = workerCwd(spec, cwd, prof.Home, who)
-	sb, cwd, err := l.sandbox(spec, prof, who, cwd)
+	cwd = view.WorkerCwd(spec, cwd, prof.Home, who)
+	sb, cwd, err := view.Sandbox(spec, prof, who, cwd, l.root, []string{l.StatePath, l.LedgerPath}, l.cfg.Hide, l.cfg.Environ)
 	if err != nil {
 		return "", nil, err
 	}
-	if err := checkWorkerDirs(spec, env, cwd, who); err != nil {
+	if err := view.CheckWorkerDirs(spec, env, cwd, who); err != nil {
 		return "", nil, err
 	}
 	return cwd, sb, nil

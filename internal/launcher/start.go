@@ -17,6 +17,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/shim"
 	"github.com/hlaunch/hlaunch/internal/state"
 	"github.com/hlaunch/hlaunch/internal/terminal"
+	"github.com/hlaunch/hlaunch/internal/view"
 	"github.com/hlaunch/hlaunch/internal/worker"
 	"github.com/hlaunch/hlaunch/internal/workerlog"
 )
@@ -222,8 +223,8 @@ func (l *Launcher) runShim(ctx context.Context, d *detachedLaunch, h *heldShim) 
 	where := h.p.Describe()
 	sc.Unit, sc.InvocationID = where.Unit, where.InvocationID
 	if d.sb != nil {
-		sc.Receipt.Landlock = landlockMode(d.sb)
-		sc.Receipt.KeptGroups = keptGroups()
+		sc.Receipt.Landlock = view.LandlockMode(d.sb)
+		sc.Receipt.KeptGroups = view.KeptGroups()
 	}
 	res := &shim.WorkerResult{}
 	watch := shim.GuardExchange(ctx, h.child)

@@ -1,4 +1,4 @@
-package launcher
+package view
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
-// sandbox builds the sandbox of spec, or returns nil when none is asked for, and the working directory
+// Sandbox builds the sandbox of spec, or returns nil when none is asked for, and the working directory
 // the child starts in. The state and ledger directories, the default sidecar socket directories, the
 // users' runtime directories (hiddenHostDirs) and the Hide paths of the Config (a sidecar's socket
 // directory) are made invisible inside.
@@ -23,11 +23,14 @@ import (
 // worker starts in the launcher's directory only when that is inside its home or a --rw path, and in
 // its home otherwise (a sidecar runs in /, a gateway anywhere: none of that is the worker's).
 //
-// The identity is decided by Launcher.identity (docs/security.md, "Privilege follows the profile"): a
+// The identity is decided by worker.IdentityFor (docs/security.md, "Privilege follows the profile"): a
 // root launcher's sandboxed worker never runs as host uid 0 unless the caller asks with --as 0:0; an
 // unprivileged launcher's is the launcher's own uid, mapped to 0 in a user namespace
 // (sandbox.Spec.SysProcAttr), and drops to the --as ids inside.
-func (l *Launcher) sandbox(spec worker.Spec, prof *profile.Profile, id worker.Identity, cwd string) (*sandbox.Spec, string, error) {
+//
+// root is the hermes root; own the launcher's state and ledger directories and hide the extra paths it
+// hides (Config.Hide); environ is its environment.
+func Sandbox(spec worker.Spec, prof *profile.Profile, id worker.Identity, cwd, root string, own, hide, environ []string) (*sandbox.Spec, string, error) {
 	if !spec.Sandbox {
 		return nil, cwd, nil
 	}
@@ -37,13 +40,13 @@ func (l *Launcher) sandbox(spec worker.Spec, prof *profile.Profile, id worker.Id
 		}
 	}
 	sb := &sandbox.Spec{
-		Root:   l.root,
+		Root:   root,
 		Home:   prof.Home,
 		HomeID: sandbox.FileID(prof.HomeID()),
 		Cwd:    spec.Cwd,
 		RW:     spec.RW,
-		Hide:   unique(append(append([]string{l.StatePath, l.LedgerPath}, hiddenHostDirs(l.cfg.Environ)...), l.cfg.Hide...)),
-		Cover:  coveredHomes(l.cfg.Environ),
+		Hide:   unique(append(append(own, hiddenHostDirs(environ)...), hide...)),
+		Cover:  coveredHomes(environ),
 		// The profile's own configuration, read-only (docs/security.md, "The sandbox view"): the .env
 		// this launcher (and the next) composes the environ from, hermes' .op.env and config.yaml (what
 		// the gateway's next hermes of the profile runs: its MCP servers, its terminal backend). The .env
@@ -119,18 +122,18 @@ func unique(ps []string) []string {
 // RootSidecarDir is the directory of root's default sidecar socket and state.
 const RootSidecarDir = "/run/hlaunch"
 
-// landlockMode is what a sandboxed worker's receipt says of its Landlock scopes.
-func landlockMode(sb *sandbox.Spec) worker.Landlock {
+// LandlockMode is what a sandboxed worker's receipt says of its Landlock scopes.
+func LandlockMode(sb *sandbox.Spec) worker.Landlock {
 	if sb.Unscoped {
 		return worker.LandlockUnavailable
 	}
 	return worker.LandlockScoped
 }
 
-// keptGroups are the supplementary groups a sandboxed worker keeps, as host gids: an unprivileged
+// KeptGroups are the supplementary groups a sandboxed worker keeps, as host gids: an unprivileged
 // launcher's own (its user namespace denies setgroups; the primary group is the one mapped to 0), none
 // for a root launcher, whose worker drops them all.
-func keptGroups() []int {
+func KeptGroups() []int {
 	if os.Geteuid() == 0 {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package launcher
+package view
 
 import (
 	"errors"
@@ -11,11 +11,11 @@ import (
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
-// workerCwd is the directory a worker starts in: --cwd when given, else the launcher's own, except that a
+// WorkerCwd is the directory a worker starts in: --cwd when given, else the launcher's own, except that a
 // worker whose uid is not the launcher's, or a sandboxed one, starts in the launcher's directory only when
 // that is inside its home (or a --rw path), and in its home otherwise (viewCwd): the launcher's directory
 // is none of that worker's business.
-func workerCwd(spec worker.Spec, launcherCwd, home string, id worker.Identity) string {
+func WorkerCwd(spec worker.Spec, launcherCwd, home string, id worker.Identity) string {
 	if spec.Cwd != "" {
 		return launcherCwd
 	}
@@ -25,12 +25,12 @@ func workerCwd(spec worker.Spec, launcherCwd, home string, id worker.Identity) s
 	return launcherCwd
 }
 
-// checkWorkerDirs refuses, before anything starts, a directory the worker is given that someone with less
+// CheckWorkerDirs refuses, before anything starts, a directory the worker is given that someone with less
 // privilege than the worker could change under it (docs/security.md, "Privilege follows the profile"): the
 // final working directory, TMPDIR, TMP and TEMP as composed (whatever their source; a relative value as
 // the worker resolves it, from its working directory), and the directory of --log. Each must be, on every component from / down, owned by root or the worker's uid and writable by
 // neither group nor others, except a root-owned sticky directory (internal/trustpath).
-func checkWorkerDirs(spec worker.Spec, env profile.Environ, cwd string, id worker.Identity) error {
+func CheckWorkerDirs(spec worker.Spec, env profile.Environ, cwd string, id worker.Identity) error {
 	type dir struct{ what, path, pass, resolved string }
 	dirs := []dir{{"--cwd", cwd, "--cwd DIR", cwd}}
 	for _, name := range []string{"TMPDIR", "TMP", "TEMP"} {
