@@ -66,9 +66,9 @@ type Placed struct {
 	InvocationID string        // scoped: the scope's InvocationID
 }
 
-// placer makes the placement of one mode for prepare. A launch makes them (l.made); doctor only checks
+// Placer makes the placement of one mode for prepare. A launch makes them (l.made); doctor only checks
 // that they could be made, creating nothing (doctor.go's dryPlacer), so both get the same decision.
-type placer interface {
+type Placer interface {
 	// None is no placement.
 	None() Placement
 	// Cgroup makes the worker's raw cgroup.
@@ -86,7 +86,7 @@ func (l *Host) Prepare(ctx context.Context, spec worker.Spec, id string) (Placem
 
 // Decide is the one decision of which placement spec gets, with mk making (or only checking) each. It
 // also says why, for doctor.
-func Decide(ctx context.Context, spec worker.Spec, id string, mk placer) (Placement, string, error) {
+func Decide(ctx context.Context, spec worker.Spec, id string, mk Placer) (Placement, string, error) {
 	switch spec.Scope {
 	case worker.ScopeNone:
 		return mk.None(), "--scope none", nil

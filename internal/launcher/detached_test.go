@@ -276,3 +276,39 @@ func zombie(pid int) bool {
 	i := strings.LastIndexByte(string(b), ')')
 	return i > 0 && i+2 < len(b) && b[i+2] == 'Z'
 }
+
+// Stdio "inherit": a detached worker writes to the descriptors the caller passed, and OnReceipt sees the
+// receipt before the worker runs.
+func TestDetachedInheritedStdio(t *testing.T) {
+	w := newWorld(t, worker.ScopeCgroup, nil)
+	r, wr, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	devnull, _ := os.Open(os.DevNull)
+	defer devnull.Close()
+	var seen *worker.Receipt
+	s := spec(`echo through-the-pipe`)
+	s.Detach, s.Stdio = true, worker.StdioInherit
+	rc, err := w.l.StartWith(context.Background(), s, worker.Stdio{Stdin: devnull, Stdout: wr, Stderr: wr, OnReceipt: func(rc *worker.Receipt) { seen = rc }})
+	wr.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.remember(rc)
+	if seen == nil || seen.ID != rc.ID {
+		t.Errorf("OnReceipt saw %+v", seen)
+	}
+	b := make([]byte, 64)
+	_ = r.SetReadDeadline(time.Now().Add(60 * time.Second))
+	n, _ := r.Read(b)
+	if string(b[:n]) != "through-the-pipe\n" {
+		t.Errorf("read %q from the inherited stdout", b[:n])
+	}
+	w.wait(rc.ID)
+	// Inherit without descriptors is refused by name.
+	if _, err := w.l.StartWith(context.Background(), s, worker.Stdio{}); !errors.Is(err, worker.ErrInvalid) || !strings.Contains(err.Error(), "stdio inherit") {
+		t.Errorf("inherit without descriptors: %v", err)
+	}
+}
