@@ -14,7 +14,7 @@ var errWaitTimeout = errors.New("timed out waiting for the worker")
 const exitTimeout = 124
 
 // invalidError is bad command-line input. Its message names the flag or argument; it unwraps to
-// launcher.ErrInvalid so that the CLI and the launcher give one answer for "bad input, nothing started":
+// worker.ErrInvalid so that the CLI and the launcher give one answer for "bad input, nothing started":
 // exit 125 and the JSON code "invalid".
 type invalidError struct{ msg string }
 

@@ -2,7 +2,7 @@
 // places it in its own cgroup or systemd scope before its first instruction, and answers later questions
 // about it (status, signal, stop, wait) only through its verified identity.
 //
-// This package is the command-line shell: cobra parses flags into a launcher.Spec or launcher.Config and
+// This package is the command-line shell: cobra parses flags into a worker.Spec or launcher.Config and
 // prints what the launcher package answers. No launch logic lives here; see docs/cli.md for the commands
 // and docs/exit-codes.md for what each exit code means.
 package main

@@ -20,7 +20,7 @@ func forwardedSignals() []os.Signal {
 // relay catches the forwarded signals for a foreground exec. Subscribing costs a round trip to the Go
 // runtime's signal thread per signal, about 0.3-0.6 ms for seven on a 2-vCPU VM, all of it latency on
 // the launch path. So the subscription starts in the background at the top of main, when the command line
-// names exec, and runs while cobra parses and the launcher reads the profile; launcher.Run waits for it
+// names exec, and runs while cobra parses and the launcher reads the profile; doctor.Run waits for it
 // (Signals.Ready) before it creates anything on the host.
 //
 // A command line that turns out not to be a foreground exec (exec --detach, an argument that happens to be

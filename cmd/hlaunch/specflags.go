@@ -259,7 +259,7 @@ func parseEnvFlags(flags []string, base map[string]string) (map[string]string, e
 	return env, nil
 }
 
-// checkDuration refuses a duration flag that launcher.ParseDuration does not accept (parseGrace's check).
+// checkDuration refuses a duration flag that worker.ParseDuration does not accept (parseGrace's check).
 func checkDuration(flag, s string) error {
 	_, err := parseGrace(flag, s)
 	return err
@@ -311,7 +311,7 @@ func fileProblem(err error) string {
 	return err.Error()
 }
 
-// decodeSpec decodes one JSON launch spec with the launcher's one strict decoder (launcher.DecodeSpec),
+// decodeSpec decodes one JSON launch spec with the launcher's one strict decoder (worker.DecodeSpec),
 // the same the sidecar uses: an unknown, repeated or case-variant key is refused rather than ignored,
 // because a misspelt "require_scope" or a second "profile" would otherwise launch something else.
 func decodeSpec(b []byte) (worker.Spec, error) {

@@ -36,14 +36,14 @@ func ParseCount(flag, v string) (int64, error) {
 
 // ParseSize parses the value v of the size flag named flag ("--memory") as cgroup.ParseSize does, except
 // that "max" (no limit) is cgroup.Unlimited.
-// It is launcher.ParseLimitSize, which parses a spec's limits.memory written as a string too.
+// It is worker.ParseLimitSize, which parses a spec's limits.memory written as a string too.
 func ParseSize(flag, v string) (int64, error) {
 	return worker.ParseLimitSize(flag, v)
 }
 
 // DefaultLimits holds the sidecar's --default-pids, --default-memory and --default-cpu-weight: the limits
 // of every spawn that does not set the field. An empty value is the built-in default
-// (launcher.BuiltinLimits); "max" or 0 is no default.
+// (worker.BuiltinLimits); "max" or 0 is no default.
 type DefaultLimits struct {
 	Pids, Memory, CPUWeight string
 }

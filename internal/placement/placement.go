@@ -67,7 +67,7 @@ type Placed struct {
 }
 
 // Placer makes the placement of one mode for prepare. A launch makes them (l.made); doctor only checks
-// that they could be made, creating nothing (doctor.go's dryPlacer), so both get the same decision.
+// that they could be made, creating nothing (internal/doctor/doctor.go's dryPlacer), so both get the same decision.
 type Placer interface {
 	// None is no placement.
 	None() Placement

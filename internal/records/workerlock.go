@@ -58,7 +58,7 @@ type ExitRecord struct {
 	ShimLost bool `json:"shim_lost,omitempty"`
 	// LedgerError: the ledger's end record could not be written (why); this record keeps the end.
 	LedgerError string `json:"ledger_error,omitempty"`
-	// The copy of the worker's output into its log (shimlog.go): bytes written, bytes dropped, rotations,
+	// The copy of the worker's output into its log (internal/shim/logcopy.go): bytes written, bytes dropped, rotations,
 	// and why output was first dropped.
 	LogBytes     int64  `json:"log_bytes,omitempty"`
 	LogDropped   int64  `json:"log_dropped_bytes,omitempty"`

@@ -23,7 +23,7 @@ func Add(fs *pflag.FlagSet, r *launcher.Retention) {
 }
 
 // Check refuses a negative value, naming its flag (a duration flag refuses one itself, when it is parsed:
-// launcher.DurationFlag; Check covers a Retention made in code).
+// worker.DurationFlag; Check covers a Retention made in code).
 func Check(r launcher.Retention) error {
 	for _, f := range []struct {
 		name string

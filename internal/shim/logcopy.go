@@ -40,7 +40,7 @@ type logCopy struct {
 	// dropped): one slot, replaced, written only by the copy.
 	updates  chan records.LogStats
 	dropping bool
-	// pos is where each file of the log starts in the worker's output (logpos.go); onPos, when set, is
+	// pos is where each file of the log starts in the worker's output (internal/records/logpos.go); onPos, when set, is
 	// told it after every open of a new file, before anything is written into it.
 	pos   records.LogPos
 	onPos func(records.LogPos)
@@ -54,7 +54,7 @@ func startLogCopy(path string, max int64) (*logCopy, *os.File, error) {
 }
 
 // startLogCopyPos is startLogCopy that tells onPos (nil: none) where the log's files start in the
-// worker's output (logpos.go): now, and after each rotation before anything is written into the new file.
+// worker's output (internal/records/logpos.go): now, and after each rotation before anything is written into the new file.
 func startLogCopyPos(path string, max int64, onPos func(records.LogPos)) (*logCopy, *os.File, error) {
 	if max <= 0 {
 		max = workerlog.RotateSize

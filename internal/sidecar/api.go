@@ -143,7 +143,7 @@ func writeError(w http.ResponseWriter, err error) {
 	if errors.Is(err, ErrSlowBody) {
 		w.Header().Set("Connection", "close") // the rest of the body is not read: the connection is not reused
 	}
-	// A spec the launcher refused is worded with its JSON fields, not the exec flags (launcher.SpecMessage).
+	// A spec the launcher refused is worded with its JSON fields, not the exec flags (worker.SpecMessage).
 	d := errDetail(err)
 	writeJSON(w, statusOf(d.Code), errorBody{Error: d})
 }
@@ -151,7 +151,7 @@ func writeError(w http.ResponseWriter, err error) {
 // spawnTimeout bounds one launch (a systemd job that never finishes, a stuck key lock).
 const spawnTimeout = 2 * time.Minute
 
-// handleSpawn: POST /v1/workers, body = launcher.Spec; 201 with the receipt. With an Idempotency-Key
+// handleSpawn: POST /v1/workers, body = worker.Spec; 201 with the receipt. With an Idempotency-Key
 // header the spawn is idempotent (spawnIdempotent).
 func (s *Server) handleSpawn(w http.ResponseWriter, r *http.Request) {
 	body, err := readBody(r.Body)
@@ -527,8 +527,8 @@ func passedStdio(r *http.Request, spec worker.Spec) (worker.Stdio, func(), error
 	return worker.Stdio{Stdin: files[0], Stdout: files[1], Stderr: files[2]}, closeAll, nil
 }
 
-// noteSpawn keeps what health reports of spawns: a failure for a host-level reason (launcher.ErrDegraded:
-// no systemd manager, no writable cgroup parent; launcher.ErrNoSpace: no room for records) until a spawn
+// noteSpawn keeps what health reports of spawns: a failure for a host-level reason (worker.ErrDegraded:
+// no systemd manager, no writable cgroup parent; worker.ErrNoSpace: no room for records) until a spawn
 // starts a worker again.
 func (s *Server) noteSpawn(err error) {
 	s.mu.Lock()

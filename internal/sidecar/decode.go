@@ -15,7 +15,7 @@ import (
 )
 
 // decodeStrict decodes exactly one JSON value from r into v with the launcher's strict decoder
-// (internal/strictjson; launcher.DecodeSpec for a spec): an unknown, repeated or case-variant key,
+// (internal/strictjson; worker.DecodeSpec for a spec): an unknown, repeated or case-variant key,
 // trailing data, invalid UTF-8 and (unless allowEmpty) an empty body are errors. A spec is checked as
 // strictly as the command line checks flags: a misspelled field must fail, never be silently dropped (a
 // dropped "limits" would start an unlimited worker), and a body a proxy reads as one spec must not run
@@ -71,7 +71,7 @@ type stopRequest struct {
 // DefaultGrace is the stop grace when a request names none (the Spec's documented default).
 const DefaultGrace = worker.DefaultGrace
 
-// parseSignal accepts a signal as launcher.ParseSignal does (name with or without SIG, any case, or
+// parseSignal accepts a signal as worker.ParseSignal does (name with or without SIG, any case, or
 // number); empty means SIGTERM, the polite default of kill(1).
 func parseSignal(s string) (syscall.Signal, error) {
 	s = strings.TrimSpace(s)
@@ -81,7 +81,7 @@ func parseSignal(s string) (syscall.Signal, error) {
 	return worker.ParseSignal(s)
 }
 
-// parseDuration is launcher.ParseDurationOr for a request's field: empty returns def; an error names
+// parseDuration is worker.ParseDurationOr for a request's field: empty returns def; an error names
 // the field.
 func parseDuration(field, s string, def time.Duration) (time.Duration, error) {
 	d, err := worker.ParseDurationOr(s, def)

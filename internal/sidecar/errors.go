@@ -7,7 +7,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
-// Sentinel errors of the sidecar itself; launcher errors keep their own codes (launcher.Code).
+// Sentinel errors of the sidecar itself; launcher errors keep their own codes (worker.Code).
 var (
 	// ErrForbidden: the peer's credentials are not the owner's, root's, or the socket group's.
 	ErrForbidden = errors.New("forbidden: peer is not allowed on this socket")
@@ -44,7 +44,7 @@ type errorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	// Field is the spec field at fault, when one is ("limits.memory", "profile"); Reason a finer, stable
-	// sub-code of Code ("unknown_profile", "env_not_utf8", "unknown_field"; launcher.ErrorReason).
+	// sub-code of Code ("unknown_profile", "env_not_utf8", "unknown_field"; worker.ErrorReason).
 	Field  string `json:"field,omitempty"`
 	Reason string `json:"reason,omitempty"`
 }
@@ -59,7 +59,7 @@ func errDetail(err error) errorDetail {
 	return d
 }
 
-// Code maps an error to its stable JSON code: the sidecar's own sentinels first, then launcher.Code.
+// Code maps an error to its stable JSON code: the sidecar's own sentinels first, then worker.Code.
 func Code(err error) string {
 	switch {
 	case errors.Is(err, ErrForbidden):

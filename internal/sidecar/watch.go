@@ -43,7 +43,7 @@ func transition(prev fingerprint.State, known bool, r worker.Record, initial boo
 const settleTimeout = 5 * time.Second
 
 // settled reports whether r's state is final enough to report: any state but exited, and an exit that has
-// settled (launcher.Record.ExitSettled, the rule Launcher.Wait uses).
+// settled (worker.Record.ExitSettled, the rule Launcher.Wait uses).
 func settled(r worker.Record, alive func(worker.Receipt) bool) bool {
 	return r.State != fingerprint.Exited || r.ExitSettled(alive)
 }

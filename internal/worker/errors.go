@@ -25,7 +25,7 @@ var (
 	// ErrDegraded: no restart-safe placement exists and the launch required one; nothing was started.
 	ErrDegraded = errors.New("no restart-safe placement")
 	// ErrNoSpace: the state or ledger directory's filesystem has no room for a new detached worker's
-	// records (space.go); nothing is left running (exit 75, EX_TEMPFAIL: it ends when space is freed).
+	// records (internal/records/space.go); nothing is left running (exit 75, EX_TEMPFAIL: it ends when space is freed).
 	ErrNoSpace = errors.New("no space for records")
 	// ErrKeyHeld: another worker holding the same key verifies as running; nothing was started.
 	ErrKeyHeld = errors.New("key is held by a running worker")

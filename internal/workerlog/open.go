@@ -15,7 +15,7 @@ import (
 )
 
 // RotateSize is the default size at which a worker log is rotated when a launch opens it, and by a
-// detached worker's shim while the worker runs (shimlog.go): the old file becomes <log>.1 (one old file
+// detached worker's shim while the worker runs (internal/shim/logcopy.go): the old file becomes <log>.1 (one old file
 // kept), as hermes does for kanban logs. Spec.LogMax changes it.
 const RotateSize = 2 << 20
 
