@@ -15,7 +15,7 @@ import (
 
 // The sidecar's collection prunes the ledger from what its last scan found and the launches it made since,
 // without reading the directory again; a record it did not count (another process's launch) is found by the
-// next scan, at most ledgerRescan later; a record rewritten since the scan (its execution ended just now)
+// next scan, at most records.LedgerRescan later; a record rewritten since the scan (its execution ended just now)
 // and one of an execution that has not ended are kept.
 func TestLedgerPruneIncremental(t *testing.T) {
 	l, err := New(Config{Root: t.TempDir(), StateDir: t.TempDir(), Environ: []string{"PATH=/usr/bin:/bin"}})
@@ -93,7 +93,7 @@ func TestLedgerPruneIncremental(t *testing.T) {
 		t.Fatalf("third pass: pruned %d, left %v; want %s pruned, the record rewritten since the scan kept", got, left(), oldest)
 	}
 	// Another process's launch is not counted: no pass reads the directory for it until the scan is older
-	// than ledgerRescan; then it is over the bound, and the oldest ended record goes.
+	// than records.LedgerRescan; then it is over the bound, and the oldest ended record goes.
 	write(true)
 	scanned = l.ledgerIdx.Scanned
 	if got := gc(5); got != 0 || len(left()) != 6 || l.ledgerIdx.Scanned != scanned {

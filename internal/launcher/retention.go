@@ -28,7 +28,7 @@ type Retention struct {
 	// LedgerKeep bounds the ledger: the records beyond the LedgerKeep most recently written go, except
 	// those of executions that have not ended; 0 keeps every record. A Launcher that collects again
 	// (the sidecar) counts the records of its own launches between two reads of the ledger directory,
-	// and others' from the next read, at most a minute later (ledgerIndex).
+	// and others' from the next read, at most a minute later (records.LedgerIndex).
 	LedgerKeep int
 	// LedgerMaxAge removes ended ledger records last written longer ago than this; 0: no age limit.
 	LedgerMaxAge time.Duration
@@ -71,7 +71,7 @@ type GCReport struct {
 // (sweepTemps: state.Dir.SweepTemps' rule, at most once a minute). Running workers, and workers whose
 // identity does not verify, are never touched (they are shown, never removed). It is safe beside a live
 // sidecar and another gc: a record removed meanwhile is skipped. A record that cannot be read or verified
-// is never deleted: it is moved into <state-dir>/quarantine (quarantineDamaged).
+// is never deleted: it is moved into <state-dir>/quarantine (records.QuarantineDamaged).
 func (l *Launcher) GC(ctx context.Context, r Retention) (GCReport, error) {
 	var rep GCReport
 	recs, err := l.List(ctx)
@@ -131,7 +131,7 @@ type tempSweep struct {
 
 // tempSweepEvery is how often a Launcher that collects again and again (the sidecar, every --gc-interval)
 // sweeps: the sweep reads both directories in full (the ledger's 10,000 names), which the collection
-// otherwise avoids (ledgerIndex), and a temp file is not taken for a dead writer's before it is a minute
+// otherwise avoids (records.LedgerIndex), and a temp file is not taken for a dead writer's before it is a minute
 // old anyway (state's grace): a dead writer's temp file goes within two minutes.
 const tempSweepEvery = time.Minute
 
@@ -192,8 +192,8 @@ func (l *Launcher) removeOwnLog(log string) {
 
 // pruneLedger removes the ledger records beyond r's bound, newest kept, never one whose execution has not
 // ended. Age is the record file's last write (the end, for an ended execution). It returns how many went.
-// It works from the launcher's ledgerIndex: the directory is scanned when the index is older than
-// ledgerRescan, and again when the records it holds are used up while the ledger is still over its bound.
+// It works from the launcher's records.LedgerIndex: the directory is scanned when the index is older than
+// records.LedgerRescan, and again when the records it holds are used up while the ledger is still over its bound.
 func (l *Launcher) pruneLedger(r Retention) int {
 	if r.LedgerKeep == 0 && r.LedgerMaxAge == 0 {
 		return 0

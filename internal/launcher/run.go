@@ -248,7 +248,7 @@ func (l *Launcher) termTree(spec worker.Spec, g *cgroup.Group, proc *hproc.Proc)
 }
 
 // workerPlace decides where the worker of spec runs: its working directory and its sandbox (nil without
-// one), and refuses directories it must not be given (checkWorkerDirs).
+// one), and refuses directories it must not be given (view.CheckWorkerDirs).
 func (l *Launcher) workerPlace(spec worker.Spec, env profile.Environ, prof *profile.Profile, who worker.Identity) (string, *sandbox.Spec, error) {
 	cwd, err := l.cwd(spec)
 	if err != nil {

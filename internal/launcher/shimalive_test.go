@@ -97,7 +97,7 @@ func TestExitSettled(t *testing.T) {
 	}
 }
 
-// shimProc on a real stopped process: alive (ShimAlive says so: the exit record may still come) and
+// shim.Probe on a real stopped process: alive (ShimAlive says so: the exit record may still come) and
 // stopped; continued, alive and not stopped.
 func TestShimProcStopped(t *testing.T) {
 	cmd := exec.Command("sleep", "30")

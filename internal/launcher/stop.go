@@ -87,8 +87,8 @@ func stopHandle(ctx context.Context, h *fingerprint.Handle, sandbox bool, grace 
 }
 
 // recordStopped writes (or completes) the exit record when the shim could not (it died with the cgroup).
-// Under the worker's lock (updateExit): a shim that recorded the end first keeps its record, and one that
-// records it after merges (shimLife.finish).
+// Under the worker's lock (records.UpdateExit): a shim that recorded the end first keeps its record, and one that
+// records it after merges (shim.Life.finish).
 func (l *Launcher) recordStopped(rc worker.Receipt, killed bool) {
 	_ = records.UpdateExit(l.WorkersDir(), rc.ID, func(ex *records.ExitRecord) bool {
 		if ex.EndedAt != "" {

@@ -31,7 +31,7 @@ func (l *Host) LimitsFor(spec worker.Spec) (applied, fromDefaults cgroup.Limits)
 	return worker.EffectiveLimits(spec.Limits, l.Limits)
 }
 
-// Placement is where one worker lives, one type per mode: noPlacement and degraded (a plain child),
+// Placement is where one worker lives, one type per mode: NoPlacement and degraded (a plain child),
 // cgroupPlacement (a raw cgroup hlaunch made), scopePlacement (a transient systemd scope). prepare decides
 // which and creates what must exist before the child starts; place runs after the child (a held target,
 // the sandbox's stub or a shim) exists and before it may run.

@@ -35,7 +35,7 @@ func (e *DamagedError) Is(target error) bool { return target == worker.ErrRefuse
 func (e *DamagedError) Unwrap() error { return e.err }
 
 // CheckRecord is load's judgement of the record rc read from <id>.json (readErr: the read's error, not
-// ErrNotFound): its identity, or a *damagedError. A token of an unknown version is judged before the id, as a
+// ErrNotFound): its identity, or a *DamagedError. A token of an unknown version is judged before the id, as a
 // newer format may spell the rest differently.
 func CheckRecord(id string, rc worker.Receipt, readErr error) (fingerprint.Identity, error) {
 	if readErr != nil {

@@ -33,7 +33,7 @@ func IndexName(s string) string {
 }
 
 // readRaw reads worker id's record file as it is: ErrNotFound when there is none, the read's or decode's
-// error (state.ErrDamaged ...) when it cannot be read; nothing in it is checked (checkRecord does that).
+// error (state.ErrDamaged ...) when it cannot be read; nothing in it is checked (CheckRecord does that).
 func (l *Store) readRaw(id string) (worker.Receipt, error) {
 	var rc worker.Receipt
 	if err := (&state.Dir{Path: l.WorkersDir()}).Read(id, &rc); err != nil {
@@ -156,7 +156,7 @@ func (l *Store) Load(ref string) (worker.Receipt, fingerprint.Identity, error) {
 		}
 		ident, err := CheckRecord(ref, rc, err)
 		if err != nil {
-			return worker.Receipt{ID: ref}, fingerprint.Identity{}, err // a *damagedError
+			return worker.Receipt{ID: ref}, fingerprint.Identity{}, err // a *DamagedError
 		}
 		return rc, ident, nil
 	}

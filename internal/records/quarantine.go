@@ -21,7 +21,7 @@ const QuarantineKeep = 100
 // QuarantineDir holds the damaged records gc moved out of the worker directory.
 func (l *Store) QuarantineDir() string { return filepath.Join(l.StatePath, "quarantine") }
 
-// QuarantineDamaged moves every record of recs that is damaged for good (damagedError.lasting) and names
+// QuarantineDamaged moves every record of recs that is damaged for good (DamagedError.lasting) and names
 // no key into the quarantine, and bounds it (QuarantineKeep). It returns the ids moved and how many old
 // quarantined entries were removed. A damaged record that names a key stays where it is: moving it would
 // Free a key its worker may hold. One that could not be read for a reason of the moment stays too.

@@ -17,7 +17,7 @@ const exitLockWait = 10 * time.Second
 // WorkerLock is the worker's lock file, beside its record in the workers directory (reachable by the
 // launcher's uid only): every whole-cgroup signal holds it from before its freeze until after its thaw
 // (fingerprint.Handle.SetLock, internal/pidsignal.Tree), and every write of the worker's exit record holds
-// it from its read to its write (updateExit), in the CLI, the sidecar and the shim alike.
+// it from its read to its write (UpdateExit), in the CLI, the sidecar and the shim alike.
 func WorkerLock(workers, id string) string { return filepath.Join(workers, id+".lock") }
 
 // UpdateExit rewrites the worker's exit record under its lock: it reads what is there now (written by
@@ -71,7 +71,7 @@ func (rec *ExitRecord) SetLog(st LogStats) {
 	rec.LogBytes, rec.LogDropped, rec.LogRotations, rec.LogError = st.Bytes, st.Dropped, st.Rotations, st.Error
 }
 
-// LogStats is what setLog recorded.
+// LogStats is what SetLog recorded.
 func (rec *ExitRecord) LogStats() LogStats {
 	return LogStats{Bytes: rec.LogBytes, Dropped: rec.LogDropped, Rotations: rec.LogRotations, Error: rec.LogError}
 }

@@ -22,7 +22,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
-// WorkerConfig and shimResult are the shim's protocol (internal/shim) with the stub's config and the
+// WorkerConfig and WorkerResult are the shim's protocol (internal/shim) with the stub's config and the
 // launcher's receipt.
 type (
 	WorkerConfig = Config[handshake.Config, worker.Receipt]

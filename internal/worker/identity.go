@@ -63,8 +63,8 @@ type Identity struct {
 	// drop makes the worker (never its shim) set uid:gid with no supplementary groups before its exec;
 	// false keeps the launcher's own credentials.
 	drop bool
-	// AsUID and asGID are the ids a sandbox drops to inside its user namespace (an unprivileged
-	// launcher's --as), valid when asSet.
+	// AsUID and AsGID are the ids a sandbox drops to inside its user namespace (an unprivileged
+	// launcher's --as), valid when AsSet.
 	AsUID, AsGID uint32
 	AsSet        bool
 }

@@ -51,7 +51,7 @@ func LauncherDefaults(cfg, builtin cgroup.Limits) cgroup.Limits {
 }
 
 // EffectiveLimits is the one resolution of a worker's limits: each field of spec as the caller wrote it,
-// else the launcher's default (defaults, as launcherDefaults made them). A spec field of cgroup.Unlimited
+// else the launcher's default (defaults, as LauncherDefaults made them). A spec field of cgroup.Unlimited
 // is no limit. It also returns the part that came from defaults, which a placement that cannot hold a
 // default may leave out (the receipt then shows it absent); a limit the caller asked for is never left
 // out.

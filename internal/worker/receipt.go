@@ -19,7 +19,7 @@ type Receipt struct {
 	Mode    Mode     `json:"mode"`    // ModeScoped, ModeCgroup, ModeDegraded or ModeNone
 	Profile string   `json:"profile"` // normalized profile name
 	Home    string   `json:"home"`    // the target profile's home
-	Argv    []string `json:"argv"`    // argv with credential-looking values redacted, its first 4 KiB (recordedArgv)
+	Argv    []string `json:"argv"`    // argv with credential-looking values redacted, its first 4 KiB (RecordedArgv)
 
 	Cgroup       string        `json:"cgroup,omitempty"`        // cgroup path relative to the hierarchy root
 	CgroupID     uint64        `json:"cgroup_id,omitempty"`     // inode of the v2 cgroup directory
