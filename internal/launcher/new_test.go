@@ -57,3 +57,16 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		t.Errorf("root %q, state %q, workers %q", l.Root(), l.StateDir(), l.WorkersDir())
 	}
 }
+
+// The state and ledger directories travel to every shim as JSON strings: other bytes are refused up front.
+func TestNewRefusesDirsThatAreNotUTF8(t *testing.T) {
+	root := t.TempDir()
+	for flag, cfg := range map[string]launcher.Config{
+		"--state-dir":  {Root: root, StateDir: "/tmp/s\xff"},
+		"--ledger-dir": {Root: root, StateDir: t.TempDir(), LedgerDir: "/tmp/l\xff"},
+	} {
+		if _, err := launcher.New(cfg); !errors.Is(err, worker.ErrInvalid) || !strings.Contains(err.Error(), flag) {
+			t.Errorf("%s not UTF-8: %v, want ErrInvalid naming it", flag, err)
+		}
+	}
+}
