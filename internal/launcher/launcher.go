@@ -66,8 +66,7 @@ type Launcher struct {
 	root           string          // resolved hermes root
 	policy         *profile.Policy // built-in lists, extended by --policy
 
-	ledgerIdx records.LedgerIndex // the ledger as the last collection left it (pruneLedger)
-	tempSweep tempSweep           // when the collection last swept dead writers' temp files (sweepTemps)
+	tempSweep tempSweep // when the collection last swept dead writers' temp files (sweepTemps)
 }
 
 // Close releases what the launcher keeps open between launches (Config.KeepBus); workers are not

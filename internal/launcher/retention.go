@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -116,7 +115,7 @@ func (l *Launcher) GC(ctx context.Context, r Retention) (GCReport, error) {
 	if l.Cgroups != nil && !r.KeepParent {
 		_ = l.Cgroups.RemoveParentIfEmpty(l.cfg.Defaults.CgroupParent)
 	}
-	rep.LedgerPruned = l.pruneLedger(r)
+	rep.LedgerPruned = l.PruneLedger(r.LedgerKeep, r.LedgerMaxAge)
 	rep.Quarantined, rep.QuarantineDropped, err = l.QuarantineDamaged(recs)
 	n, serr := l.sweepTemps()
 	rep.TempsRemoved = n
@@ -188,44 +187,6 @@ func (l *Launcher) removeOwnLog(log string) {
 	}
 	_ = os.Remove(log)
 	_ = os.Remove(log + ".1")
-}
-
-// pruneLedger removes the ledger records beyond r's bound, newest kept, never one whose execution has not
-// ended. Age is the record file's last write (the end, for an ended execution). It returns how many went.
-// It works from the launcher's records.LedgerIndex: the directory is scanned when the index is older than
-// records.LedgerRescan, and again when the records it holds are used up while the ledger is still over its bound.
-func (l *Launcher) pruneLedger(r Retention) int {
-	if r.LedgerKeep == 0 && r.LedgerMaxAge == 0 {
-		return 0
-	}
-	x := &l.ledgerIdx
-	x.Mu.Lock()
-	defer x.Mu.Unlock()
-	var old time.Time
-	if r.LedgerMaxAge > 0 {
-		old = time.Now().Add(-r.LedgerMaxAge)
-	}
-	scanned := false
-	if x.Scanned.IsZero() || time.Since(x.Scanned) >= records.LedgerRescan(r.LedgerMaxAge) {
-		if x.Scan(l.LedgerPath) != nil {
-			return 0
-		}
-		scanned = true
-	}
-	boot := ""
-	if l.Src.BootID != nil {
-		if b, err := l.Src.BootID(); err == nil {
-			boot = strings.TrimSpace(b)
-		}
-	}
-	n := x.Prune(l.LedgerPath, r.LedgerKeep, old, boot)
-	if !scanned && len(x.Order) == 0 && r.LedgerKeep > 0 && x.Count > r.LedgerKeep {
-		if x.Scan(l.LedgerPath) != nil {
-			return n
-		}
-		n += x.Prune(l.LedgerPath, r.LedgerKeep, old, boot)
-	}
-	return n
 }
 
 // gcOrphans removes empty worker cgroups under the default parent that no record names.

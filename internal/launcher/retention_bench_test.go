@@ -35,7 +35,7 @@ func BenchmarkGCPassLedger(b *testing.B) {
 				if err := records.WriteLedger(l.LedgerPath, rec); err != nil {
 					b.Fatal(err)
 				}
-				l.ledgerIdx.Added() // as runShim counts its shim's record
+				l.LedgerAdded() // as runShim counts its shim's record
 			}
 			for next < tc.n {
 				write()

@@ -242,7 +242,7 @@ func (l *Launcher) runShim(ctx context.Context, d *detachedLaunch, h *heldShim) 
 	if res.Failure != nil {
 		return nil, shimFailure(res.Failure, d.workers.Path, l.LedgerPath)
 	}
-	l.ledgerIdx.Added() // the shim has written the execution's ledger record
+	l.LedgerAdded() // the shim has written the execution's ledger record
 	if d.onReceipt != nil {
 		d.onReceipt(res.Receipt) // before Done: a held worker runs only after it
 	}

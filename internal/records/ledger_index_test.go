@@ -1,7 +1,6 @@
-package launcher
+package records
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,19 +8,15 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
-	"github.com/hlaunch/hlaunch/internal/records"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
-// The sidecar's collection prunes the ledger from what its last scan found and the launches it made since,
+// The sidecar's collection (PruneLedger, as Launcher.GC calls it) prunes the ledger from what its last scan found and the launches it made since,
 // without reading the directory again; a record it did not count (another process's launch) is found by the
-// next scan, at most records.LedgerRescan later; a record rewritten since the scan (its execution ended just now)
+// next scan, at most ledgerRescan later; a record rewritten since the scan (its execution ended just now)
 // and one of an execution that has not ended are kept.
 func TestLedgerPruneIncremental(t *testing.T) {
-	l, err := New(Config{Root: t.TempDir(), StateDir: t.TempDir(), Environ: []string{"PATH=/usr/bin:/bin"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := &Store{StatePath: t.TempDir(), LedgerPath: t.TempDir(), Src: fingerprint.Sources{}.KeepBootID()}
 	base := time.Now().Add(-time.Hour)
 	n := 0
 	write := func(ended bool) string {
@@ -31,7 +26,7 @@ func TestLedgerPruneIncremental(t *testing.T) {
 		if ended {
 			rec.State, rec.EndedAt = fingerprint.Exited, base.UTC().Format(time.RFC3339Nano)
 		}
-		if err := records.WriteLedger(l.LedgerPath, rec); err != nil {
+		if err := WriteLedger(l.LedgerPath, rec); err != nil {
 			t.Fatal(err)
 		}
 		// One second apart, in the order written: the ledger's order is the files' last write.
@@ -54,14 +49,7 @@ func TestLedgerPruneIncremental(t *testing.T) {
 		}
 		return m
 	}
-	gc := func(keep int) int {
-		t.Helper()
-		rep, err := l.GC(context.Background(), Retention{Keep: 100, LedgerKeep: keep})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rep.LedgerPruned
-	}
+	gc := func(keep int) int { return l.PruneLedger(keep, 0) }
 	running := write(false) // the oldest, never pruned while it runs
 	var ids []string
 	for range 9 {
@@ -71,19 +59,19 @@ func TestLedgerPruneIncremental(t *testing.T) {
 	if got := gc(5); got != 5 || !left()[running] || !left()[ids[8]] || left()[ids[4]] {
 		t.Fatalf("first pass: pruned %d, left %v; want 5 pruned, the running one and the 4 newest left", got, left())
 	}
-	scanned := l.ledgerIdx.Scanned
+	scanned := l.ledgerIdx.scanned
 	// Three launches of this launcher: the next pass prunes three, from the scan, without another.
 	for range 3 {
 		write(true)
-		l.ledgerIdx.Added()
+		l.LedgerAdded()
 	}
-	if got := gc(5); got != 3 || l.ledgerIdx.Scanned != scanned || !left()[running] || left()[ids[7]] || !left()[ids[8]] {
-		t.Fatalf("second pass: pruned %d (rescanned: %v), left %v; want 3 pruned from the scan", got, l.ledgerIdx.Scanned != scanned, left())
+	if got := gc(5); got != 3 || l.ledgerIdx.scanned != scanned || !left()[running] || left()[ids[7]] || !left()[ids[8]] {
+		t.Fatalf("second pass: pruned %d (rescanned: %v), left %v; want 3 pruned from the scan", got, l.ledgerIdx.scanned != scanned, left())
 	}
 	// ids[8] ends again just now (rewritten after the scan): passed over, not pruned for being the oldest
 	// in the scan; with the scan used up and the ledger still over, a new scan finds the oldest ended one.
 	newer := write(true)
-	l.ledgerIdx.Added()
+	l.LedgerAdded()
 	later := time.Now()
 	if err := os.Chtimes(filepath.Join(l.LedgerPath, ids[8]+".json"), later, later); err != nil {
 		t.Fatal(err)
@@ -93,13 +81,13 @@ func TestLedgerPruneIncremental(t *testing.T) {
 		t.Fatalf("third pass: pruned %d, left %v; want %s pruned, the record rewritten since the scan kept", got, left(), oldest)
 	}
 	// Another process's launch is not counted: no pass reads the directory for it until the scan is older
-	// than records.LedgerRescan; then it is over the bound, and the oldest ended record goes.
+	// than ledgerRescan; then it is over the bound, and the oldest ended record goes.
 	write(true)
-	scanned = l.ledgerIdx.Scanned
-	if got := gc(5); got != 0 || len(left()) != 6 || l.ledgerIdx.Scanned != scanned {
-		t.Fatalf("uncounted record: pruned %d, left %v (rescanned: %v); want none pruned before the rescan", got, left(), l.ledgerIdx.Scanned != scanned)
+	scanned = l.ledgerIdx.scanned
+	if got := gc(5); got != 0 || len(left()) != 6 || l.ledgerIdx.scanned != scanned {
+		t.Fatalf("uncounted record: pruned %d, left %v (rescanned: %v); want none pruned before the rescan", got, left(), l.ledgerIdx.scanned != scanned)
 	}
-	l.ledgerIdx.Scanned = l.ledgerIdx.Scanned.Add(-records.LedgerRescan(0))
+	l.ledgerIdx.scanned = l.ledgerIdx.scanned.Add(-ledgerRescan(0))
 	if got := gc(5); got != 1 || !left()[running] || !left()[ids[8]] || len(left()) != 5 {
 		t.Fatalf("after a rescan: pruned %d, left %v; want 5 left, the running one and the rewritten one among them", got, left())
 	}
