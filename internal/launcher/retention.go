@@ -27,7 +27,7 @@ type Retention struct {
 	// LedgerKeep bounds the ledger: the records beyond the LedgerKeep most recently written go, except
 	// those of executions that have not ended; 0 keeps every record. A Launcher that collects again
 	// (the sidecar) counts the records of its own launches between two reads of the ledger directory,
-	// and others' from the next read, at most a minute later (records.LedgerIndex).
+	// and others' from the next read, at most a minute later (records.Store.PruneLedger).
 	LedgerKeep int
 	// LedgerMaxAge removes ended ledger records last written longer ago than this; 0: no age limit.
 	LedgerMaxAge time.Duration
@@ -130,7 +130,7 @@ type tempSweep struct {
 
 // tempSweepEvery is how often a Launcher that collects again and again (the sidecar, every --gc-interval)
 // sweeps: the sweep reads both directories in full (the ledger's 10,000 names), which the collection
-// otherwise avoids (records.LedgerIndex), and a temp file is not taken for a dead writer's before it is a minute
+// otherwise avoids (records.Store.PruneLedger), and a temp file is not taken for a dead writer's before it is a minute
 // old anyway (state's grace): a dead writer's temp file goes within two minutes.
 const tempSweepEvery = time.Minute
 
