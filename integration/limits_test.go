@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-// defaultPids is launcher.DefaultPids, the tasks limit of a worker that sets none.
+// defaultPids is worker.DefaultPids, the tasks limit of a worker that sets none.
 const defaultPids = 2048
 
 // receiptLimits is the "limits" object of a receipt.

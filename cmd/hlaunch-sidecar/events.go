@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // newEventsCmd is `hlaunch-sidecar events` (run as `hlaunch events`): the sidecar's GET /v1/events stream
@@ -76,7 +76,7 @@ func streamEvents(ctx context.Context, socket, query string, w io.Writer) error 
 		if ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("%w: events: no sidecar answers on %s (--socket): %w", launcher.ErrInvalid, socket, unwrapDial(err))
+		return fmt.Errorf("%w: events: no sidecar answers on %s (--socket): %w", worker.ErrInvalid, socket, unwrapDial(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

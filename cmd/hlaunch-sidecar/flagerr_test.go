@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // A flag error of hlaunch-sidecar is worded as hlaunch words it (internal/flagerr): one line naming the
@@ -24,10 +24,10 @@ func TestSidecarFlagErrorsWordedAsHlaunch(t *testing.T) {
 		cmd := newSidecarCmd()
 		cmd.SetArgs(c.args)
 		err := cmd.Execute()
-		if !errors.Is(err, launcher.ErrInvalid) || launcher.ExitCode(err) != launcher.ExitInternal {
+		if !errors.Is(err, worker.ErrInvalid) || worker.ExitCode(err) != worker.ExitInternal {
 			t.Fatalf("%v: %v, want ErrInvalid (exit 125)", c.args, err)
 		}
-		msg := strings.TrimPrefix(err.Error(), launcher.ErrInvalid.Error()+": ")
+		msg := strings.TrimPrefix(err.Error(), worker.ErrInvalid.Error()+": ")
 		if !strings.HasPrefix(msg, c.want) || strings.Contains(msg, "\n") || strings.Contains(msg, "strconv") || strings.Contains(msg, `" flag`) {
 			t.Errorf("%v:\n got  %q\n want %q", c.args, msg, c.want)
 		}

@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/hlaunch/hlaunch/internal/launcher"
 	"github.com/hlaunch/hlaunch/internal/sidecar"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // addLimitFlags adds the flags of the bounds on connections, event streams and request reading.
@@ -18,10 +18,10 @@ func addLimitFlags(fs *pflag.FlagSet, l *sidecarLimits) {
 	fs.IntVar(&l.maxWorkers, "max-workers", sidecar.DefaultMaxWorkers, "workers running at once from the sidecar's spawns and the ones it adopted, the last --max-workers-per-uid (at most half) kept for root and the sidecar's uid (past it: 503 busy)")
 	fs.IntVar(&l.maxWorkersPerUID, "max-workers-per-uid", sidecar.DefaultMaxWorkersPerUID, "workers one peer uid's spawns may have running at once (past it: 429 too_many)")
 	fs.IntVar(&l.streamQueue, "stream-queue", sidecar.DefaultStreamQueue, "events one stream may have unwritten; a reader further behind gets a lost event and the stream ends")
-	fs.Var(launcher.NewDurationFlag(&l.headerTimeout, sidecar.DefaultHeaderTimeout), "header-timeout", "time a client has to send a request's line and headers")
-	fs.Var(launcher.NewDurationFlag(&l.bodyTimeout, sidecar.DefaultBodyTimeout), "body-timeout", "time a client has to send a request's body (past it: 408 too_slow)")
-	fs.Var(launcher.NewDurationFlag(&l.idleTimeout, sidecar.DefaultIdleTimeout), "idle-timeout", "time a kept-alive connection may wait for its next request")
-	fs.Var(launcher.NewDurationFlag(&l.streamWriteTimeout, sidecar.DefaultStreamWriteTimeout), "stream-write-timeout", "time writing one event to a stream may take; a reader that stops reading is cut off after it")
+	fs.Var(worker.NewDurationFlag(&l.headerTimeout, sidecar.DefaultHeaderTimeout), "header-timeout", "time a client has to send a request's line and headers")
+	fs.Var(worker.NewDurationFlag(&l.bodyTimeout, sidecar.DefaultBodyTimeout), "body-timeout", "time a client has to send a request's body (past it: 408 too_slow)")
+	fs.Var(worker.NewDurationFlag(&l.idleTimeout, sidecar.DefaultIdleTimeout), "idle-timeout", "time a kept-alive connection may wait for its next request")
+	fs.Var(worker.NewDurationFlag(&l.streamWriteTimeout, sidecar.DefaultStreamWriteTimeout), "stream-write-timeout", "time writing one event to a stream may take; a reader that stops reading is cut off after it")
 }
 
 // check refuses a bound that would serve nothing or wait for nothing: one line naming the flag (exit 125).

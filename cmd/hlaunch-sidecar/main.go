@@ -27,6 +27,8 @@ import (
 	"github.com/hlaunch/hlaunch/internal/sidecar"
 	"github.com/hlaunch/hlaunch/internal/trust"
 	"github.com/hlaunch/hlaunch/internal/version"
+	"github.com/hlaunch/hlaunch/internal/view"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 func main() {
@@ -34,7 +36,7 @@ func main() {
 	// the workers it spawns unsandboxed are of its uid: /proc/<sidecar>/environ must show them nothing.
 	if err := selfguard.Hide(); err != nil {
 		fmt.Fprintf(os.Stderr, "hlaunch: %v\n", err)
-		os.Exit(launcher.ExitInternal)
+		os.Exit(worker.ExitInternal)
 	}
 	cmd := newSidecarCmd()
 	err := cmd.Execute()
@@ -42,13 +44,13 @@ func main() {
 		return
 	}
 	// One line, as hlaunch prints it: exit 125 already says "invalid", so its lead is not repeated.
-	fmt.Fprintf(os.Stderr, "hlaunch: %s\n", strings.TrimPrefix(err.Error(), launcher.ErrInvalid.Error()+": "))
-	os.Exit(launcher.ExitCode(err))
+	fmt.Fprintf(os.Stderr, "hlaunch: %s\n", strings.TrimPrefix(err.Error(), worker.ErrInvalid.Error()+": "))
+	os.Exit(worker.ExitCode(err))
 }
 
 // invalidf is bad input: exit 125, like every hlaunch command.
 func invalidf(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", launcher.ErrInvalid, fmt.Sprintf(format, args...))
+	return fmt.Errorf("%w: %s", worker.ErrInvalid, fmt.Sprintf(format, args...))
 }
 
 // hlaunchBinary is the hlaunch binary installed beside this one: it runs the workers' shims and init
@@ -57,10 +59,10 @@ func hlaunchBinary() (string, error) {
 	p, err := trust.Beside("hlaunch")
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return "", fmt.Errorf("%w: sidecar: no hlaunch binary beside this one: %w", launcher.ErrInvalid, err)
+		return "", fmt.Errorf("%w: sidecar: no hlaunch binary beside this one: %w", worker.ErrInvalid, err)
 	case err != nil:
 		// It runs every spawn's shim: whoever can replace it runs code as this sidecar's uid.
-		return "", fmt.Errorf("%w: sidecar: the hlaunch binary beside this one: %w (install both where only root or this uid can write)", launcher.ErrInvalid, err)
+		return "", fmt.Errorf("%w: sidecar: the hlaunch binary beside this one: %w (install both where only root or this uid can write)", worker.ErrInvalid, err)
 	}
 	return p, nil
 }
@@ -132,10 +134,10 @@ share/doc/hlaunch/sidecar.md.`,
 	launchflag.AddPlacement(fs, &f.placement, launchflag.ForSpawns)
 	launchflag.AddDefaultLimits(fs, &f.workerLimits)
 	fs.Int64Var(&f.maxBody, "max-body", sidecar.DefaultMaxBody, "largest request body in bytes (larger: 413)")
-	fs.Var(launcher.NewDurationFlag(&f.pollInterval, sidecar.DefaultPollInterval), "poll-interval", "shortest time between two checks of the worker records (exits are noticed through inotify)")
-	fs.Var(launcher.NewDurationFlag(&f.slowPoll, sidecar.DefaultSlowPoll), "slow-poll", "longest time between two checks of the worker records")
+	fs.Var(worker.NewDurationFlag(&f.pollInterval, sidecar.DefaultPollInterval), "poll-interval", "shortest time between two checks of the worker records (exits are noticed through inotify)")
+	fs.Var(worker.NewDurationFlag(&f.slowPoll, sidecar.DefaultSlowPoll), "slow-poll", "longest time between two checks of the worker records")
 	retentionflag.Add(fs, &f.retention)
-	fs.Var(launcher.NewDurationFlag(&f.gcInterval, sidecar.DefaultGCInterval), "gc-interval", "how often the sidecar collects ended workers and prunes the ledger by the retention flags (off the spawn path)")
+	fs.Var(worker.NewDurationFlag(&f.gcInterval, sidecar.DefaultGCInterval), "gc-interval", "how often the sidecar collects ended workers and prunes the ledger by the retention flags (off the spawn path)")
 	fs.BoolVar(&f.allowSeccompOff, "allow-seccomp-off", false, `serve sandboxed spawns whose spec says "seccomp": "off" (refused by default)`)
 	fs.BoolVar(&f.allowAs, "allow-as", false, `serve spawns whose spec "user" names other ids than the profile home's owner and group (refused by default: each worker runs as its home's owner)`)
 	addLimitFlags(fs, &f.limits)
@@ -148,7 +150,7 @@ const maxWarm = 64
 
 func defaultSocket() string {
 	if os.Geteuid() == 0 {
-		return filepath.Join(launcher.RootSidecarDir, "sidecar.sock")
+		return filepath.Join(view.RootSidecarDir, "sidecar.sock")
 	}
 	if d := os.Getenv("XDG_RUNTIME_DIR"); filepath.IsAbs(d) {
 		return filepath.Join(d, "hlaunch", "sidecar.sock")
@@ -164,7 +166,7 @@ func (f *sidecarFlags) run(cmd *cobra.Command) error {
 	if f.socket == "" && os.Getenv("LISTEN_FDS") == "" {
 		return invalidf("sidecar: --socket is required (no XDG_RUNTIME_DIR to default to)")
 	}
-	var placementErr *launcher.FieldError
+	var placementErr *worker.FieldError
 	if errors.As(f.placement.Check(), &placementErr) {
 		return invalidf("sidecar: %s", placementErr.Msg)
 	}
@@ -214,7 +216,7 @@ func (f *sidecarFlags) run(cmd *cobra.Command) error {
 		return err
 	}
 	// Only the flags given: a default left out stays the launcher's own (Spec.withDefaults).
-	var defaults launcher.Spec
+	var defaults worker.Spec
 	f.placement.Apply(cmd.Flags(), &defaults)
 	defaults.Limits = defaultLimits
 	cfg := f.dirs.Config()

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // The sidecar's default placement is checked by the launcher's own checks before anything is made (the
@@ -15,20 +15,20 @@ import (
 func TestSidecarPlacementCheckedByTheLauncher(t *testing.T) {
 	for _, tt := range []struct {
 		flag, value string
-		spec        launcher.Spec
+		spec        worker.Spec
 	}{
-		{"--scope", "bogus", launcher.Spec{Scope: "bogus"}},
-		{"--scope", "AUTO", launcher.Spec{Scope: "AUTO"}},
-		{"--scope", "vm", launcher.Spec{Scope: "vm"}},
-		{"--net", "bogus", launcher.Spec{Net: "bogus", Sandbox: true}},
-		{"--net", "NONE", launcher.Spec{Net: "NONE", Sandbox: true}},
-		{"--cgroup-parent", "../escape", launcher.Spec{CgroupParent: "../escape"}},
-		{"--cgroup-parent", "hl/system.slice", launcher.Spec{CgroupParent: "hl/system.slice"}},
+		{"--scope", "bogus", worker.Spec{Scope: "bogus"}},
+		{"--scope", "AUTO", worker.Spec{Scope: "AUTO"}},
+		{"--scope", "vm", worker.Spec{Scope: "vm"}},
+		{"--net", "bogus", worker.Spec{Net: "bogus", Sandbox: true}},
+		{"--net", "NONE", worker.Spec{Net: "NONE", Sandbox: true}},
+		{"--cgroup-parent", "../escape", worker.Spec{CgroupParent: "../escape"}},
+		{"--cgroup-parent", "hl/system.slice", worker.Spec{CgroupParent: "hl/system.slice"}},
 	} {
 		cmd := newSidecarCmd()
 		cmd.SetArgs([]string{"--socket", t.TempDir() + "/missing/s.sock", tt.flag, tt.value})
 		err := cmd.Execute()
-		if !errors.Is(err, launcher.ErrInvalid) {
+		if !errors.Is(err, worker.ErrInvalid) {
 			t.Fatalf("%s %q: %v, want ErrInvalid", tt.flag, tt.value, err)
 		}
 		spec := tt.spec
@@ -37,16 +37,16 @@ func TestSidecarPlacementCheckedByTheLauncher(t *testing.T) {
 		if verr == nil {
 			t.Fatalf("Spec.Validate accepted %s %q", tt.flag, tt.value)
 		}
-		sentence := strings.TrimPrefix(verr.Error(), launcher.ErrInvalid.Error()+": ")
-		if want := launcher.ErrInvalid.Error() + ": sidecar: " + sentence; err.Error() != want {
+		sentence := strings.TrimPrefix(verr.Error(), worker.ErrInvalid.Error()+": ")
+		if want := worker.ErrInvalid.Error() + ": sidecar: " + sentence; err.Error() != want {
 			t.Errorf("%s %q:\n got  %q\n want %q", tt.flag, tt.value, err, want)
 		}
 		if !strings.HasPrefix(sentence, tt.flag+" ") {
 			t.Errorf("%s %q: the sentence %q does not name the flag first", tt.flag, tt.value, sentence)
 		}
 	}
-	for _, v := range []launcher.Scope{"", launcher.ScopeAuto, launcher.ScopeSystemd, launcher.ScopeCgroup, launcher.ScopeNone} {
-		if err := launcher.CheckScope(string(v)); err != nil {
+	for _, v := range []worker.Scope{"", worker.ScopeAuto, worker.ScopeSystemd, worker.ScopeCgroup, worker.ScopeNone} {
+		if err := worker.CheckScope(string(v)); err != nil {
 			t.Errorf("CheckScope(%q) = %v", v, err)
 		}
 	}
@@ -63,10 +63,10 @@ func TestSidecarLimitFlagsChecked(t *testing.T) {
 		cmd := newSidecarCmd()
 		cmd.SetArgs([]string{"--socket", t.TempDir() + "/missing/s.sock", tt[0], tt[1]})
 		err := cmd.Execute()
-		if !errors.Is(err, launcher.ErrInvalid) || launcher.ExitCode(err) != 125 {
+		if !errors.Is(err, worker.ErrInvalid) || worker.ExitCode(err) != 125 {
 			t.Fatalf("%s %s: %v, want ErrInvalid (exit 125)", tt[0], tt[1], err)
 		}
-		msg := strings.TrimPrefix(err.Error(), launcher.ErrInvalid.Error()+": ")
+		msg := strings.TrimPrefix(err.Error(), worker.ErrInvalid.Error()+": ")
 		if !strings.HasPrefix(msg, "sidecar: "+tt[0]+" ") || strings.Contains(msg, "\n") {
 			t.Errorf("%s %s: %q, want one line naming the flag", tt[0], tt[1], msg)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/affinity"
 	"github.com/hlaunch/hlaunch/internal/launcher"
 	"github.com/hlaunch/hlaunch/internal/launchflag"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // app is one invocation: the global flags and the process's streams. It lives only as long as run.
@@ -54,7 +55,7 @@ func run(args []string, stdin, stdout, stderr *os.File, childCPUs affinity.Set) 
 // finish turns a command's error into the exit code, printing the one error line (or JSON object).
 func (a *app) finish(err error) int {
 	if err == nil {
-		return launcher.ExitOK
+		return worker.ExitOK
 	}
 	var st exitStatus
 	if errors.As(err, &st) {
@@ -76,7 +77,7 @@ func (a *app) finish(err error) int {
 // the code "invalid" already say it, and the rest of the line names the flag or file at fault. A message
 // that still holds a control character (one naming a file or value a worker chose) is shown quoted.
 func message(err error) string {
-	return printableLine(oneLine(strings.TrimPrefix(err.Error(), launcher.ErrInvalid.Error()+": ")))
+	return printableLine(oneLine(strings.TrimPrefix(err.Error(), worker.ErrInvalid.Error()+": ")))
 }
 
 // jsonError is the shape of an error with --json; the sidecar answers with the same object.

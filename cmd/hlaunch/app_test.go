@@ -12,15 +12,15 @@ import (
 
 	"github.com/hlaunch/hlaunch/internal/affinity"
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
-	"github.com/hlaunch/hlaunch/internal/launcher"
 	"github.com/hlaunch/hlaunch/internal/nsenv/profile"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // jsonRoundTrip re-encodes a spec and decodes it strictly again.
-func jsonRoundTrip(s launcher.Spec) (launcher.Spec, error) {
+func jsonRoundTrip(s worker.Spec) (worker.Spec, error) {
 	b, err := json.Marshal(s)
 	if err != nil {
-		return launcher.Spec{}, err
+		return worker.Spec{}, err
 	}
 	return decodeSpec(b)
 }
@@ -81,7 +81,7 @@ func TestBadInputExits125WithOneLine(t *testing.T) {
 	}
 	for _, tt := range tests {
 		code, stdout, stderr := runCLI(t, `{"profile":"b","argv":["true"],"nope":1}`, tt.args...)
-		if code != launcher.ExitInternal {
+		if code != worker.ExitInternal {
 			t.Errorf("%q: exit %d, want 125", tt.args, code)
 		}
 		if stdout != "" {
@@ -106,9 +106,9 @@ func TestWriteJSONErrorShape(t *testing.T) {
 		err  error
 		code string
 	}{
-		{fmt.Errorf("x: %w", launcher.ErrRefused), "refused"},
-		{fmt.Errorf("x: %w", launcher.ErrUnverified), "unverified"},
-		{fmt.Errorf("x: %w", launcher.ErrKeyHeld), "key_held"},
+		{fmt.Errorf("x: %w", worker.ErrRefused), "refused"},
+		{fmt.Errorf("x: %w", worker.ErrUnverified), "unverified"},
+		{fmt.Errorf("x: %w", worker.ErrKeyHeld), "key_held"},
 		{invalidf("--env %q: bad\nsecond line", "X"), "invalid"},
 		{fmt.Errorf("wait: %w", errWaitTimeout), "timeout"},
 		{errors.New("disk on fire"), "internal"},
@@ -153,9 +153,9 @@ func TestExitCodes(t *testing.T) {
 		{fmt.Errorf("wrapped: %w", exitStatus(130)), 130},
 		{fmt.Errorf("w: %w", errWaitTimeout), exitTimeout},
 		{invalidf("bad"), 125},
-		{fmt.Errorf("x: %w", launcher.ErrDegraded), 75},
-		{fmt.Errorf("x: %w", launcher.ErrKeyHeld), 73},
-		{fmt.Errorf("x: %w", launcher.ErrCommandNotFound), 127},
+		{fmt.Errorf("x: %w", worker.ErrDegraded), 75},
+		{fmt.Errorf("x: %w", worker.ErrKeyHeld), 73},
+		{fmt.Errorf("x: %w", worker.ErrCommandNotFound), 127},
 	}
 	for _, tt := range tests {
 		a := &app{stderr: devNull(t), stdout: devNull(t)}
@@ -205,7 +205,7 @@ func TestParseSince(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "yesterday", "-1h", "2026-13-01"} {
-		if _, err := parseSince(bad, now); !errors.Is(err, launcher.ErrInvalid) {
+		if _, err := parseSince(bad, now); !errors.Is(err, worker.ErrInvalid) {
 			t.Errorf("%q: %v, want an invalid error", bad, err)
 		}
 	}
@@ -223,13 +223,13 @@ func TestFormatting(t *testing.T) {
 	}
 	zero, three := 0, 3
 	for _, tt := range []struct {
-		r    launcher.Record
+		r    worker.Record
 		want string
 	}{
-		{launcher.Record{}, "-"},
-		{launcher.Record{ExitCode: &zero}, "exit 0"},
-		{launcher.Record{ExitCode: &three, TimedOut: true}, "exit 3, timed out"},
-		{launcher.Record{Signal: "SIGKILL", OOMKilled: true}, "SIGKILL, oom-killed"},
+		{worker.Record{}, "-"},
+		{worker.Record{ExitCode: &zero}, "exit 0"},
+		{worker.Record{ExitCode: &three, TimedOut: true}, "exit 3, timed out"},
+		{worker.Record{Signal: "SIGKILL", OOMKilled: true}, "SIGKILL, oom-killed"},
 	} {
 		if got := outcome(tt.r); got != tt.want {
 			t.Errorf("outcome(%+v) = %q, want %q", tt.r, got, tt.want)
@@ -269,8 +269,8 @@ func TestMessage(t *testing.T) {
 		err  error
 		want string
 	}{
-		{fmt.Errorf("%w: profile name %q: reserved", launcher.ErrInvalid, "root"), `profile name "root": reserved`},
-		{fmt.Errorf("%w: leader gone", launcher.ErrRefused), "refused: identity does not match: leader gone"},
+		{fmt.Errorf("%w: profile name %q: reserved", worker.ErrInvalid, "root"), `profile name "root": reserved`},
+		{fmt.Errorf("%w: leader gone", worker.ErrRefused), "refused: identity does not match: leader gone"},
 		{errors.New("two\nlines"), "two; lines"},
 	}
 	for _, tt := range tests {

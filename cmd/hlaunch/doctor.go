@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/doctor"
 )
 
 func newDoctorCmd(a *app) *cobra.Command {
@@ -47,7 +47,7 @@ sandboxed worker would keep, and what --scope auto would choose and why. Exit 0 
 }
 
 // writeReport prints the doctor report as aligned lines.
-func writeReport(w io.Writer, r launcher.Report) error {
+func writeReport(w io.Writer, r doctor.Report) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	yes := func(b bool) string {
 		if b {
@@ -55,7 +55,7 @@ func writeReport(w io.Writer, r launcher.Report) error {
 		}
 		return "no"
 	}
-	check := func(c launcher.Check) string {
+	check := func(c doctor.Check) string {
 		if c.Detail == "" {
 			return yes(c.OK)
 		}

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // errWaitTimeout: `hlaunch wait --timeout` elapsed while the worker still ran (exit 124, as timeout(1)).
@@ -14,12 +14,12 @@ var errWaitTimeout = errors.New("timed out waiting for the worker")
 const exitTimeout = 124
 
 // invalidError is bad command-line input. Its message names the flag or argument; it unwraps to
-// launcher.ErrInvalid so that the CLI and the launcher give one answer for "bad input, nothing started":
+// worker.ErrInvalid so that the CLI and the launcher give one answer for "bad input, nothing started":
 // exit 125 and the JSON code "invalid".
 type invalidError struct{ msg string }
 
 func (e *invalidError) Error() string { return e.msg }
-func (e *invalidError) Unwrap() error { return launcher.ErrInvalid }
+func (e *invalidError) Unwrap() error { return worker.ErrInvalid }
 
 // invalidf returns an invalidError with a formatted message.
 func invalidf(format string, args ...any) error {
@@ -37,5 +37,5 @@ func exitCodeFor(err error) (int, string) {
 	if errors.Is(err, errWaitTimeout) {
 		return exitTimeout, "timeout"
 	}
-	return launcher.ExitCode(err), launcher.Code(err)
+	return worker.ExitCode(err), worker.Code(err)
 }

@@ -94,7 +94,7 @@ func TestEveryFlagsBadInputs(t *testing.T) {
 		{cmd("signal", "--pid", "1", "--all"), []string{"--all"}},
 		{cmd("stop", "w-000000000000", "--grace", "later"), []string{"--grace", "not a duration"}},
 		{cmd("wait", "w-000000000000", "--timeout", "later"), []string{"--timeout", "not a duration"}},
-		// Every duration flag takes what --timeout takes and says so in the same words (launcher.ParseDuration).
+		// Every duration flag takes what --timeout takes and says so in the same words (worker.ParseDuration).
 		{cmd("gc", "--max-age", "-1s"), []string{"--max-age", `"-1s"`, "must not be negative", "30s"}},
 		{cmd("gc", "--orphan-age", "soon"), []string{"--orphan-age", `"soon"`, "not a duration", "30s"}},
 		{cmd("ledger", "--since", "yesterday"), []string{"--since", "RFC 3339"}},

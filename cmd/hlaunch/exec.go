@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 func newExecCmd(a *app) *cobra.Command {
@@ -47,13 +48,13 @@ printed as JSON.`,
 }
 
 // start launches detached and prints the receipt.
-func (a *app) start(ctx context.Context, l *launcher.Launcher, spec launcher.Spec) error {
+func (a *app) start(ctx context.Context, l *launcher.Launcher, spec worker.Spec) error {
 	// The receipt is printed before the worker may run: with --stdio inherit it shares our stdout, and the
 	// receipt must come first.
 	var printErr error
 	printed := false
-	onReceipt := func(r *launcher.Receipt) { printed, printErr = true, printJSON(a.stdout, r) }
-	r, err := l.StartWith(ctx, spec, launcher.Stdio{Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr, OnReceipt: onReceipt})
+	onReceipt := func(r *worker.Receipt) { printed, printErr = true, printJSON(a.stdout, r) }
+	r, err := l.StartWith(ctx, spec, worker.Stdio{Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr, OnReceipt: onReceipt})
 	if err != nil {
 		return err
 	}
@@ -64,10 +65,10 @@ func (a *app) start(ctx context.Context, l *launcher.Launcher, spec launcher.Spe
 }
 
 // runForeground runs the child with hlaunch's own stdio and exits with its code.
-func (a *app) runForeground(l *launcher.Launcher, spec launcher.Spec, sigs launcher.Signals) error {
+func (a *app) runForeground(l *launcher.Launcher, spec worker.Spec, sigs launcher.Signals) error {
 	// Background, not the command's context: an interrupt is the child's to handle, not a reason for
 	// hlaunch to abandon it.
-	stdio := launcher.Stdio{Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr}
+	stdio := worker.Stdio{Stdin: a.stdin, Stdout: a.stdout, Stderr: a.stderr}
 	code, err := l.Run(context.Background(), spec, stdio, sigs)
 	if err != nil {
 		return err

@@ -8,7 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/records"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 func newLedgerCmd(a *app) *cobra.Command {
@@ -21,7 +22,7 @@ end, exit code or signal, timed out, OOM-killed, peak memory, placement mode. --
 time, a date (2006-01-02) or a duration back from now (24h).`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			q := launcher.LedgerQuery{Key: key}
+			q := records.LedgerQuery{Key: key}
 			if since != "" {
 				t, err := parseSince(since, time.Now())
 				if err != nil {
@@ -39,7 +40,7 @@ time, a date (2006-01-02) or a duration back from now (24h).`,
 			}
 			if a.json {
 				if recs == nil {
-					recs = []launcher.Record{}
+					recs = []worker.Record{}
 				}
 				return printJSON(a.stdout, recs)
 			}
@@ -52,7 +53,7 @@ time, a date (2006-01-02) or a duration back from now (24h).`,
 }
 
 // writeLedger prints the ledger table.
-func writeLedger(w io.Writer, recs []launcher.Record) error {
+func writeLedger(w io.Writer, recs []worker.Record) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "STARTED\tENDED\tID\tKEY\tPROFILE\tMODE\tSTATE\tRESULT\tMEM PEAK\tCOMMAND")
 	for _, r := range recs {

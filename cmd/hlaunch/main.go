@@ -2,7 +2,7 @@
 // places it in its own cgroup or systemd scope before its first instruction, and answers later questions
 // about it (status, signal, stop, wait) only through its verified identity.
 //
-// This package is the command-line shell: cobra parses flags into a launcher.Spec or launcher.Config and
+// This package is the command-line shell: cobra parses flags into a worker.Spec or launcher.Config and
 // prints what the launcher package answers. No launch logic lives here; see docs/cli.md for the commands
 // and docs/exit-codes.md for what each exit code means.
 package main
@@ -15,6 +15,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/affinity"
 	"github.com/hlaunch/hlaunch/internal/launcher"
 	"github.com/hlaunch/hlaunch/internal/selfguard"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 func main() {
@@ -31,7 +32,7 @@ func main() {
 		// worker runs, and an unsandboxed worker of the same uid would read it in /proc/<ppid>/environ.
 		if err := selfguard.Hide(); err != nil {
 			fmt.Fprintf(os.Stderr, "hlaunch: %v\n", err)
-			os.Exit(launcher.ExitInternal)
+			os.Exit(worker.ExitInternal)
 		}
 		// A launch keeps its own threads on the CPU it started on and gives every child the CPUs it was
 		// started with (internal/affinity, ADR 0006). Failing to pin costs only speed; the set to give back

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
-	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // stateExitCode is the `hlaunch status` exit code for a verified state (docs/exit-codes.md): a caller can
@@ -17,21 +17,21 @@ import (
 func stateExitCode(state fingerprint.State) int {
 	switch state {
 	case fingerprint.Running:
-		return launcher.ExitOK
+		return worker.ExitOK
 	case fingerprint.Exited:
-		return launcher.ExitExited
+		return worker.ExitExited
 	case fingerprint.ForeignBoot, fingerprint.ForeignMachine, fingerprint.Recycled,
-		launcher.StateCorrupt, launcher.StateUnknownVersion:
-		return launcher.ExitRefused
+		worker.StateCorrupt, worker.StateUnknownVersion:
+		return worker.ExitRefused
 	case fingerprint.Unverified:
-		return launcher.ExitUnverified
+		return worker.ExitUnverified
 	default: // fingerprint.Malformed and anything this build does not know
-		return launcher.ExitInternal
+		return worker.ExitInternal
 	}
 }
 
 // outcome says how a worker ended, or that it has not: "exit 3", "SIGKILL", "timed out (SIGTERM)", ...
-func outcome(r launcher.Record) string {
+func outcome(r worker.Record) string {
 	var parts []string
 	switch {
 	case r.ExitCode != nil:
@@ -52,7 +52,7 @@ func outcome(r launcher.Record) string {
 }
 
 // writeRecord prints one worker as aligned "field  value" lines, leaving out what is unknown.
-func writeRecord(w io.Writer, r launcher.Record) error {
+func writeRecord(w io.Writer, r worker.Record) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	row := func(k, v string) {
 		if v != "" {

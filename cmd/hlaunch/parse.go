@@ -4,7 +4,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // parseSince accepts an RFC 3339 time, a date (UTC midnight), or a duration meaning "that long before now".
@@ -15,7 +15,7 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 			return v, nil
 		}
 	}
-	if d, err := launcher.ParseDuration(t); err == nil {
+	if d, err := worker.ParseDuration(t); err == nil {
 		return now.Add(-d), nil
 	}
 	return time.Time{}, invalidf("--since %q: want an RFC 3339 time, a date (2006-01-02) or a duration (24h)", s)
@@ -23,7 +23,7 @@ func parseSince(s string, now time.Time) (time.Time, error) {
 
 // parseGrace parses a --grace/--timeout duration given to a read command.
 func parseGrace(flag, s string) (time.Duration, error) {
-	d, err := launcher.ParseDuration(s)
+	d, err := worker.ParseDuration(s)
 	if err != nil {
 		return 0, invalidf("%s %q: %v", flag, s, err)
 	}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 func newPsCmd(a *app) *cobra.Command {
@@ -22,7 +22,7 @@ func newPsCmd(a *app) *cobra.Command {
 			if limit < 0 {
 				return invalidf("--limit %d: want a count of records, 1 or more (0: all)", limit)
 			}
-			if after != "" && !launcher.IsID(after) {
+			if after != "" && !worker.IsID(after) {
 				return invalidf("--after %q: want a worker id (w-<12 hex>)", after)
 			}
 			l, err := a.newLauncher()
@@ -35,7 +35,7 @@ func newPsCmd(a *app) *cobra.Command {
 			}
 			if a.json {
 				if recs == nil {
-					recs = []launcher.Record{} // "[]", never "null": callers iterate it
+					recs = []worker.Record{} // "[]", never "null": callers iterate it
 				}
 				return printJSON(a.stdout, recs)
 			}
@@ -48,7 +48,7 @@ func newPsCmd(a *app) *cobra.Command {
 }
 
 // writeWorkers prints the `ps` table.
-func writeWorkers(w io.Writer, recs []launcher.Record) error {
+func writeWorkers(w io.Writer, recs []worker.Record) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tPID\tSTATE\tRESULT\tMODE\tPROFILE\tKEY\tMEM\tPIDS\tSTARTED\tCOMMAND")
 	for _, r := range recs {

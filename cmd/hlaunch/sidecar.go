@@ -13,8 +13,8 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
-	"github.com/hlaunch/hlaunch/internal/launcher"
 	"github.com/hlaunch/hlaunch/internal/trust"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // newSidecarCmd is `hlaunch sidecar`: it execs the hlaunch-sidecar binary installed beside hlaunch, in
@@ -78,7 +78,7 @@ func (a *app) execSidecar(sub string, args []string) error {
 	bin := filepath.Join(filepath.Dir(exe), "hlaunch-sidecar")
 	// A file another uid could replace is not executed (internal/trust); a missing one is said below.
 	if err := trust.Check(bin); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%w: %s: the hlaunch-sidecar beside hlaunch: %w (install both where only root or this uid can write)", launcher.ErrInvalid, sub, err)
+		return fmt.Errorf("%w: %s: the hlaunch-sidecar beside hlaunch: %w (install both where only root or this uid can write)", worker.ErrInvalid, sub, err)
 	}
 	argv := []string{bin}
 	if sub != "sidecar" {

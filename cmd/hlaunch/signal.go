@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // signalResult is `hlaunch signal --json`'s answer.
@@ -36,7 +36,7 @@ recycled) or 4 (unverified), with the reason on one line.
 			if err != nil {
 				return err
 			}
-			sig, err := launcher.ParseSignal(sigName)
+			sig, err := worker.ParseSignal(sigName)
 			if err != nil {
 				return &invalidError{msg: "-s/--" + message(err)}
 			}
@@ -55,13 +55,13 @@ recycled) or 4 (unverified), with the reason on one line.
 				return err
 			}
 			if a.json {
-				return printJSON(a.stdout, signalResult{Ref: ref, Signal: launcher.SignalName(sig), All: all, Sent: true})
+				return printJSON(a.stdout, signalResult{Ref: ref, Signal: worker.SignalName(sig), All: all, Sent: true})
 			}
 			target := "leader"
 			if all {
 				target = "whole cgroup"
 			}
-			_, err = fmt.Fprintf(a.stdout, "%s sent to %s (%s)\n", launcher.SignalName(sig), ref, target)
+			_, err = fmt.Fprintf(a.stdout, "%s sent to %s (%s)\n", worker.SignalName(sig), ref, target)
 			return err
 		},
 	}

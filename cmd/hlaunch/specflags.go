@@ -12,11 +12,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/hlaunch/hlaunch/internal/cgroup"
-	"github.com/hlaunch/hlaunch/internal/launcher"
 	"github.com/hlaunch/hlaunch/internal/launchflag"
 	"github.com/hlaunch/hlaunch/internal/nsenv/profile"
 	"github.com/hlaunch/hlaunch/internal/sysfile"
 	"github.com/hlaunch/hlaunch/internal/trust"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // maxSpecBytes bounds a --spec document; a launch spec is a few hundred bytes, and reading an unbounded
@@ -52,7 +52,7 @@ type specFlags struct {
 // addEnvFlags registers the flags that decide the child's environment (exec and env share them).
 func (f *specFlags) addEnvFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&f.profile, "profile", "p", "", "hermes profile to launch for (\"default\" is the root); required")
-	fs.StringVar(&f.secrets, "secrets", string(launcher.SecretsProfile), "profile: the target's .env without Tier-1 names; none: without any credential")
+	fs.StringVar(&f.secrets, "secrets", string(worker.SecretsProfile), "profile: the target's .env without Tier-1 names; none: without any credential")
 	fs.StringArrayVar(&f.pass, "pass", nil, "with --secrets none, add this credential back from the target's .env (repeatable)")
 	fs.StringArrayVar(&f.env, "env", nil, "set NAME=VALUE in the child, over the profile's value (repeatable)")
 	fs.StringArrayVar(&f.inherit, "inherit", nil, "copy NAME from hlaunch's own environment; credentials and launch-profile settings are refused (repeatable)")
@@ -65,14 +65,14 @@ func (f *specFlags) addExecFlags(fs *pflag.FlagSet) {
 	f.addEnvFlags(fs)
 	f.addPlacementFlags(fs)
 
-	fs.StringVar(&f.memory, "memory", "", fmt.Sprintf("hard memory limit, e.g. 512M, 2G; max: none (default %d%% of the host's memory)", launcher.DefaultMemoryPercent))
+	fs.StringVar(&f.memory, "memory", "", fmt.Sprintf("hard memory limit, e.g. 512M, 2G; max: none (default %d%% of the host's memory)", worker.DefaultMemoryPercent))
 	fs.StringVar(&f.memoryHigh, "memory-high", "", "memory throttling threshold, e.g. 384M")
-	fs.StringVar(&f.pids, "pids", "", fmt.Sprintf("maximum number of tasks in the worker; max: none (default %d)", launcher.DefaultPids))
-	fs.StringVar(&f.cpuWeight, "cpu-weight", "", fmt.Sprintf("relative CPU weight, 1..10000; max: none of its own (default %d)", launcher.DefaultCPUWeight))
+	fs.StringVar(&f.pids, "pids", "", fmt.Sprintf("maximum number of tasks in the worker; max: none (default %d)", worker.DefaultPids))
+	fs.StringVar(&f.cpuWeight, "cpu-weight", "", fmt.Sprintf("relative CPU weight, 1..10000; max: none of its own (default %d)", worker.DefaultCPUWeight))
 	fs.Float64Var(&f.cpus, "cpus", 0, "CPU bandwidth in cores, e.g. 0.5")
 
 	fs.BoolVar(&f.sandbox, "sandbox", false, "new mount, pid, ipc and uts namespaces; only the target profile is visible")
-	fs.StringVar(&f.seccomp, "seccomp", string(launcher.SeccompDefault), "with --sandbox: default (the system-call filter: no mounts, namespaces, keyring, bpf, terminal injection, set-ID modes, ...) or off")
+	fs.StringVar(&f.seccomp, "seccomp", string(worker.SeccompDefault), "with --sandbox: default (the system-call filter: no mounts, namespaces, keyring, bpf, terminal injection, set-ID modes, ...) or off")
 	fs.StringArrayVar(&f.rw, "rw", nil, "with --sandbox: keep this host path writable (repeatable)")
 	fs.StringVar(&f.as, "as", "", "UID:GID to drop to before exec (empty capability sets)")
 	fs.BoolVar(&f.titles, "tty-titles", false, "with --sandbox in the foreground: let the worker set the terminal's window and icon titles")
@@ -95,16 +95,16 @@ func (f *specFlags) addPlacementFlags(fs *pflag.FlagSet) {
 
 // spec builds the launch spec: the --spec document if one was named, then every flag that was given,
 // then argv when the command line has one.
-func (f *specFlags) spec(fs *pflag.FlagSet, argv []string, stdin io.Reader) (launcher.Spec, error) {
-	var s launcher.Spec
+func (f *specFlags) spec(fs *pflag.FlagSet, argv []string, stdin io.Reader) (worker.Spec, error) {
+	var s worker.Spec
 	if f.specFile != "" {
 		var err error
 		if s, err = loadSpec(f.specFile, stdin); err != nil {
-			return launcher.Spec{}, err
+			return worker.Spec{}, err
 		}
 	}
 	if err := f.apply(fs, &s); err != nil {
-		return launcher.Spec{}, err
+		return worker.Spec{}, err
 	}
 	if len(argv) > 0 {
 		s.Argv = append([]string(nil), argv...)
@@ -114,7 +114,7 @@ func (f *specFlags) spec(fs *pflag.FlagSet, argv []string, stdin io.Reader) (lau
 
 // apply copies every flag that was given on the command line into s. Lists and scalars replace the spec's
 // field; --env adds to the spec's env, a flag's value winning for the same name.
-func (f *specFlags) apply(fs *pflag.FlagSet, s *launcher.Spec) error {
+func (f *specFlags) apply(fs *pflag.FlagSet, s *worker.Spec) error {
 	set := func(name string) bool {
 		fl := fs.Lookup(name)
 		return fl != nil && fl.Changed
@@ -123,7 +123,7 @@ func (f *specFlags) apply(fs *pflag.FlagSet, s *launcher.Spec) error {
 		s.Profile = f.profile
 	}
 	if set("secrets") {
-		s.Secrets = launcher.Secrets(f.secrets)
+		s.Secrets = worker.Secrets(f.secrets)
 	}
 	if set("pass") {
 		s.Pass = append([]string(nil), f.pass...)
@@ -152,7 +152,7 @@ func (f *specFlags) apply(fs *pflag.FlagSet, s *launcher.Spec) error {
 		s.Sandbox = f.sandbox
 	}
 	if set("seccomp") {
-		s.Seccomp = launcher.Seccomp(f.seccomp)
+		s.Seccomp = worker.Seccomp(f.seccomp)
 	}
 	if set("rw") {
 		s.RW = append([]string(nil), f.rw...)
@@ -189,7 +189,7 @@ func (f *specFlags) apply(fs *pflag.FlagSet, s *launcher.Spec) error {
 		s.LogMax = n
 	}
 	if set("stdio") {
-		s.Stdio = launcher.StdioMode(f.stdio)
+		s.Stdio = worker.StdioMode(f.stdio)
 	}
 	if set("detach") {
 		s.Detach = f.detach
@@ -259,45 +259,45 @@ func parseEnvFlags(flags []string, base map[string]string) (map[string]string, e
 	return env, nil
 }
 
-// checkDuration refuses a duration flag that launcher.ParseDuration does not accept (parseGrace's check).
+// checkDuration refuses a duration flag that worker.ParseDuration does not accept (parseGrace's check).
 func checkDuration(flag, s string) error {
 	_, err := parseGrace(flag, s)
 	return err
 }
 
 // loadSpec reads a --spec document from a file, or from stdin for "-".
-func loadSpec(name string, stdin io.Reader) (launcher.Spec, error) {
+func loadSpec(name string, stdin io.Reader) (worker.Spec, error) {
 	r := stdin
 	if name != "-" {
 		// A spec says what runs: a file another uid could change is that uid's launch (internal/trust).
 		// Opened non-blocking and checked a regular file, so that a FIFO does not hang the launcher.
 		path, err := trust.Resolve(name)
 		if errors.Is(err, trust.ErrUntrusted) {
-			return launcher.Spec{}, invalidf("--spec %s: %v (a spec is taken only from a file that only root or this uid can change)", name, err)
+			return worker.Spec{}, invalidf("--spec %s: %v (a spec is taken only from a file that only root or this uid can change)", name, err)
 		}
 		var f *os.File
 		if err == nil {
 			f, err = sysfile.Open(path, syscall.O_NONBLOCK|syscall.O_NOCTTY)
 		}
 		if err != nil {
-			return launcher.Spec{}, invalidf("--spec %s: %s (want a JSON launch spec file, or - for stdin)", name, fileProblem(err))
+			return worker.Spec{}, invalidf("--spec %s: %s (want a JSON launch spec file, or - for stdin)", name, fileProblem(err))
 		}
 		defer f.Close()
 		if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-			return launcher.Spec{}, invalidf("--spec %s: not a regular file (want a JSON launch spec file, or - for stdin)", name)
+			return worker.Spec{}, invalidf("--spec %s: not a regular file (want a JSON launch spec file, or - for stdin)", name)
 		}
 		r = f
 	}
 	b, err := io.ReadAll(io.LimitReader(r, maxSpecBytes+1))
 	if err != nil {
-		return launcher.Spec{}, invalidf("--spec %s: %v", name, err)
+		return worker.Spec{}, invalidf("--spec %s: %v", name, err)
 	}
 	if len(b) > maxSpecBytes {
-		return launcher.Spec{}, invalidf("--spec %s: larger than %d bytes", name, maxSpecBytes)
+		return worker.Spec{}, invalidf("--spec %s: larger than %d bytes", name, maxSpecBytes)
 	}
 	s, err := decodeSpec(b)
 	if err != nil {
-		return launcher.Spec{}, invalidf("--spec %s: %v", name, err)
+		return worker.Spec{}, invalidf("--spec %s: %v", name, err)
 	}
 	return s, nil
 }
@@ -311,9 +311,9 @@ func fileProblem(err error) string {
 	return err.Error()
 }
 
-// decodeSpec decodes one JSON launch spec with the launcher's one strict decoder (launcher.DecodeSpec),
+// decodeSpec decodes one JSON launch spec with the launcher's one strict decoder (worker.DecodeSpec),
 // the same the sidecar uses: an unknown, repeated or case-variant key is refused rather than ignored,
 // because a misspelt "require_scope" or a second "profile" would otherwise launch something else.
-func decodeSpec(b []byte) (launcher.Spec, error) {
-	return launcher.DecodeSpec(b)
+func decodeSpec(b []byte) (worker.Spec, error) {
+	return worker.DecodeSpec(b)
 }

@@ -9,11 +9,11 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/hlaunch/hlaunch/internal/cgroup"
-	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // parseExec parses args as `hlaunch exec` would and returns the spec.
-func parseExec(t *testing.T, args []string, stdin string) (launcher.Spec, error) {
+func parseExec(t *testing.T, args []string, stdin string) (worker.Spec, error) {
 	t.Helper()
 	var f specFlags
 	fs := pflag.NewFlagSet("exec", pflag.ContinueOnError)
@@ -29,23 +29,23 @@ func TestSpecFromFlags(t *testing.T) {
 	tests := []struct {
 		name string
 		args []string
-		want launcher.Spec
+		want worker.Spec
 	}{
 		{
 			name: "minimal: unset flags keep the zero values",
 			args: []string{"-p", "b", "--", "env"},
-			want: launcher.Spec{Profile: "b", Argv: []string{"env"}},
+			want: worker.Spec{Profile: "b", Argv: []string{"env"}},
 		},
 		{
 			name: "command flags are the command's, with or without --",
 			args: []string{"-p", "b", "env", "-i", "--scope", "x"},
-			want: launcher.Spec{Profile: "b", Argv: []string{"env", "-i", "--scope", "x"}},
+			want: worker.Spec{Profile: "b", Argv: []string{"env", "-i", "--scope", "x"}},
 		},
 		{
 			name: "environment flags",
 			args: []string{"-p", "b", "--secrets", "none", "--pass", "OPENAI_API_KEY", "--pass", "X_KEY",
 				"--env", "A=1", "--env", "B=x=y,z", "--env", "A=2", "--inherit", "EDITOR", "--cwd", "/w", "--", "true"},
-			want: launcher.Spec{Profile: "b", Argv: []string{"true"}, Secrets: "none",
+			want: worker.Spec{Profile: "b", Argv: []string{"true"}, Secrets: "none",
 				Pass: []string{"OPENAI_API_KEY", "X_KEY"}, Env: map[string]string{"A": "2", "B": "x=y,z"},
 				Inherit: []string{"EDITOR"}, Cwd: "/w"},
 		},
@@ -53,27 +53,27 @@ func TestSpecFromFlags(t *testing.T) {
 			name: "placement flags",
 			args: []string{"-p", "b", "--scope", "systemd", "--require-scope", "--unit", "hermes-worker-kanban-7-run-3",
 				"--slice", "work.slice", "--user", "--cgroup-parent", "hl/test", "--", "true"},
-			want: launcher.Spec{Profile: "b", Argv: []string{"true"}, Scope: "systemd", RequireScope: true,
+			want: worker.Spec{Profile: "b", Argv: []string{"true"}, Scope: "systemd", RequireScope: true,
 				Unit: "hermes-worker-kanban-7-run-3", Slice: "work.slice", UserManager: true, CgroupParent: "hl/test"},
 		},
 		{
 			name: "limits",
 			args: []string{"-p", "b", "--memory", "512M", "--memory-high", "1Gi", "--pids", "64",
 				"--cpu-weight", "200", "--cpus", "0.5", "--", "true"},
-			want: launcher.Spec{Profile: "b", Argv: []string{"true"}, Limits: cgroup.Limits{
+			want: worker.Spec{Profile: "b", Argv: []string{"true"}, Limits: cgroup.Limits{
 				Memory: 512 << 20, MemoryHigh: 1 << 30, Pids: 64, CPUWeight: 200, CPUs: 0.5}},
 		},
 		{
 			name: "tty titles",
 			args: []string{"-p", "b", "--sandbox", "--tty-titles", "--", "vim"},
-			want: launcher.Spec{Profile: "b", Argv: []string{"vim"}, Sandbox: true, TTYTitles: true},
+			want: worker.Spec{Profile: "b", Argv: []string{"vim"}, Sandbox: true, TTYTitles: true},
 		},
 		{
 			name: "sandbox and job flags",
 			args: []string{"-p", "b", "--sandbox", "--net", "none", "--seccomp", "off", "--rw", "/srv/a", "--rw", "/srv/b",
 				"--as", "1000:1000", "--key", "cron-7", "--timeout", "30s", "--grace", "2s", "--log", "/tmp/l",
 				"--detach", "--", "sleep", "1"},
-			want: launcher.Spec{Profile: "b", Argv: []string{"sleep", "1"}, Sandbox: true, Net: "none", Seccomp: "off",
+			want: worker.Spec{Profile: "b", Argv: []string{"sleep", "1"}, Sandbox: true, Net: "none", Seccomp: "off",
 				RW: []string{"/srv/a", "/srv/b"}, User: "1000:1000", Key: "cron-7", Timeout: "30s", Grace: "2s",
 				Log: "/tmp/l", Detach: true},
 		},
@@ -113,11 +113,11 @@ func TestSpecFlagErrors(t *testing.T) {
 			t.Errorf("%q: no error", tt.args)
 			continue
 		}
-		if !errors.Is(err, launcher.ErrInvalid) {
+		if !errors.Is(err, worker.ErrInvalid) {
 			t.Errorf("%q: %v does not wrap launcher.ErrInvalid", tt.args, err)
 		}
-		if got := launcher.ExitCode(err); got != launcher.ExitInternal {
-			t.Errorf("%q: exit code %d, want %d", tt.args, got, launcher.ExitInternal)
+		if got := worker.ExitCode(err); got != worker.ExitInternal {
+			t.Errorf("%q: exit code %d, want %d", tt.args, got, worker.ExitInternal)
 		}
 		if msg := err.Error(); !strings.Contains(msg, tt.flag) || strings.Contains(msg, "\n") {
 			t.Errorf("%q: message %q must be one line naming %s", tt.args, msg, tt.flag)
@@ -134,12 +134,12 @@ func TestSpecMerge(t *testing.T) {
 	tests := []struct {
 		name string
 		args []string
-		want launcher.Spec
+		want worker.Spec
 	}{
 		{
 			name: "the spec alone",
 			args: []string{"--spec", "-"},
-			want: launcher.Spec{Profile: "a", Argv: []string{"sleep", "9"}, Scope: "cgroup",
+			want: worker.Spec{Profile: "a", Argv: []string{"sleep", "9"}, Scope: "cgroup",
 				Env: map[string]string{"X": "spec", "Y": "spec"}, Pass: []string{"P1"},
 				Limits: cgroup.Limits{Memory: 1 << 20, Pids: 10}, RequireScope: true, Timeout: "1m"},
 		},
@@ -147,14 +147,14 @@ func TestSpecMerge(t *testing.T) {
 			name: "explicit flags override, --env adds per name, argv replaces",
 			args: []string{"--spec", "-", "-p", "b", "--scope", "none", "--env", "X=flag", "--env", "Z=flag",
 				"--pass", "P2", "--pids", "20", "--require-scope=false", "--", "true"},
-			want: launcher.Spec{Profile: "b", Argv: []string{"true"}, Scope: "none",
+			want: worker.Spec{Profile: "b", Argv: []string{"true"}, Scope: "none",
 				Env: map[string]string{"X": "flag", "Y": "spec", "Z": "flag"}, Pass: []string{"P2"},
 				Limits: cgroup.Limits{Memory: 1 << 20, Pids: 20}, RequireScope: false, Timeout: "1m"},
 		},
 		{
 			name: "a default shown in --help never overrides the spec",
 			args: []string{"--spec", "-", "--cwd", "/w"},
-			want: launcher.Spec{Profile: "a", Argv: []string{"sleep", "9"}, Scope: "cgroup", Cwd: "/w",
+			want: worker.Spec{Profile: "a", Argv: []string{"sleep", "9"}, Scope: "cgroup", Cwd: "/w",
 				Env: map[string]string{"X": "spec", "Y": "spec"}, Pass: []string{"P1"},
 				Limits: cgroup.Limits{Memory: 1 << 20, Pids: 10}, RequireScope: true, Timeout: "1m"},
 		},

@@ -3,7 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 func newStatusCmd(a *app) *cobra.Command {
@@ -29,7 +29,7 @@ gateway's process table: another boot is foreign, "unverified" and an empty (NUL
 			if err != nil {
 				return err
 			}
-			var rec launcher.Record
+			var rec worker.Record
 			if legacy {
 				rec, err = l.LegacyStatus(cmd.Context(), pid, fp)
 			} else {
@@ -41,7 +41,7 @@ gateway's process table: another boot is foreign, "unverified" and an empty (NUL
 			if err := a.printRecord(rec); err != nil {
 				return err
 			}
-			if code := stateExitCode(rec.State); code != launcher.ExitOK {
+			if code := stateExitCode(rec.State); code != worker.ExitOK {
 				return exitStatus(code)
 			}
 			return nil
@@ -53,7 +53,7 @@ gateway's process table: another boot is foreign, "unverified" and an empty (NUL
 }
 
 // printRecord prints one worker as JSON or as field lines.
-func (a *app) printRecord(rec launcher.Record) error {
+func (a *app) printRecord(rec worker.Record) error {
 	if a.json {
 		return printJSON(a.stdout, rec)
 	}

@@ -114,7 +114,7 @@ func TestParseTokenErrors(t *testing.T) {
 		if !errors.Is(err, ErrMalformed) || !strings.Contains(err.Error(), "malformed") {
 			t.Errorf("%s: err = %v, want ErrMalformed", name, err)
 		}
-		// Only a token of another format is of an unknown version (a record of it: launcher.StateUnknownVersion).
+		// Only a token of another format is of an unknown version (a record of it: worker.StateUnknownVersion).
 		if got, want := errors.Is(err, ErrUnknownVersion), name == "future version"; got != want {
 			t.Errorf("%s: errors.Is(err, ErrUnknownVersion) = %v, want %v (err %v)", name, got, want, err)
 		}

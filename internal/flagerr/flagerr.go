@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // Message rewrites a flag-parsing error of cmd as one line that names the flag, what was wrong and what is
@@ -21,7 +21,7 @@ func Message(cmd *cobra.Command, err error) string {
 	var inv *pflag.InvalidValueError
 	if errors.As(err, &inv) {
 		f := inv.GetFlag()
-		if _, ok := f.Value.(launcher.DurationFlag); ok {
+		if _, ok := f.Value.(worker.DurationFlag); ok {
 			// The one duration phrase, as --timeout and a spec's durations give it: "must not be negative (want ...)".
 			return fmt.Sprintf("%s--%s %s: %v", prefix(cmd), f.Name, quote(inv.GetValue()), errors.Unwrap(inv))
 		}
@@ -71,7 +71,7 @@ func accepted(f *pflag.Flag) string {
 	case "pid":
 		return "a process id: decimal digits, 1 or more, no sign, prefix or leading zero"
 	case "duration":
-		return strings.TrimPrefix(launcher.DurationAccepted, "want ")
+		return strings.TrimPrefix(worker.DurationAccepted, "want ")
 	default:
 		return "a value (" + f.Usage + ")"
 	}

@@ -13,8 +13,10 @@ import (
 	"github.com/hlaunch/hlaunch/internal/affinity"
 	"github.com/hlaunch/hlaunch/internal/handshake"
 	"github.com/hlaunch/hlaunch/internal/nsenv/sandbox"
+	"github.com/hlaunch/hlaunch/internal/placement"
 	hproc "github.com/hlaunch/hlaunch/internal/proc"
 	"github.com/hlaunch/hlaunch/internal/selfguard"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // childStart is one child to start: the target itself, or the shim that will start it.
@@ -22,7 +24,7 @@ type childStart struct {
 	argv  []string // the target's argv
 	env   []string // the target's environ
 	cwd   string
-	stdio Stdio
+	stdio worker.Stdio
 	sb    *sandbox.Spec
 	attr  syscall.SysProcAttr // session/pgrp settings chosen by the caller
 	cred  *syscall.Credential // an unsandboxed worker's ids (identity.credential); nil keeps ours
@@ -32,8 +34,8 @@ type childStart struct {
 // that must be placed by PID first (v1 joins, a scope naming it) is held by the kernel at its traced exec
 // and detached once placed; a sandboxed one is started as the init stub and released once placed (ADR
 // 0001). It returns the running target (a sandbox's init).
-func (l *Launcher) start(ctx context.Context, spec Spec, id string, p placement, c childStart) (*hproc.Proc, error) {
-	fd, err := p.cloneFD()
+func (l *Launcher) start(ctx context.Context, spec worker.Spec, id string, p placement.Placement, c childStart) (*hproc.Proc, error) {
+	fd, err := p.CloneFD()
 	if err != nil {
 		return nil, fmt.Errorf("open worker cgroup: %w", err)
 	}
@@ -55,7 +57,7 @@ func (l *Launcher) start(ctx context.Context, spec Spec, id string, p placement,
 			return nil, execError(err)
 		}
 		cmd := hproc.Command{Path: path, Args: c.argv, Env: c.env, Dir: c.cwd, Files: files, Sys: &attr, CPUs: l.cfg.ChildCPUs}
-		if !p.needsHold(fd != nil) {
+		if !p.NeedsHold(fd != nil) {
 			proc, err := hproc.Spawn(cmd)
 			if err != nil {
 				return nil, execError(err)
@@ -80,7 +82,7 @@ func (l *Launcher) start(ctx context.Context, spec Spec, id string, p placement,
 // startStub starts c through the init stub (hlaunch __init), places the stub and releases it into the
 // target. On failure no stub is left: its one cleanup kills and reaps it (one whose target failed to
 // start is exiting anyway; one that did not answer must never reach the target).
-func (l *Launcher) startStub(ctx context.Context, spec Spec, id string, p placement, c childStart, files []*os.File, attr *syscall.SysProcAttr, cloned bool) (_ *hproc.Proc, retErr error) {
+func (l *Launcher) startStub(ctx context.Context, spec worker.Spec, id string, p placement.Placement, c childStart, files []*os.File, attr *syscall.SysProcAttr, cloned bool) (_ *hproc.Proc, retErr error) {
 	// The stub keeps our pin, if any, while it starts (a Go start is cheaper on one CPU) and gives the
 	// target ChildCPUs back itself (handshake.Config.CPUs).
 	child, err := handshake.Start(hproc.Command{Path: l.cfg.Self, Args: []string{l.cfg.Self, handshake.InitArg}, Files: files, Sys: attr})
@@ -92,7 +94,7 @@ func (l *Launcher) startStub(ctx context.Context, spec Spec, id string, p placem
 			child.Abort()
 		}
 	}()
-	if err := p.place(ctx, spec, id, child.PID(), cloned); err != nil {
+	if err := p.Place(ctx, spec, id, child.PID(), cloned); err != nil {
 		return nil, err
 	}
 	if err := child.Release(handshake.Config{Argv: c.argv, Env: c.env, Cwd: c.cwd, Sandbox: c.sb, CPUs: l.cfg.ChildCPUs}); err != nil {
@@ -115,22 +117,22 @@ func execError(err error) error {
 	if isPath && pe.Op == "exec" {
 		switch {
 		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
-			return &wrapped{fmt.Sprintf("%s: %s: %v", ErrCommandNotFound, pe.Path, pe.Err), ErrCommandNotFound, err}
+			return &wrapped{fmt.Sprintf("%s: %s: %v", worker.ErrCommandNotFound, pe.Path, pe.Err), worker.ErrCommandNotFound, err}
 		default:
-			return &wrapped{fmt.Sprintf("%s: %s: %v", ErrCannotRun, pe.Path, pe.Err), ErrCannotRun, err}
+			return &wrapped{fmt.Sprintf("%s: %s: %v", worker.ErrCannotRun, pe.Path, pe.Err), worker.ErrCannotRun, err}
 		}
 	}
 	switch {
 	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
-		return fmt.Errorf("%w: %w", ErrCommandNotFound, err)
+		return fmt.Errorf("%w: %w", worker.ErrCommandNotFound, err)
 	case errors.Is(err, unix.EACCES), errors.Is(err, unix.ENOEXEC), errors.Is(err, unix.EPERM),
 		errors.Is(err, unix.EISDIR), errors.Is(err, unix.ETXTBSY):
-		return fmt.Errorf("%w: %w", ErrCannotRun, err)
+		return fmt.Errorf("%w: %w", worker.ErrCannotRun, err)
 	}
 	if isPath && pe.Op == "chdir" {
-		return fmt.Errorf("%w: --cwd: %w", ErrInvalid, err)
+		return fmt.Errorf("%w: --cwd: %w", worker.ErrInvalid, err)
 	}
-	return fmt.Errorf("%w: %w", ErrCannotRun, err)
+	return fmt.Errorf("%w: %w", worker.ErrCannotRun, err)
 }
 
 // wrapped is an error with its own wording that still unwraps to the sentinel and the cause.
@@ -143,7 +145,7 @@ type wrapped struct {
 func (e *wrapped) Error() string   { return e.msg }
 func (e *wrapped) Unwrap() []error { return []error{e.sentinel, e.cause} }
 
-func pathOf(env []string) string { return envLookup(env)("PATH") }
+func pathOf(env []string) string { return worker.EnvLookup(env)("PATH") }
 
 // helperCPUs says how to start a helper process (the shim): pin is the set to start it with, cpus the set
 // its children must get back. A Go process starts faster on one CPU (internal/affinity), so a helper
@@ -167,7 +169,7 @@ func (l *Launcher) helperCPUs() (pin, cpus affinity.Set) {
 
 // startHeld starts cmd held at its exec (hproc.Hold), places it and lets it run. It returns an error
 // wrapping hproc.ErrNotHeld, with nothing started, when it cannot be held that way.
-func (l *Launcher) startHeld(ctx context.Context, spec Spec, id string, p placement, cmd hproc.Command, cloned bool) (_ *hproc.Proc, retErr error) {
+func (l *Launcher) startHeld(ctx context.Context, spec worker.Spec, id string, p placement.Placement, cmd hproc.Command, cloned bool) (_ *hproc.Proc, retErr error) {
 	held, err := hproc.Hold(cmd)
 	if errors.Is(err, hproc.ErrNotHeld) {
 		return nil, err
@@ -180,7 +182,7 @@ func (l *Launcher) startHeld(ctx context.Context, spec Spec, id string, p placem
 			held.Abort() // never released: it dies at its exec, before the target's first instruction
 		}
 	}()
-	if err := p.place(ctx, spec, id, held.Proc.Pid, cloned); err != nil {
+	if err := p.Place(ctx, spec, id, held.Proc.Pid, cloned); err != nil {
 		return nil, err
 	}
 	if err := held.Release(); err != nil {

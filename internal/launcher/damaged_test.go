@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/records"
 	"github.com/hlaunch/hlaunch/internal/state"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // damagedLauncher is a listLauncher with three ended workers and one running worker (a sleep this test
@@ -31,8 +33,8 @@ func damagedLauncher(t testing.TB) (*Launcher, string) {
 		t.Fatalf("capture: %s", ident.Reason)
 	}
 	id := "w-00000000aaaa"
-	rc := Receipt{ID: id, Token: ident.Token(), PID: ident.PID, Mode: ModeNone, Key: "held", StartedAt: time.Now().UTC().Format(time.RFC3339Nano)}
-	if err := (&state.Dir{Path: l.workersDir()}).Write(id, rc, false); err != nil {
+	rc := worker.Receipt{ID: id, Token: ident.Token(), PID: ident.PID, Mode: worker.ModeNone, Key: "held", StartedAt: time.Now().UTC().Format(time.RFC3339Nano)}
+	if err := (&state.Dir{Path: l.WorkersDir()}).Write(id, rc, false); err != nil {
 		t.Fatal(err)
 	}
 	return l, id
@@ -48,18 +50,18 @@ var damagedCases = []struct {
 	state fingerprint.State
 	key   string
 }{
-	{"torn", writeBytes(`{"id":"w-00000000dead","tok`), StateCorrupt, ""},
-	{"empty", writeBytes(``), StateCorrupt, ""},
-	{"future", writeBytes(`{"token":"hl2.future"}`), StateUnknownVersion, ""},
-	{"future-keyed", writeBytes(`{"id":"w-00000000dead","token":"hl2.future","key":"future-key"}`), StateUnknownVersion, "future-key"},
-	{"bad-token", writeBytes(`{"id":"w-00000000dead","token":"hl1.AAAAAAAA"}`), StateCorrupt, ""},
-	{"other-id", writeBytes(`{"id":"w-00000000beef","token":"hl1.AAAAAAAA"}`), StateCorrupt, ""},
-	{"wrong-shape", writeBytes(`[1,2,3]`), StateCorrupt, ""},
-	{"wrong-type", writeBytes(`{"id":"w-00000000dead","pid":"many","key":"typed"}`), StateCorrupt, ""},
-	{"binary", writeBytes("\x00\xff\xfe{"), StateCorrupt, ""},
-	{"directory", func(t *testing.T, p string) { mustDo(t, os.Mkdir(p, 0o700)) }, StateCorrupt, ""},
-	{"symlink", func(t *testing.T, p string) { mustDo(t, os.Symlink("/etc/hostname", p)) }, StateCorrupt, ""},
-	{"fifo", func(t *testing.T, p string) { mustDo(t, syscall.Mkfifo(p, 0o600)) }, StateCorrupt, ""},
+	{"torn", writeBytes(`{"id":"w-00000000dead","tok`), worker.StateCorrupt, ""},
+	{"empty", writeBytes(``), worker.StateCorrupt, ""},
+	{"future", writeBytes(`{"token":"hl2.future"}`), worker.StateUnknownVersion, ""},
+	{"future-keyed", writeBytes(`{"id":"w-00000000dead","token":"hl2.future","key":"future-key"}`), worker.StateUnknownVersion, "future-key"},
+	{"bad-token", writeBytes(`{"id":"w-00000000dead","token":"hl1.AAAAAAAA"}`), worker.StateCorrupt, ""},
+	{"other-id", writeBytes(`{"id":"w-00000000beef","token":"hl1.AAAAAAAA"}`), worker.StateCorrupt, ""},
+	{"wrong-shape", writeBytes(`[1,2,3]`), worker.StateCorrupt, ""},
+	{"wrong-type", writeBytes(`{"id":"w-00000000dead","pid":"many","key":"typed"}`), worker.StateCorrupt, ""},
+	{"binary", writeBytes("\x00\xff\xfe{"), worker.StateCorrupt, ""},
+	{"directory", func(t *testing.T, p string) { mustDo(t, os.Mkdir(p, 0o700)) }, worker.StateCorrupt, ""},
+	{"symlink", func(t *testing.T, p string) { mustDo(t, os.Symlink("/etc/hostname", p)) }, worker.StateCorrupt, ""},
+	{"fifo", func(t *testing.T, p string) { mustDo(t, syscall.Mkfifo(p, 0o600)) }, worker.StateCorrupt, ""},
 }
 
 func writeBytes(b string) func(t *testing.T, path string) {
@@ -79,20 +81,20 @@ func TestDamagedRecordIsItsOwnState(t *testing.T) {
 	for _, c := range damagedCases {
 		t.Run(c.name, func(t *testing.T) {
 			l, live := damagedLauncher(t)
-			c.make(t, filepath.Join(l.workersDir(), damagedID+".json"))
+			c.make(t, filepath.Join(l.WorkersDir(), damagedID+".json"))
 			ctx := context.Background()
 			checkDamagedList(t, l, live, damagedID, c.state, c.key)
 			rec, err := l.Status(ctx, damagedID)
 			if err != nil || rec.State != c.state || rec.RecordError == "" || rec.ID != damagedID {
 				t.Fatalf("Status: %+v, %v; want state %s with a record_error", rec, err, c.state)
 			}
-			if err := l.Signal(ctx, damagedID, syscall.SIGTERM, true); !errors.Is(err, ErrRefused) {
+			if err := l.Signal(ctx, damagedID, syscall.SIGTERM, true); !errors.Is(err, worker.ErrRefused) {
 				t.Errorf("Signal: %v, want ErrRefused", err)
 			}
-			if _, err := l.Stop(ctx, damagedID, time.Second); !errors.Is(err, ErrRefused) {
+			if _, err := l.Stop(ctx, damagedID, time.Second); !errors.Is(err, worker.ErrRefused) {
 				t.Errorf("Stop: %v, want ErrRefused", err)
 			}
-			if _, err := l.Wait(ctx, damagedID); !errors.Is(err, ErrRefused) {
+			if _, err := l.Wait(ctx, damagedID); !errors.Is(err, worker.ErrRefused) {
 				t.Errorf("Wait: %v, want ErrRefused", err)
 			}
 			if rec, err := l.Get(ctx, live); err != nil || rec.State != fingerprint.Running {
@@ -124,16 +126,16 @@ func checkDamagedList(t *testing.T, l *Launcher, live, id string, want fingerpri
 	if fmt.Sprint(states) != fmt.Sprint(wantStates) {
 		t.Fatalf("List: %v, want %v", states, wantStates)
 	}
-	if _, err := l.holdKey(ctx, "held", newID()); !errors.Is(err, ErrKeyHeld) {
+	if _, err := l.holdKey(ctx, "held", worker.NewWorkerID()); !errors.Is(err, worker.ErrKeyHeld) {
 		t.Errorf("key of the live worker: %v, want ErrKeyHeld", err)
 	}
-	unlock, err := l.holdKey(ctx, "free", newID())
+	unlock, err := l.holdKey(ctx, "free", worker.NewWorkerID())
 	if err != nil {
 		t.Fatalf("a free key: %v", err)
 	}
 	unlock()
 	if key != "" {
-		if _, err := l.holdKey(ctx, key, newID()); !errors.Is(err, ErrKeyHeld) {
+		if _, err := l.holdKey(ctx, key, worker.NewWorkerID()); !errors.Is(err, worker.ErrKeyHeld) {
 			t.Errorf("the key the damaged record names: %v, want ErrKeyHeld", err)
 		}
 	}
@@ -143,19 +145,19 @@ func checkDamagedList(t *testing.T, l *Launcher, live, id string, want fingerpri
 // names a key, touches no other record, and keeps at most QuarantineKeep quarantined records, the newest.
 func TestGCQuarantinesDamagedRecords(t *testing.T) {
 	l, live := damagedLauncher(t)
-	l.host = nil // no cgroup of the host's is swept: only records are at stake here
+	l.Cgroups = nil // no cgroup of the host's is swept: only records are at stake here
 	var want []string
 	for i, c := range damagedCases {
 		id := fmt.Sprintf("w-0000000d%04x", i)
-		c.make(t, filepath.Join(l.workersDir(), id+".json"))
+		c.make(t, filepath.Join(l.WorkersDir(), id+".json"))
 		if c.key == "" {
 			want = append(want, id)
 		}
 	}
-	mustDo(t, os.WriteFile(filepath.Join(l.workersDir(), "w-0000000d0000.exit.json"), []byte(`{}`), 0o600))
-	q := l.quarantineDir()
+	mustDo(t, os.WriteFile(filepath.Join(l.WorkersDir(), "w-0000000d0000.exit.json"), []byte(`{}`), 0o600))
+	q := l.QuarantineDir()
 	mustDo(t, os.MkdirAll(q, 0o700))
-	for i := 0; i < QuarantineKeep; i++ { // older than anything gc quarantines now
+	for i := 0; i < records.QuarantineKeep; i++ { // older than anything gc quarantines now
 		mustDo(t, os.WriteFile(filepath.Join(q, fmt.Sprintf("20000101T000000.%09dZ-w-%012x.json", i, i)), nil, 0o600))
 	}
 	rep, err := l.GC(context.Background(), Retention{Keep: 100})
@@ -167,7 +169,7 @@ func TestGCQuarantinesDamagedRecords(t *testing.T) {
 	}
 	names, err := os.ReadDir(q)
 	mustDo(t, err)
-	records, exits := 0, 0
+	nrec, exits := 0, 0
 	for _, e := range names {
 		switch n := e.Name(); {
 		case strings.HasSuffix(n, "-w-0000000d0000.exit.json"):
@@ -175,11 +177,11 @@ func TestGCQuarantinesDamagedRecords(t *testing.T) {
 		case n < fmt.Sprintf("20000101T000000.%09dZ", len(want)):
 			t.Errorf("%s kept: one of the %d oldest", n, len(want))
 		default:
-			records++
+			nrec++
 		}
 	}
-	if records != QuarantineKeep || exits != 1 {
-		t.Fatalf("quarantine holds %d records (want %d) and %d exit records (want 1)", records, QuarantineKeep, exits)
+	if nrec != records.QuarantineKeep || exits != 1 {
+		t.Fatalf("quarantine holds %d records (want %d) and %d exit records (want 1)", nrec, records.QuarantineKeep, exits)
 	}
 	recs, err := l.List(context.Background())
 	mustDo(t, err)
@@ -201,7 +203,7 @@ func FuzzDamagedRecord(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	l, live := damagedLauncher(f)
-	path := filepath.Join(l.workersDir(), damagedID+".json")
+	path := filepath.Join(l.WorkersDir(), damagedID+".json")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		mustDo(t, os.WriteFile(path, b, 0o600))
 		ctx := context.Background()
@@ -209,7 +211,7 @@ func FuzzDamagedRecord(f *testing.F) {
 		if err != nil {
 			t.Fatalf("Get of the fuzzed record: %v", err)
 		}
-		if !Damaged(rec.State) && rec.ID != damagedID {
+		if !worker.Damaged(rec.State) && rec.ID != damagedID {
 			t.Fatalf("the fuzzed record: %+v", rec)
 		}
 		recs, err := l.List(ctx)
@@ -224,13 +226,40 @@ func FuzzDamagedRecord(f *testing.F) {
 		if r, err := l.Get(ctx, live); err != nil || r.State != fingerprint.Running {
 			t.Fatalf("the live worker: %s, %v", r.State, err)
 		}
-		if _, err := l.holdKey(ctx, "held", newID()); !errors.Is(err, ErrKeyHeld) {
+		if _, err := l.holdKey(ctx, "held", worker.NewWorkerID()); !errors.Is(err, worker.ErrKeyHeld) {
 			t.Fatalf("key of the live worker: %v", err)
 		}
-		if unlock, err := l.holdKey(ctx, "free-key", newID()); err == nil {
+		if unlock, err := l.holdKey(ctx, "free-key", worker.NewWorkerID()); err == nil {
 			unlock()
 		} else if rec.Key != "free-key" {
 			t.Fatalf("a free key: %v", err)
 		}
 	})
+}
+
+// A record whose id field is not its file's name is refused: the id names the files beside it.
+func TestRecordIDMustBeItsName(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "hermes")
+	if err := os.MkdirAll(filepath.Join(root, "profiles"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	l, err := New(Config{Root: root, StateDir: filepath.Join(t.TempDir(), "state"), Environ: []string{"PATH=/bin"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := state.Open(l.WorkersDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Write("w-0123456789ab", worker.Receipt{ID: "../../../tmp/x"}, false); err != nil {
+		t.Fatal(err)
+	}
+	// It is listed as corrupt under its file's name, never under the id it names.
+	if rec, err := l.Get(context.Background(), "w-0123456789ab"); err != nil || rec.State != worker.StateCorrupt || rec.ID != "w-0123456789ab" ||
+		!strings.Contains(rec.RecordError, "../../../tmp/x") {
+		t.Fatalf("Get of a record naming another id = %+v, %v; want state corrupt under its file's name", rec, err)
+	}
+	if _, err := l.Stop(context.Background(), "w-0123456789ab", 0); !errors.Is(err, worker.ErrInvalid) || !errors.Is(err, worker.ErrRefused) {
+		t.Fatalf("Stop of a record naming another id = %v, want ErrInvalid and ErrRefused", err)
+	}
 }

@@ -7,7 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hlaunch/hlaunch/internal/records"
+	"github.com/hlaunch/hlaunch/internal/shim"
 	"github.com/hlaunch/hlaunch/internal/state"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // stop's completion of the exit record (recordStopped: it thinks the shim died with the tree) and the
@@ -24,17 +27,17 @@ func TestExitRecordStopAndShimRace(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		l := &Launcher{state: dir, ledger: ledger}
+		l := &Launcher{Store: records.Store{StatePath: dir, LedgerPath: ledger}}
 		const id = "w-0123456789ab"
-		sc := &shimConfig{ID: id, Workers: workers, Ledger: ledger}
+		sc := &shim.WorkerConfig{ID: id, Workers: workers, Ledger: ledger}
 		code := 7
-		rec := exitRecord{ExitCode: &code, EndedAt: time.Now().UTC().Format(time.RFC3339Nano), LogBytes: 42}
+		rec := records.ExitRecord{ExitCode: &code, EndedAt: time.Now().UTC().Format(time.RFC3339Nano), LogBytes: 42}
 		var wg sync.WaitGroup
 		wg.Add(2)
-		go func() { defer wg.Done(); l.recordStopped(Receipt{ID: id}, false) }()
-		go func() { defer wg.Done(); (&shimLife{}).finish(sc, nil, rec) }()
+		go func() { defer wg.Done(); l.recordStopped(worker.Receipt{ID: id}, false) }()
+		go func() { defer wg.Done(); (&shim.Life{}).Finish(sc, nil, rec) }()
 		wg.Wait()
-		var got exitRecord
+		var got records.ExitRecord
 		if err := (&state.Dir{Path: workers}).Read(id+".exit", &got); err != nil {
 			t.Fatal(err)
 		}

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/records"
 	"github.com/hlaunch/hlaunch/internal/state"
 	"github.com/hlaunch/hlaunch/internal/testutil"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // keptLauncher is a launcher over a fresh state directory on a tmpfs (as /run/hlaunch is) that keeps n
@@ -28,7 +30,7 @@ func keptLauncher(b *testing.B, n int) *Launcher {
 	if err != nil {
 		b.Fatal(err)
 	}
-	d, err := state.Open(l.workersDir())
+	d, err := state.Open(l.WorkersDir())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -41,10 +43,10 @@ func keptLauncher(b *testing.B, n int) *Launcher {
 		ident.PID, ident.Start = 1<<22+1, 1 // above any pid_max: never a process
 		code := 0
 		key := "kept-" + strconv.Itoa(i%50) // keys other launches held
-		if err := d.Write(id, Receipt{ID: id, Token: ident.Token(), PID: ident.PID, Mode: ModeCgroup, StartedAt: now, Key: key}, false); err != nil {
+		if err := d.Write(id, worker.Receipt{ID: id, Token: ident.Token(), PID: ident.PID, Mode: worker.ModeCgroup, StartedAt: now, Key: key}, false); err != nil {
 			b.Fatal(err)
 		}
-		if err := d.Write(id+".exit", exitRecord{ExitCode: &code, EndedAt: now}, false); err != nil {
+		if err := d.Write(id+".exit", records.ExitRecord{ExitCode: &code, EndedAt: now}, false); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -63,7 +65,7 @@ func BenchmarkStartKeyed(b *testing.B) {
 			var took [2]time.Duration
 			for i := 0; i < b.N; i++ {
 				for k, key := range []string{"", "bench-key"} {
-					spec := Spec{Profile: "b", Argv: []string{"/bin/true"}, Scope: ScopeNone, Detach: true, Key: key}
+					spec := worker.Spec{Profile: "b", Argv: []string{"/bin/true"}, Scope: worker.ScopeNone, Detach: true, Key: key}
 					t0 := time.Now()
 					rc, err := l.Start(ctx, spec)
 					took[k] += time.Since(t0)
@@ -111,12 +113,12 @@ func BenchmarkHoldKey(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
 		l := keptLauncher(b, n)
 		ctx := context.Background()
-		unlock, err := l.holdKey(ctx, "kept-7", newID()) // the entry rebuilt once, from every record
+		unlock, err := l.holdKey(ctx, "kept-7", worker.NewWorkerID()) // the entry rebuilt once, from every record
 		if err != nil {
 			b.Fatal(err)
 		}
 		unlock()
-		if err := (&state.Dir{Path: l.keysDir()}).Write(holderName("kept-7"), indexEntry{Key: "kept-7", ID: "w-000000000007"}, false); err != nil {
+		if err := (&state.Dir{Path: l.KeysDir()}).Write(records.HolderName("kept-7"), records.IndexEntry{Key: "kept-7", ID: "w-000000000007"}, false); err != nil {
 			b.Fatal(err)
 		}
 		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {

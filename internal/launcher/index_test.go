@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // indexFile is where the state directory keeps the index entry for s: the key holders beside the key
@@ -51,7 +51,7 @@ func writeEntry(t *testing.T, path, body string) {
 // the launch is refused while the holder runs whatever the entry says, and allowed once it has ended, with
 // the entry still stale.
 func TestKeyIndexRebuilt(t *testing.T) {
-	w := newWorld(t, launcher.ScopeCgroup, nil)
+	w := newWorld(t, worker.ScopeCgroup, nil)
 	ctx := context.Background()
 	dir := t.TempDir()
 	s := spec(`echo up > ` + dir + `/up; while :; do sleep 0.05; done`)
@@ -84,7 +84,7 @@ func TestKeyIndexRebuilt(t *testing.T) {
 		if rc != nil {
 			w.remember(rc)
 		}
-		if !errors.Is(err, launcher.ErrKeyHeld) || !strings.Contains(err.Error(), holder.ID) {
+		if !errors.Is(err, worker.ErrKeyHeld) || !strings.Contains(err.Error(), holder.ID) {
 			t.Fatalf("index %s: launch with the held key: %v; want ErrKeyHeld naming %s", name, err, holder.ID)
 		}
 		if got := entryID(t, entry); got != holder.ID {
@@ -104,7 +104,7 @@ func TestKeyIndexRebuilt(t *testing.T) {
 		t.Errorf("key index names %q after the second launch, want %s", got, next.ID)
 	}
 	// Held again, by the new holder, found through the index.
-	if rc, err := w.l.Start(ctx, s); !errors.Is(err, launcher.ErrKeyHeld) || !strings.Contains(err.Error(), next.ID) {
+	if rc, err := w.l.Start(ctx, s); !errors.Is(err, worker.ErrKeyHeld) || !strings.Contains(err.Error(), next.ID) {
 		if rc != nil {
 			w.remember(rc)
 		}
@@ -117,7 +117,7 @@ func TestKeyIndexRebuilt(t *testing.T) {
 // be signalled, never answers for the token) and is rebuilt; with the token's own record gone, the token
 // is a bare one, which signals refuse.
 func TestTokenIndexConfirmed(t *testing.T) {
-	w := newWorld(t, launcher.ScopeCgroup, nil)
+	w := newWorld(t, worker.ScopeCgroup, nil)
 	ctx := context.Background()
 	dir := t.TempDir()
 	a := w.start(spec(`echo up > ` + dir + `/a; while :; do sleep 0.05; done`))
@@ -149,7 +149,7 @@ func TestTokenIndexConfirmed(t *testing.T) {
 	}
 	defer func() { writeEntry(t, recPath, string(saved)) }() // back, so that the cleanup stops a by its id
 	writeEntry(t, entry, `{"token":"`+a.Token+`","id":"`+b.ID+`"}`)
-	var rec launcher.Record
+	var rec worker.Record
 	rec, err = w.l.Status(ctx, a.Token)
 	if err != nil || rec.ID != "" || rec.PID != a.PID {
 		t.Fatalf("token without its record, mapped to %s: %+v, %v; want a bare token's record", b.ID, rec, err)

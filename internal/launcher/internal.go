@@ -7,6 +7,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/handshake"
 	hproc "github.com/hlaunch/hlaunch/internal/proc"
 	"github.com/hlaunch/hlaunch/internal/shim"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // MaybeRunInternal runs the hidden roles of the hlaunch binary - the init stub (`__init`) and a worker's
@@ -19,7 +20,7 @@ func MaybeRunInternal() bool {
 	if err := hproc.MarkInheritedCloexec(); err != nil {
 		// A worker would get what we inherited: start nothing rather than leak it.
 		fmt.Fprintf(os.Stderr, "hlaunch: marking inherited descriptors close-on-exec: %v\n", err)
-		os.Exit(ExitInternal)
+		os.Exit(worker.ExitInternal)
 	}
 	if len(os.Args) != 2 {
 		return false
@@ -28,7 +29,7 @@ func MaybeRunInternal() bool {
 	case handshake.InitArg:
 		handshake.Main()
 	case shim.Arg:
-		shimMain()
+		shim.Main()
 	}
 	return false
 }

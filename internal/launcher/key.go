@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/linux"
+	"github.com/hlaunch/hlaunch/internal/records"
 	"github.com/hlaunch/hlaunch/internal/state"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // holdKey takes the key's lock (so two launches with one key cannot race past the check) and refuses when
@@ -28,11 +31,11 @@ import (
 // lock of a file removed meanwhile excludes nobody who opens the path afresh, so it locks what the path
 // names now (lockKeyFile).
 func (l *Launcher) holdKey(ctx context.Context, key, id string) (func(), error) {
-	dir := l.keysDir()
+	dir := l.KeysDir()
 	if _, err := state.Open(dir); err != nil {
 		return nil, fmt.Errorf("key lock: %w", err)
 	}
-	path := filepath.Join(dir, indexName(key)+".lock")
+	path := filepath.Join(dir, records.IndexName(key)+".lock")
 	f, err := lockKeyFile(ctx, path)
 	if err != nil {
 		return nil, err
@@ -45,7 +48,7 @@ func (l *Launcher) holdKey(ctx context.Context, key, id string) (func(), error) 
 		unlock()
 		return nil, err
 	}
-	if err := (&state.Dir{Path: dir}).Write(holderName(key), indexEntry{Key: key, ID: id}, true); err != nil {
+	if err := (&state.Dir{Path: dir}).Write(records.HolderName(key), records.IndexEntry{Key: key, ID: id}, true); err != nil {
 		unlock()
 		return nil, fmt.Errorf("key index: %w", err)
 	}
@@ -85,12 +88,12 @@ func lockKeyFile(ctx context.Context, path string) (*os.File, error) {
 
 // keyFree returns ErrKeyHeld when a worker holding key verifies as running; the key's lock is held.
 func (l *Launcher) keyFree(ctx context.Context, key string) error {
-	var e indexEntry
-	if err := (&state.Dir{Path: l.keysDir()}).Read(holderName(key), &e); err == nil && e.Key == key && isID(e.ID) {
-		rc, err := l.readRecord(e.ID)
+	var e records.IndexEntry
+	if err := (&state.Dir{Path: l.KeysDir()}).Read(records.HolderName(key), &e); err == nil && e.Key == key && worker.IsID(e.ID) {
+		rc, err := l.ReadRecord(e.ID)
 		if err == nil && rc.Key == key {
-			if _, err := checkRecord(e.ID, rc, nil); err == nil {
-				return l.keyHolderRuns(ctx, l.src, rc)
+			if _, err := records.CheckRecord(e.ID, rc, nil); err == nil {
+				return l.keyHolderRuns(ctx, l.Src, rc)
 			}
 		}
 	}
@@ -101,18 +104,18 @@ func (l *Launcher) keyFree(ctx context.Context, key string) error {
 	}
 	for _, r := range recs {
 		if r.Key == key && r.State == fingerprint.Running {
-			_ = (&state.Dir{Path: l.keysDir()}).Write(holderName(key), indexEntry{Key: key, ID: r.ID}, true)
-			return fmt.Errorf("%w: --key %q is held by worker %s (pid %d)", ErrKeyHeld, key, r.ID, r.PID)
+			_ = (&state.Dir{Path: l.KeysDir()}).Write(records.HolderName(key), records.IndexEntry{Key: key, ID: r.ID}, true)
+			return fmt.Errorf("%w: --key %q is held by worker %s (pid %d)", worker.ErrKeyHeld, key, r.ID, r.PID)
 		}
-		if r.Key == key && Damaged(r.State) {
-			return fmt.Errorf("%w: --key %q is named by worker %s, whose record is %s (%s): it cannot be proven not to hold it", ErrKeyHeld, key, r.ID, r.State, r.RecordError)
+		if r.Key == key && worker.Damaged(r.State) {
+			return fmt.Errorf("%w: --key %q is named by worker %s, whose record is %s (%s): it cannot be proven not to hold it", worker.ErrKeyHeld, key, r.ID, r.State, r.RecordError)
 		}
 	}
 	return nil
 }
 
 // keyHolderRuns verifies the key's holder rc now: ErrKeyHeld when it runs.
-func (l *Launcher) keyHolderRuns(ctx context.Context, src fingerprint.Sources, rc Receipt) error {
+func (l *Launcher) keyHolderRuns(ctx context.Context, src fingerprint.Sources, rc worker.Receipt) error {
 	ident, err := fingerprint.ParseToken(rc.Token)
 	if err != nil {
 		return nil // a record without a valid token verifies as nothing: it holds no key (as List skips it)
@@ -122,13 +125,10 @@ func (l *Launcher) keyHolderRuns(ctx context.Context, src fingerprint.Sources, r
 		return err
 	}
 	if r.State == fingerprint.Running {
-		return fmt.Errorf("%w: --key %q is held by worker %s (pid %d)", ErrKeyHeld, r.Key, r.ID, r.PID)
+		return fmt.Errorf("%w: --key %q is held by worker %s (pid %d)", worker.ErrKeyHeld, r.Key, r.ID, r.PID)
 	}
 	return nil
 }
-
-// holderName is the name of key's holder entry in the keys directory.
-func holderName(key string) string { return indexName(key) + ".holder" }
 
 // flock takes an exclusive lock on f, giving up when ctx ends.
 func flock(ctx context.Context, f *os.File) error {
@@ -148,5 +148,4 @@ func flock(ctx context.Context, f *os.File) error {
 	}
 }
 
-// keysDir holds the key locks.
-func (l *Launcher) keysDir() string { return filepath.Join(l.state, "keys") }
+func timeAfter() <-chan time.Time { return time.After(5 * time.Millisecond) }

@@ -1,13 +1,16 @@
 package launcher
 
 import (
+	"context"
 	"io"
-	"os"
 
 	"github.com/hlaunch/hlaunch/internal/affinity"
-	"github.com/hlaunch/hlaunch/internal/cgroup"
-	"github.com/hlaunch/hlaunch/internal/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/doctor"
 	"github.com/hlaunch/hlaunch/internal/nsenv/profile"
+	"github.com/hlaunch/hlaunch/internal/placement"
+	"github.com/hlaunch/hlaunch/internal/records"
+	"github.com/hlaunch/hlaunch/internal/view"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // Config is what a Launcher needs from its host; zero fields take the defaults given.
@@ -38,7 +41,7 @@ type Config struct {
 	// and its Limits the limit fields: a zero field there takes the built-in default (BuiltinLimits: tasks
 	// DefaultPids, memory DefaultMemoryPercent of MemTotal, CPU weight DefaultCPUWeight; none for the
 	// others), cgroup.Unlimited gives no default, any other value is the default.
-	Defaults Spec
+	Defaults worker.Spec
 	// ChildCPUs, when not zero, is the CPU set every target starts with. cmd/hlaunch pins its own threads
 	// to one CPU for a launch (internal/affinity) and passes the set it was started with here, so that no
 	// target inherits the pin; the init stub and the shim start with the pin (a Go start is cheaper on one
@@ -54,39 +57,29 @@ type Config struct {
 	OwnerOnly bool
 }
 
-// Stdio are the foreground child's standard streams; nil fields mean /dev/null.
-type Stdio struct {
-	Stdin          *os.File
-	Stdout, Stderr *os.File
-	// OnReceipt, when not nil, is called by a detached start with the worker's receipt before the worker
-	// may run: a worker with inherited stdio is held until it returns, so the receipt the CLI prints there
-	// comes before any output of the worker.
-	OnReceipt func(*Receipt)
-}
-
 // Launcher carries out launches and later operations on workers. It holds no global state; one value per
 // process is enough, and it is safe for concurrent use.
 type Launcher struct {
-	cfg     Config
-	root    string          // resolved hermes root
-	policy  *profile.Policy // built-in lists, extended by --policy
-	host    *cgroup.Host    // nil when this host has no usable cgroupfs
-	hostErr error           // why host is nil
-	state   string          // state directory
-	ledger  string          // ledger directory
-	src     fingerprint.Sources
-	buses   *buses        // kept manager connections (Config.KeepBus); nil dials per launch
-	limits  cgroup.Limits // the default limits of every worker with a cgroup (Config.Defaults.Limits)
+	records.Store  // the state directory's records and the ledger
+	placement.Host // where its workers can be placed
+	cfg            Config
+	root           string          // resolved hermes root
+	policy         *profile.Policy // built-in lists, extended by --policy
 
-	ledgerIdx ledgerIndex // the ledger as the last collection left it (pruneLedger)
-	tempSweep tempSweep   // when the collection last swept dead writers' temp files (sweepTemps)
+	tempSweep tempSweep // when the collection last swept dead writers' temp files (sweepTemps)
 }
 
 // Close releases what the launcher keeps open between launches (Config.KeepBus); workers are not
 // touched. A launch after Close dials again.
 func (l *Launcher) Close() error {
-	if l.buses != nil {
-		l.buses.close()
+	if l.Buses != nil {
+		l.Buses.Close()
 	}
 	return nil
+}
+
+// Doctor reports what this host offers and what --scope auto would choose with this launcher's defaults,
+// creating nothing.
+func (l *Launcher) Doctor(ctx context.Context) (doctor.Report, error) {
+	return doctor.Run(ctx, &l.Host, l.cfg.Defaults, l.cfg.Environ, view.KeptGroups())
 }

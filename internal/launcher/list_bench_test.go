@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/records"
 	"github.com/hlaunch/hlaunch/internal/state"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // tmpfsLauncher is a launcher over a fresh state directory, on a tmpfs where there is one (as /run/hlaunch
@@ -33,7 +35,7 @@ func tmpfsLauncher(tb testing.TB) *Launcher {
 func listLauncher(tb testing.TB, n int) *Launcher {
 	tb.Helper()
 	l := tmpfsLauncher(tb)
-	d, err := state.Open(l.workersDir())
+	d, err := state.Open(l.WorkersDir())
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -48,10 +50,10 @@ func listLauncher(tb testing.TB, n int) *Launcher {
 		ident.Cgroup, ident.CgroupID = "/hlaunch-bench-gone/"+id, 1
 		ident.PID, ident.Start = 1<<22+1, 1 // above any pid_max: never a process
 		code := 0
-		if err := d.Write(id, Receipt{ID: id, Token: ident.Token(), PID: ident.PID, Mode: ModeCgroup, StartedAt: now}, false); err != nil {
+		if err := d.Write(id, worker.Receipt{ID: id, Token: ident.Token(), PID: ident.PID, Mode: worker.ModeCgroup, StartedAt: now}, false); err != nil {
 			tb.Fatal(err)
 		}
-		if err := d.Write(id+".exit", exitRecord{ExitCode: &code, EndedAt: now}, false); err != nil {
+		if err := d.Write(id+".exit", records.ExitRecord{ExitCode: &code, EndedAt: now}, false); err != nil {
 			tb.Fatal(err)
 		}
 	}

@@ -13,13 +13,13 @@ import (
 // reads it again), not both once per record; a lone Get reads the machine id anew.
 func TestListReadsBootIDOncePerLauncher(t *testing.T) {
 	l := listLauncher(t, 20)
-	if l.src.BootID == nil {
+	if l.Src.BootID == nil {
 		t.Fatal("New's launcher reads the boot id per verification: not kept (KeepBootID)")
 	}
 	host := fingerprint.Sources{}.Pinned()
 	var boots, machines atomic.Int32
-	l.src = fingerprint.Sources{
-		CgroupRoot: l.src.CgroupRoot,
+	l.Src = fingerprint.Sources{
+		CgroupRoot: l.Src.CgroupRoot,
 		BootID:     func() (string, error) { boots.Add(1); return host.BootID() },
 		MachineID:  func() (string, error) { machines.Add(1); return host.MachineID() },
 	}.KeepBootID()

@@ -13,7 +13,9 @@ import (
 	"github.com/hlaunch/hlaunch/internal/cgroup"
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/nsenv/profile"
+	"github.com/hlaunch/hlaunch/internal/placement"
 	"github.com/hlaunch/hlaunch/internal/state"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // New checks cfg and returns a Launcher. It resolves the hermes root, loads the policy and detects the
@@ -29,64 +31,65 @@ func New(cfg Config) (*Launcher, error) {
 		cfg.Self = "/proc/self/exe"
 	}
 	l := &Launcher{cfg: cfg}
-	getenv := envLookup(cfg.Environ)
+	l.Getenv = worker.EnvLookup(cfg.Environ)
+	getenv := worker.EnvLookup(cfg.Environ)
 	root, err := profile.ResolveRoot(cfg.Root, getenv, osHome(getenv))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return nil, fmt.Errorf("%w: %w", worker.ErrInvalid, err)
 	}
 	l.root = root
 	l.policy = profile.DefaultPolicy()
 	if cfg.PolicyFile != "" {
 		if l.policy, err = profile.LoadPolicyFile(cfg.PolicyFile); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+			return nil, fmt.Errorf("%w: %w", worker.ErrInvalid, err)
 		}
 	}
-	l.state = cfg.StateDir
-	if l.state == "" {
-		l.state = defaultStateDir(getenv)
+	l.StatePath = cfg.StateDir
+	if l.StatePath == "" {
+		l.StatePath = defaultStateDir(getenv)
 	}
-	if !filepath.IsAbs(l.state) {
-		return nil, fmt.Errorf("%w: --state-dir %q must be absolute", ErrInvalid, l.state)
+	if !filepath.IsAbs(l.StatePath) {
+		return nil, fmt.Errorf("%w: --state-dir %q must be absolute", worker.ErrInvalid, l.StatePath)
 	}
-	l.ledger = cfg.LedgerDir
-	if l.ledger == "" {
-		l.ledger = getenv("HLAUNCH_LEDGER_DIR")
+	l.LedgerPath = cfg.LedgerDir
+	if l.LedgerPath == "" {
+		l.LedgerPath = getenv("HLAUNCH_LEDGER_DIR")
 	}
-	if l.ledger == "" {
-		l.ledger = filepath.Join(l.state, "ledger")
+	if l.LedgerPath == "" {
+		l.LedgerPath = filepath.Join(l.StatePath, "ledger")
 	}
 	// Both travel to every shim, and into records, as JSON strings, which cannot hold other bytes.
-	if !utf8.ValidString(l.state) {
-		return nil, fmt.Errorf("%w: --state-dir %q is not UTF-8", ErrInvalid, l.state)
+	if !utf8.ValidString(l.StatePath) {
+		return nil, fmt.Errorf("%w: --state-dir %q is not UTF-8", worker.ErrInvalid, l.StatePath)
 	}
-	if !utf8.ValidString(l.ledger) {
-		return nil, fmt.Errorf("%w: --ledger-dir %q is not UTF-8", ErrInvalid, l.ledger)
+	if !utf8.ValidString(l.LedgerPath) {
+		return nil, fmt.Errorf("%w: --ledger-dir %q is not UTF-8", worker.ErrInvalid, l.LedgerPath)
 	}
 	// Every directory records, ledger entries and key locks live in must be the launcher's alone: under
 	// /tmp anyone can make the non-root default first, and records there could be forged or swapped.
-	if err := state.CheckTree(l.state, l.workersDir(), l.keysDir(), l.ledger); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	if err := state.CheckTree(l.StatePath, l.WorkersDir(), l.KeysDir(), l.LedgerPath); err != nil {
+		return nil, fmt.Errorf("%w: %w", worker.ErrInvalid, err)
 	}
 	if cfg.KeepBus {
-		l.buses = &buses{}
+		l.Buses = &placement.Buses{}
 	}
-	if msg := checkLimits(cfg.Defaults.Limits); msg != "" {
-		return nil, fmt.Errorf("%w: default limits: %s", ErrInvalid, msg)
+	if msg := worker.CheckLimits(cfg.Defaults.Limits); msg != "" {
+		return nil, fmt.Errorf("%w: default limits: %s", worker.ErrInvalid, msg)
 	}
 	// MemTotal is read once: the memory default is a share of it. A host whose meminfo cannot be read has
 	// no memory default (the receipt shows none); the other defaults hold.
-	memTotal, _ := readMemTotal()
-	l.limits = launcherDefaults(cfg.Defaults.Limits, BuiltinLimits(memTotal))
-	l.host, l.hostErr = cgroup.Detect()
-	l.src = fingerprint.Sources{}
-	if l.host != nil {
-		l.src.CgroupRoot = l.host.Unified
+	memTotal, _ := worker.ReadMemTotal()
+	l.Limits = worker.LauncherDefaults(cfg.Defaults.Limits, worker.BuiltinLimits(memTotal))
+	l.Cgroups, l.CgroupsErr = cgroup.Detect()
+	l.Src = fingerprint.Sources{}
+	if l.Cgroups != nil {
+		l.Src.CgroupRoot = l.Cgroups.Unified
 	}
 	// The boot id is read once per Launcher, not once per record verified (a List of 1,000
 	// records would read it 1,000 times): it cannot change while this process lives. The machine id can be
 	// rewritten on disk (a cloned image given its own id): a List or Ledger pass reads it once for all its
 	// records (sources), every other verification reads it anew.
-	l.src = l.src.KeepBootID()
+	l.Src = l.Src.KeepBootID()
 	return l, nil
 }
 
@@ -94,7 +97,7 @@ func New(cfg Config) (*Launcher, error) {
 func (l *Launcher) Root() string { return l.root }
 
 // StateDir is where worker records live.
-func (l *Launcher) StateDir() string { return l.state }
+func (l *Launcher) StateDir() string { return l.StatePath }
 
 func defaultStateDir(getenv func(string) string) string {
 	if d := getenv("HLAUNCH_STATE_DIR"); d != "" {
@@ -107,18 +110,6 @@ func defaultStateDir(getenv func(string) string) string {
 		return filepath.Join(d, "hlaunch")
 	}
 	return filepath.Join(os.TempDir(), fmt.Sprintf("hlaunch-%d", os.Geteuid()))
-}
-
-// envLookup reads a name from an environ slice (the last assignment wins, as getenv does).
-func envLookup(env []string) func(string) string {
-	return func(name string) string {
-		for i := len(env) - 1; i >= 0; i-- {
-			if v, ok := strings.CutPrefix(env[i], name+"="); ok {
-				return v
-			}
-		}
-		return ""
-	}
 }
 
 // osHome is the OS home (HERMES_REAL_HOME): the launcher's HOME, else the password database's.
@@ -155,7 +146,7 @@ func workerAccount(environ []string, uid uint32, fallback string) ([]string, str
 // Environ composes the environ the child of spec would get, each entry with its provenance
 // (`hlaunch env`). Nothing is started. A ctx already cancelled returns its error (wrapped) before the
 // profile is read; the composition itself is one read of the profile's files and is not interrupted.
-func (l *Launcher) Environ(ctx context.Context, spec Spec) (profile.Environ, error) {
+func (l *Launcher) Environ(ctx context.Context, spec worker.Spec) (profile.Environ, error) {
 	if ctx.Err() != nil {
 		return nil, fmt.Errorf("environ: %w", context.Cause(ctx))
 	}
@@ -165,21 +156,21 @@ func (l *Launcher) Environ(ctx context.Context, spec Spec) (profile.Environ, err
 
 // compose opens spec's profile, decides who its worker runs as (identity) and composes its environ for
 // that uid: `hlaunch env` and the launch itself take the same worker uid.
-func (l *Launcher) compose(spec Spec) (profile.Environ, *profile.Profile, identity, error) {
+func (l *Launcher) compose(spec worker.Spec) (profile.Environ, *profile.Profile, worker.Identity, error) {
 	p, err := profile.Open(l.root, spec.Profile)
 	if err != nil {
-		return nil, nil, identity{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return nil, nil, worker.Identity{}, fmt.Errorf("%w: %w", worker.ErrInvalid, err)
 	}
 	// The home's descriptor is needed only to read the .env; the caller keeps the names (a long-lived
 	// sidecar must not hold one descriptor per spawn until the garbage collector finds it).
 	defer p.Close()
-	id, err := l.identity(spec, p)
+	id, err := worker.IdentityFor(spec, p, l.cfg.OwnerOnly)
 	if err != nil {
-		return nil, nil, identity{}, err
+		return nil, nil, worker.Identity{}, err
 	}
-	base, home := l.cfg.Environ, osHome(envLookup(l.cfg.Environ))
-	if id.otherUID() {
-		base, home = workerAccount(base, id.uid, filepath.Join(p.Home, "home"))
+	base, home := l.cfg.Environ, osHome(worker.EnvLookup(l.cfg.Environ))
+	if id.OtherUID() {
+		base, home = workerAccount(base, id.UID, filepath.Join(p.Home, "home"))
 	}
 	env, err := profile.Compose(profile.Request{
 		Profile:   p,
@@ -190,10 +181,10 @@ func (l *Launcher) compose(spec Spec) (profile.Environ, *profile.Profile, identi
 		Launcher:  base,
 		OSHome:    home,
 		Policy:    l.policy,
-		WorkerUID: id.uid,
+		WorkerUID: id.UID,
 	})
 	if err != nil {
-		return nil, nil, identity{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+		return nil, nil, worker.Identity{}, fmt.Errorf("%w: %w", worker.ErrInvalid, err)
 	}
 	return env, p, id, nil
 }

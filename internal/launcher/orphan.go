@@ -6,11 +6,11 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/records"
+	"github.com/hlaunch/hlaunch/internal/shim"
 	"github.com/hlaunch/hlaunch/internal/state"
-	"github.com/hlaunch/hlaunch/internal/systemd"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // A worker whose shim is gone (an unsandboxed worker of the launcher's uid can SIGKILL its parent
@@ -22,7 +22,7 @@ import (
 
 // reconciled is a worker's record as a read answers it: verified now (record), and reconciled when its
 // shim is gone (reconcileLost; read again when that ended or recorded it).
-func (l *Launcher) reconciled(ctx context.Context, src fingerprint.Sources, rc Receipt, ident fingerprint.Identity) (Record, error) {
+func (l *Launcher) reconciled(ctx context.Context, src fingerprint.Sources, rc worker.Receipt, ident fingerprint.Identity) (worker.Record, error) {
 	rec, err := l.record(src, rc, ident)
 	if err == nil && l.reconcileLost(ctx, rc, ident, &rec) {
 		rec, err = l.record(src, rc, ident)
@@ -38,45 +38,22 @@ func (l *Launcher) reconciled(ctx context.Context, src fingerprint.Sources, rc R
 // by that reader.
 const ReasonShimLost = "shim-lost"
 
-// boottime is now on CLOCK_BOOTTIME, in nanoseconds. A deadline is kept on this clock, not on the
-// monotonic clock (each process has its own origin) nor on wall time (a clock step would move it): it
-// counts from the boot, across processes and suspend, and the record's boot id says which boot it is of.
-func boottime() int64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts); err != nil {
-		return 0 // never on Linux since 2.6.39; a zero deadline is "none", never "passed"
-	}
-	return ts.Nano()
-}
-
-// setDeadline records the worker's deadline, timeout from now, and its grace; nothing without a timeout.
-// The shim calls it just before it writes the record: its own timer starts a moment later, so a reader's
-// enforcement never comes before the shim's would have.
-func (rc *Receipt) setDeadline(timeout, grace time.Duration) {
-	if timeout <= 0 {
-		return
-	}
-	if now := boottime(); now > 0 {
-		rc.DeadlineBoottimeNS, rc.GraceNS = now+int64(timeout), int64(grace)
-	}
-}
-
 // shimLost reports whether rec's worker has lost its shim: it had one, the shim's PID no longer names the
 // process that started then (ShimAlive), or the shim is stopped (SIGSTOP: an unsandboxed worker can stop
 // its parent as it can kill it) and the deadline has come, so that it enforces nothing; and its end is not
 // recorded. The shim records the end before it exits, so the exit record is read again after the liveness
 // check: a shim that finished just now is not taken for a lost one.
-func (l *Launcher) shimLost(rec *Record) bool {
+func (l *Launcher) shimLost(rec *worker.Record) bool {
 	if rec.ID == "" || rec.ShimPID <= 0 || rec.EndedAt != "" {
 		return false
 	}
-	alive, stopped := shimProc(rec.Receipt)
-	if alive && (!stopped || rec.DeadlineBoottimeNS == 0 || boottime() < rec.DeadlineBoottimeNS) {
+	alive, stopped := shim.Probe(rec.Receipt)
+	if alive && (!stopped || rec.DeadlineBoottimeNS == 0 || worker.Boottime() < rec.DeadlineBoottimeNS) {
 		return false
 	}
-	var ex exitRecord
-	if (&state.Dir{Path: l.workersDir()}).Read(rec.ID+".exit", &ex) == nil && ex.EndedAt != "" {
-		rec.applyExit(ex)
+	var ex records.ExitRecord
+	if (&state.Dir{Path: l.WorkersDir()}).Read(rec.ID+".exit", &ex) == nil && ex.EndedAt != "" {
+		records.ApplyExit(rec, ex)
 		return false
 	}
 	return true
@@ -89,7 +66,7 @@ func (l *Launcher) shimLost(rec *Record) bool {
 // (killed here, by the manager's RuntimeMaxSec, or on its own) gets its end recorded, reason shim-lost,
 // and its raw cgroup removed. It reports whether it changed anything on disk, so that the caller reads
 // the record again.
-func (l *Launcher) reconcileLost(ctx context.Context, rc Receipt, ident fingerprint.Identity, rec *Record) bool {
+func (l *Launcher) reconcileLost(ctx context.Context, rc worker.Receipt, ident fingerprint.Identity, rec *worker.Record) bool {
 	if !l.shimLost(rec) {
 		return false
 	}
@@ -102,7 +79,7 @@ func (l *Launcher) reconcileLost(ctx context.Context, rc Receipt, ident fingerpr
 	default: // foreign-boot, recycled, ...: nothing of it is ours to act on
 		return false
 	}
-	now := boottime()
+	now := worker.Boottime()
 	if rc.DeadlineBoottimeNS == 0 || now < rc.DeadlineBoottimeNS {
 		left := "it has no deadline: it runs until stopped"
 		if rc.DeadlineBoottimeNS != 0 {
@@ -112,7 +89,7 @@ func (l *Launcher) reconcileLost(ctx context.Context, rc Receipt, ident fingerpr
 		rec.Reason = joinReason(ReasonShimLost+": its shim is gone; "+left, rec.Reason)
 		return false
 	}
-	h, v, err := fingerprint.Authorize(l.src, ident)
+	h, v, err := fingerprint.Authorize(l.Src, ident)
 	if refusalOr(h, v, err) != nil {
 		return false // not running any more, or not verifiable: the next read sees which
 	}
@@ -135,43 +112,22 @@ func (l *Launcher) reconcileLost(ctx context.Context, rc Receipt, ident fingerpr
 // leader's status), its ledger record, and the removal of its raw cgroup. A tree that ended without this
 // reader (on its own, or stopped by the manager at RuntimeMaxSec) is recorded ended when first seen so,
 // with no claim on how.
-func (l *Launcher) recordLostEnd(rc Receipt, ident fingerprint.Identity, enforced, killed bool) {
-	_ = updateExit(l.workersDir(), rc.ID, func(ex *exitRecord) bool {
+func (l *Launcher) recordLostEnd(rc worker.Receipt, ident fingerprint.Identity, enforced, killed bool) {
+	_ = records.UpdateExit(l.WorkersDir(), rc.ID, func(ex *records.ExitRecord) bool {
 		if ex.EndedAt != "" {
 			return false // recorded meanwhile (a concurrent reader)
 		}
-		ex.EndedAt, ex.ShimLost, ex.TimedOut = now(), true, enforced
+		ex.EndedAt, ex.ShimLost, ex.TimedOut = worker.Now(), true, enforced
 		if ex.ExitCode == nil && ex.Signal == "" && enforced {
-			ex.Signal = SignalName(syscall.SIGTERM)
+			ex.Signal = worker.SignalName(syscall.SIGTERM)
 			if killed {
-				ex.Signal = SignalName(syscall.SIGKILL)
+				ex.Signal = worker.SignalName(syscall.SIGKILL)
 			}
 		}
-		if err := finishLedger(l.ledger, rc.ID, *ex); err != nil {
+		if err := records.FinishLedger(l.LedgerPath, rc.ID, *ex); err != nil {
 			ex.LedgerError = err.Error() // the ledger lacks the end: the worker's record says why
 		}
 		return true
 	})
 	l.removeEnded(rc, ident)
 }
-
-// scopeBackstop is what a detached worker's scope is given so that its manager ends it at its deadline
-// with nothing of hlaunch's running (its shim killed, no sidecar, no CLI call): RuntimeMaxSec= at
-// timeout+grace+backstopMargin, after the shim's own kill, and TimeoutStopSec= of the grace, so that a tree
-// that ignores the manager's SIGTERM is killed a grace later. A live shim drops the manager's SIGTERM (it
-// catches it) and has recorded the end long before the manager's SIGKILL. A foreground launch's hlaunch
-// enforces its own deadline, and a warm slot's scope is made before its spec is known: neither gets one.
-func scopeBackstop(spec Spec) systemd.ScopeSpec {
-	timeout, _ := spec.timeout()
-	if !spec.Detach || timeout <= 0 {
-		return systemd.ScopeSpec{}
-	}
-	grace, _ := spec.grace()
-	return systemd.ScopeSpec{RuntimeMax: timeout + grace + backstopMargin, StopTimeout: grace}
-}
-
-// backstopMargin puts the manager's stop after the shim's own deadline: the manager counts from the
-// scope's start, the shim from its receipt, which comes later by the identity capture and the records
-// (ADR 0005): a manager's stop at timeout+grace could end a tree before its shim's deadline, and its end
-// be recorded as not timed out.
-const backstopMargin = 5 * time.Second

@@ -9,12 +9,13 @@ import (
 
 	"github.com/hlaunch/hlaunch/internal/cgroup"
 	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // A start that fails at a step after its cgroup exists leaves nothing behind: no descriptor of the
 // launcher's, no worker cgroup under the parent (the one deferred cleanup of each start path).
 func TestFailedStartsLeaveNothing(t *testing.T) {
-	w := newWorld(t, launcher.ScopeCgroup, nil)
+	w := newWorld(t, worker.ScopeCgroup, nil)
 	h, err := cgroup.Detect()
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +44,7 @@ func TestFailedStartsLeaveNothing(t *testing.T) {
 			c.Close()
 		}
 	}()
-	noBus := newWorld(t, launcher.ScopeCgroup, func(c *launcher.Config) {
+	noBus := newWorld(t, worker.ScopeCgroup, func(c *launcher.Config) {
 		c.Environ = append(append([]string(nil), launcherEnv...), "XDG_RUNTIME_DIR="+rt, "DBUS_SYSTEM_BUS_ADDRESS=unix:path="+none, "DBUS_SESSION_BUS_ADDRESS=unix:path="+none)
 	}).l
 	cases := []struct {
@@ -51,24 +52,24 @@ func TestFailedStartsLeaveNothing(t *testing.T) {
 		run  func() error
 	}{
 		{"detached, target not found", func() error {
-			_, err := w.l.Start(ctx, launcher.Spec{Profile: "b", Argv: []string{"/nonexistent/hlaunch-test-cmd"}})
+			_, err := w.l.Start(ctx, worker.Spec{Profile: "b", Argv: []string{"/nonexistent/hlaunch-test-cmd"}})
 			return err
 		}},
 		{"foreground, target not found", func() error {
-			_, err := w.l.Run(ctx, launcher.Spec{Profile: "b", Argv: []string{"/nonexistent/hlaunch-test-cmd"}}, launcher.Stdio{}, launcher.Signals{})
+			_, err := w.l.Run(ctx, worker.Spec{Profile: "b", Argv: []string{"/nonexistent/hlaunch-test-cmd"}}, worker.Stdio{}, launcher.Signals{})
 			return err
 		}},
 		{"foreground sandboxed, the stub's target not found", func() error {
-			_, err := w.l.Run(ctx, launcher.Spec{Profile: "b", Sandbox: true, User: "0:0", Argv: []string{"/nonexistent/hlaunch-test-cmd"}}, launcher.Stdio{}, launcher.Signals{})
+			_, err := w.l.Run(ctx, worker.Spec{Profile: "b", Sandbox: true, User: "0:0", Argv: []string{"/nonexistent/hlaunch-test-cmd"}}, worker.Stdio{}, launcher.Signals{})
 			return err
 		}},
 		{"detached sandboxed, the shim's target not found", func() error {
-			_, err := w.l.Start(ctx, launcher.Spec{Profile: "b", Sandbox: true, User: "0:0", Argv: []string{"/nonexistent/hlaunch-test-cmd"}})
+			_, err := w.l.Start(ctx, worker.Spec{Profile: "b", Sandbox: true, User: "0:0", Argv: []string{"/nonexistent/hlaunch-test-cmd"}})
 			return err
 		}},
 		{"foreground, held, placement refused (the user bus hangs up)", func() error {
-			spec := launcher.Spec{Profile: "b", Scope: launcher.ScopeSystemd, UserManager: true, Argv: []string{"true"}}
-			_, err := noBus.Run(ctx, spec, launcher.Stdio{}, launcher.Signals{})
+			spec := worker.Spec{Profile: "b", Scope: worker.ScopeSystemd, UserManager: true, Argv: []string{"true"}}
+			_, err := noBus.Run(ctx, spec, worker.Stdio{}, launcher.Signals{})
 			return err
 		}},
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hlaunch/hlaunch/internal/cgroup"
 	"github.com/hlaunch/hlaunch/internal/testutil"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // placeTestLauncher is an in-process Launcher with an empty hermes root, defaulting to raw cgroups under
@@ -25,13 +26,13 @@ func placeTestLauncher(t *testing.T, h *cgroup.Host, parent string) *Launcher {
 	l, err := New(Config{
 		Root: root, StateDir: filepath.Join(t.TempDir(), "state"),
 		Environ:  []string{"PATH=/usr/bin:/bin", "DBUS_SYSTEM_BUS_ADDRESS=unix:path=" + none, "DBUS_SESSION_BUS_ADDRESS=unix:path=" + none, "XDG_RUNTIME_DIR=" + none},
-		Defaults: Spec{CgroupParent: parent},
+		Defaults: worker.Spec{CgroupParent: parent},
 		Stderr:   testWriter{t},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.host = h
+	l.Cgroups = h
 	return l
 }
 
@@ -95,14 +96,14 @@ func TestDoctorAndLaunchAgreeOnAuto(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		spec := Spec{}.withDefaults(l.cfg.Defaults)
-		p, err := l.prepare(ctx, spec, newID())
-		got := Mode("error: ")
+		spec := worker.Spec{}.WithDefaults(l.cfg.Defaults)
+		p, err := l.Prepare(ctx, spec, worker.NewWorkerID())
+		got := worker.Mode("error: ")
 		if err != nil {
-			got += Mode(err.Error())
+			got += worker.Mode(err.Error())
 		} else {
-			got = p.mode()
-			p.release(ctx)
+			got = p.Mode()
+			p.Release(ctx)
 		}
 		if got != rep.AutoChoice {
 			t.Errorf("%s: doctor says --scope auto gives %s (%s; delegated %+v), a launch got %s", why, rep.AutoChoice, rep.AutoReason, rep.Delegated, got)

@@ -1,6 +1,10 @@
 package launcher
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/hlaunch/hlaunch/internal/worker"
+)
 
 // ShimTasks is how many of a detached worker's --pids its shim may use: the shim is a Go process in the
 // worker's cgroup, and pids.max counts its threads (ADR 0005 gives how many). A
@@ -12,21 +16,21 @@ const ShimTasks = 8
 // (Config.Defaults: the sidecar's or the CLI's placement flags). Checking the caller's own spec first means
 // an error names a field the caller sent, never one a default added (`hlaunch sidecar --net none` must not
 // refuse an unsandboxed spawn with "--net none needs --sandbox").
-func (l *Launcher) resolve(spec Spec, detach bool) (Spec, error) {
+func (l *Launcher) resolve(spec worker.Spec, detach bool) (worker.Spec, error) {
 	spec.Detach = detach
 	if err := spec.Validate(); err != nil {
-		return Spec{}, err
+		return worker.Spec{}, err
 	}
 	if detach && spec.Limits.Pids > 0 && spec.Limits.Pids <= ShimTasks {
-		return Spec{}, fmt.Errorf("%w: --pids %d: a detached worker's shim lives in its cgroup and its threads (up to %d) count against --pids; give at least %d", ErrInvalid, spec.Limits.Pids, ShimTasks, ShimTasks+1)
+		return worker.Spec{}, fmt.Errorf("%w: --pids %d: a detached worker's shim lives in its cgroup and its threads (up to %d) count against --pids; give at least %d", worker.ErrInvalid, spec.Limits.Pids, ShimTasks, ShimTasks+1)
 	}
 	d := l.cfg.Defaults
-	if d.RequireScope && spec.Scope == ScopeNone {
-		return Spec{}, fmt.Errorf("%w: scope %q: this launcher requires a restart-safe placement for every worker (its --require-scope)", ErrInvalid, spec.Scope)
+	if d.RequireScope && spec.Scope == worker.ScopeNone {
+		return worker.Spec{}, fmt.Errorf("%w: scope %q: this launcher requires a restart-safe placement for every worker (its --require-scope)", worker.ErrInvalid, spec.Scope)
 	}
-	spec = spec.withDefaults(d)
+	spec = spec.WithDefaults(d)
 	if err := spec.Validate(); err != nil {
-		return Spec{}, fmt.Errorf("with the launcher's defaults: %w", err)
+		return worker.Spec{}, fmt.Errorf("with the launcher's defaults: %w", err)
 	}
 	return spec, nil
 }

@@ -6,13 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/cgroup"
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/records"
 	"github.com/hlaunch/hlaunch/internal/state"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // Retention is how long what hlaunch keeps of ended workers lives: their records, exit records and the
@@ -26,7 +27,7 @@ type Retention struct {
 	// LedgerKeep bounds the ledger: the records beyond the LedgerKeep most recently written go, except
 	// those of executions that have not ended; 0 keeps every record. A Launcher that collects again
 	// (the sidecar) counts the records of its own launches between two reads of the ledger directory,
-	// and others' from the next read, at most a minute later (ledgerIndex).
+	// and others' from the next read, at most a minute later (records.Store.PruneLedger).
 	LedgerKeep int
 	// LedgerMaxAge removes ended ledger records last written longer ago than this; 0: no age limit.
 	LedgerMaxAge time.Duration
@@ -68,14 +69,14 @@ type GCReport struct {
 // (sweepTemps: state.Dir.SweepTemps' rule, at most once a minute). Running workers, and workers whose
 // identity does not verify, are never touched (they are shown, never removed). It is safe beside a live
 // sidecar and another gc: a record removed meanwhile is skipped. A record that cannot be read or verified
-// is never deleted: it is moved into <state-dir>/quarantine (quarantineDamaged).
+// is never deleted: it is moved into <state-dir>/quarantine (records.QuarantineDamaged).
 func (l *Launcher) GC(ctx context.Context, r Retention) (GCReport, error) {
 	var rep GCReport
 	recs, err := l.List(ctx)
 	if err != nil {
 		return rep, err
 	}
-	var ended []Record
+	var ended []worker.Record
 	for _, rec := range recs {
 		if rec.State == fingerprint.Exited {
 			ended = append(ended, rec)
@@ -87,7 +88,7 @@ func (l *Launcher) GC(ctx context.Context, r Retention) (GCReport, error) {
 	if r.MaxAge > 0 {
 		cutoff = time.Now().Add(-r.MaxAge).UTC().Format(time.RFC3339Nano)
 	}
-	d := &state.Dir{Path: l.workersDir()}
+	d := &state.Dir{Path: l.WorkersDir()}
 	for i, rec := range ended {
 		// An ended worker's empty cgroup goes whether or not its record is kept: its shim removes it, but a
 		// shim killed with its tree (or by a worker of the launcher's uid) could not.
@@ -99,22 +100,22 @@ func (l *Launcher) GC(ctx context.Context, r Retention) (GCReport, error) {
 		}
 		l.removeOwnLog(rec.Log)
 		_ = d.Remove(rec.ID + ".exit")
-		_ = os.Remove(workerLock(d.Path, rec.ID)) // an ended worker's: nothing signals it any more
-		_ = d.Remove(logPosName(rec.ID))
+		_ = os.Remove(records.WorkerLock(d.Path, rec.ID)) // an ended worker's: nothing signals it any more
+		_ = d.Remove(records.LogPosName(rec.ID))
 		if err := d.Remove(rec.ID); err != nil {
 			return rep, err
 		}
-		l.unindex(rec.Receipt)
+		l.Unindex(rec.Receipt)
 		rep.Removed = append(rep.Removed, rec.ID)
 	}
 	// Empty worker cgroups without a record (a foreground hlaunch that was SIGKILLed could not remove its own).
 	rep.Removed = append(rep.Removed, l.gcOrphans(recs, r.OrphanAge)...)
 	// The parent itself goes too once nothing is left under it (it is re-created by the next launch).
-	if l.host != nil && !r.KeepParent {
-		_ = l.host.RemoveParentIfEmpty(l.cfg.Defaults.CgroupParent)
+	if l.Cgroups != nil && !r.KeepParent {
+		_ = l.Cgroups.RemoveParentIfEmpty(l.cfg.Defaults.CgroupParent)
 	}
-	rep.LedgerPruned = l.pruneLedger(r)
-	rep.Quarantined, rep.QuarantineDropped, err = l.quarantineDamaged(recs)
+	rep.LedgerPruned = l.PruneLedger(r.LedgerKeep, r.LedgerMaxAge)
+	rep.Quarantined, rep.QuarantineDropped, err = l.QuarantineDamaged(recs)
 	n, serr := l.sweepTemps()
 	rep.TempsRemoved = n
 	return rep, errors.Join(err, serr) // a quarantine that failed does not keep the sweep from running
@@ -128,7 +129,7 @@ type tempSweep struct {
 
 // tempSweepEvery is how often a Launcher that collects again and again (the sidecar, every --gc-interval)
 // sweeps: the sweep reads both directories in full (the ledger's 10,000 names), which the collection
-// otherwise avoids (ledgerIndex), and a temp file is not taken for a dead writer's before it is a minute
+// otherwise avoids (records.Store.PruneLedger), and a temp file is not taken for a dead writer's before it is a minute
 // old anyway (state's grace): a dead writer's temp file goes within two minutes.
 const tempSweepEvery = time.Minute
 
@@ -143,7 +144,7 @@ func (l *Launcher) sweepTemps() (int, error) {
 	}
 	s.at = time.Now()
 	n := 0
-	for _, dir := range []string{l.workersDir(), l.ledger} {
+	for _, dir := range []string{l.WorkersDir(), l.LedgerPath} {
 		k, err := (&state.Dir{Path: dir}).SweepTemps()
 		n += k
 		if err != nil {
@@ -155,11 +156,11 @@ func (l *Launcher) sweepTemps() (int, error) {
 
 // removeEndedCgroup is removeEnded for a pass over kept records, after one stat (most are gone): it reports false
 // only when the cgroup is there with members.
-func (l *Launcher) removeEndedCgroup(rec Record) bool {
-	if rec.Mode != ModeCgroup || rec.Cgroup == "" || l.host == nil || l.host.Unified == "" {
+func (l *Launcher) removeEndedCgroup(rec worker.Record) bool {
+	if rec.Mode != worker.ModeCgroup || rec.Cgroup == "" || l.Cgroups == nil || l.Cgroups.Unified == "" {
 		return true
 	}
-	if _, err := os.Lstat(filepath.Join(l.host.Unified, rec.Cgroup)); err != nil {
+	if _, err := os.Lstat(filepath.Join(l.Cgroups.Unified, rec.Cgroup)); err != nil {
 		return true // removed (by its shim, as usual): one stat per kept record and pass
 	}
 	ident, err := fingerprint.ParseToken(rec.Token)
@@ -170,7 +171,7 @@ func (l *Launcher) removeEndedCgroup(rec Record) bool {
 }
 
 // endOf is when a record's worker ended, else when it started (RFC 3339 UTC strings sort by time).
-func endOf(r Record) string {
+func endOf(r worker.Record) string {
 	if r.EndedAt != "" {
 		return r.EndedAt
 	}
@@ -180,57 +181,19 @@ func endOf(r Record) string {
 // removeOwnLog removes a worker's log and its rotated copy when hlaunch made it (<state-dir>/logs); a log
 // the caller named (--log) is the caller's.
 func (l *Launcher) removeOwnLog(log string) {
-	if log == "" || filepath.Dir(log) != filepath.Join(l.state, "logs") {
+	if log == "" || filepath.Dir(log) != filepath.Join(l.StatePath, "logs") {
 		return
 	}
 	_ = os.Remove(log)
 	_ = os.Remove(log + ".1")
 }
 
-// pruneLedger removes the ledger records beyond r's bound, newest kept, never one whose execution has not
-// ended. Age is the record file's last write (the end, for an ended execution). It returns how many went.
-// It works from the launcher's ledgerIndex: the directory is scanned when the index is older than
-// ledgerRescan, and again when the records it holds are used up while the ledger is still over its bound.
-func (l *Launcher) pruneLedger(r Retention) int {
-	if r.LedgerKeep == 0 && r.LedgerMaxAge == 0 {
-		return 0
-	}
-	x := &l.ledgerIdx
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	var old time.Time
-	if r.LedgerMaxAge > 0 {
-		old = time.Now().Add(-r.LedgerMaxAge)
-	}
-	scanned := false
-	if x.scanned.IsZero() || time.Since(x.scanned) >= ledgerRescan(r.LedgerMaxAge) {
-		if x.scan(l.ledger) != nil {
-			return 0
-		}
-		scanned = true
-	}
-	boot := ""
-	if l.src.BootID != nil {
-		if b, err := l.src.BootID(); err == nil {
-			boot = strings.TrimSpace(b)
-		}
-	}
-	n := x.prune(l.ledger, r.LedgerKeep, old, boot)
-	if !scanned && len(x.order) == 0 && r.LedgerKeep > 0 && x.count > r.LedgerKeep {
-		if x.scan(l.ledger) != nil {
-			return n
-		}
-		n += x.prune(l.ledger, r.LedgerKeep, old, boot)
-	}
-	return n
-}
-
 // gcOrphans removes empty worker cgroups under the default parent that no record names.
-func (l *Launcher) gcOrphans(recs []Record, minAge time.Duration) []string {
-	if l.host == nil || l.host.Unified == "" {
+func (l *Launcher) gcOrphans(recs []worker.Record, minAge time.Duration) []string {
+	if l.Cgroups == nil || l.Cgroups.Unified == "" {
 		return nil
 	}
-	parent, err := l.host.CleanParent(l.cfg.Defaults.CgroupParent)
+	parent, err := l.Cgroups.CleanParent(l.cfg.Defaults.CgroupParent)
 	if err != nil {
 		return nil
 	}
@@ -238,14 +201,14 @@ func (l *Launcher) gcOrphans(recs []Record, minAge time.Duration) []string {
 	for _, r := range recs {
 		known[r.Cgroup] = true
 	}
-	ents, err := os.ReadDir(filepath.Join(l.host.Unified, parent))
+	ents, err := os.ReadDir(filepath.Join(l.Cgroups.Unified, parent))
 	if err != nil {
 		return nil
 	}
 	var removed []string
 	for _, e := range ents {
 		path := parent + "/" + e.Name()
-		if !e.IsDir() || !isID(e.Name()) || known[path] {
+		if !e.IsDir() || !worker.IsID(e.Name()) || known[path] {
 			continue
 		}
 		// A cgroup made for a launch in flight is empty and unrecorded too, until its shim or target runs in
@@ -253,7 +216,7 @@ func (l *Launcher) gcOrphans(recs []Record, minAge time.Duration) []string {
 		if info, err := e.Info(); err != nil || time.Since(info.ModTime()) < minAge {
 			continue
 		}
-		g, err := l.host.Hold(cgroup.Claim{Path: path, Worker: e.Name()})
+		g, err := l.Cgroups.Hold(cgroup.Claim{Path: path, Worker: e.Name()})
 		if err != nil {
 			continue // not hlaunch's (no marker on it or its parent): never touched
 		}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/records"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // BenchmarkGCPassLedger is one collection pass of the sidecar's after a second of spawns at a gateway's
@@ -27,13 +29,13 @@ func BenchmarkGCPassLedger(b *testing.B) {
 			next := 0
 			write := func() {
 				now := time.Now().UTC().Format(time.RFC3339Nano)
-				rec := Record{Receipt: Receipt{ID: fmt.Sprintf("w-%012x", next), StartedAt: now},
+				rec := worker.Record{Receipt: worker.Receipt{ID: fmt.Sprintf("w-%012x", next), StartedAt: now},
 					State: fingerprint.Exited, EndedAt: now}
 				next++
-				if err := writeLedger(l.ledger, rec); err != nil {
+				if err := records.WriteLedger(l.LedgerPath, rec); err != nil {
 					b.Fatal(err)
 				}
-				l.ledgerIdx.added() // as runShim counts its shim's record
+				l.LedgerAdded() // as runShim counts its shim's record
 			}
 			for next < tc.n {
 				write()
@@ -50,7 +52,7 @@ func BenchmarkGCPassLedger(b *testing.B) {
 				for k := 0; k < 50; k++ {
 					write()
 					if tc.keep > tc.n { // below the bound: at its size, whatever b.N (as if another gc took the oldest)
-						_ = os.Remove(fmt.Sprintf("%s/w-%012x.json", l.ledger, next-1-tc.n))
+						_ = os.Remove(fmt.Sprintf("%s/w-%012x.json", l.LedgerPath, next-1-tc.n))
 					}
 				}
 				b.StartTimer()

@@ -13,7 +13,12 @@ import (
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/nsenv/profile"
 	"github.com/hlaunch/hlaunch/internal/nsenv/sandbox"
+	"github.com/hlaunch/hlaunch/internal/placement"
 	hproc "github.com/hlaunch/hlaunch/internal/proc"
+	"github.com/hlaunch/hlaunch/internal/terminal"
+	"github.com/hlaunch/hlaunch/internal/view"
+	"github.com/hlaunch/hlaunch/internal/worker"
+	"github.com/hlaunch/hlaunch/internal/workerlog"
 )
 
 // Signals are what a foreground launch forwards to its child.
@@ -41,38 +46,38 @@ func (s Signals) awaitReady() {
 // the child runs, the child is stopped as at a --timeout (SIGTERM to its tree, the whole tree killed after
 // the grace), and Run returns, once it has been waited for and its cgroup removed, ExitInternal and an
 // error wrapping ctx's cause (context.Canceled or context.DeadlineExceeded).
-func (l *Launcher) Run(ctx context.Context, spec Spec, stdio Stdio, sigs Signals) (int, error) {
+func (l *Launcher) Run(ctx context.Context, spec worker.Spec, stdio worker.Stdio, sigs Signals) (int, error) {
 	if spec.Detach {
-		return ExitInternal, fmt.Errorf("%w: Run is for foreground launches; use Start with --detach", ErrInvalid)
+		return worker.ExitInternal, fmt.Errorf("%w: Run is for foreground launches; use Start with --detach", worker.ErrInvalid)
 	}
 	spec, err := l.resolve(spec, false)
 	if err != nil {
-		return ExitCode(err), err
+		return worker.ExitCode(err), err
 	}
 	env, prof, who, err := l.compose(spec)
 	if err != nil {
-		return ExitCode(err), err
+		return worker.ExitCode(err), err
 	}
 	cwd, sb, err := l.workerPlace(spec, env, prof, who)
 	if err != nil {
-		return ExitCode(err), err
+		return worker.ExitCode(err), err
 	}
-	id := newID()
+	id := worker.NewWorkerID()
 	sigs.awaitReady()
 	if ctx.Err() != nil {
-		return ExitInternal, fmt.Errorf("launch cancelled: %w: nothing was started", context.Cause(ctx))
+		return worker.ExitInternal, fmt.Errorf("launch cancelled: %w: nothing was started", context.Cause(ctx))
 	}
-	p, err := l.prepare(ctx, spec, id)
+	p, err := l.Prepare(ctx, spec, id)
 	if err != nil {
-		return ExitCode(err), err
+		return worker.ExitCode(err), err
 	}
-	defer p.release(context.WithoutCancel(ctx))
-	if w := p.describe().warning; w != "" {
+	defer p.Release(context.WithoutCancel(ctx))
+	if w := p.Describe().Warning; w != "" {
 		fmt.Fprintln(l.cfg.Stderr, w)
 	}
 	out, closeOut, err := logStdio(spec, stdio)
 	if err != nil {
-		return ExitCode(err), err
+		return worker.ExitCode(err), err
 	}
 	defer closeOut()
 	// The child gets its own process group so a signal to hlaunch's group reaches it once, through us. On a
@@ -86,19 +91,19 @@ func (l *Launcher) Run(ctx context.Context, spec Spec, stdio Stdio, sigs Signals
 	// The caller's terminal: a pty of its own for a sandbox and for a worker of another uid (in the
 	// caller's session it could type into the caller's shell with TIOCSTI), else the terminal's foreground
 	// for the child.
-	term, out, err := openTerminal(sb != nil || who.otherUID(), spec.TTYTitles, stdio.Stdin, out, &attr)
+	term, out, err := terminal.Open(sb != nil || who.OtherUID(), spec.TTYTitles, stdio.Stdin, out, &attr)
 	if err != nil {
-		return ExitCode(err), err
+		return worker.ExitCode(err), err
 	}
-	defer term.close()
-	proc, err := l.start(ctx, spec, id, p, childStart{argv: spec.Argv, env: env.Strings(), cwd: cwd, stdio: out, sb: sb, attr: attr, cred: who.credential()})
+	defer term.Close()
+	proc, err := l.start(ctx, spec, id, p, childStart{argv: spec.Argv, env: env.Strings(), cwd: cwd, stdio: out, sb: sb, attr: attr, cred: who.Credential()})
 	if err != nil {
-		return ExitCode(err), err
+		return worker.ExitCode(err), err
 	}
-	if err := term.childStarted(); err != nil {
+	if err := term.ChildStarted(); err != nil {
 		_ = proc.Signal(syscall.SIGKILL)
 		_, _ = proc.Wait()
-		return ExitCode(err), err
+		return worker.ExitCode(err), err
 	}
 	done := make(chan struct{})
 	go forward(proc, sigs.C, done)
@@ -107,16 +112,16 @@ func (l *Launcher) Run(ctx context.Context, spec Spec, stdio Stdio, sigs Signals
 	close(done)
 	why := stopEnd()
 	if err != nil {
-		return ExitInternal, fmt.Errorf("wait: %w", err)
+		return worker.ExitInternal, fmt.Errorf("wait: %w", err)
 	}
 	switch why {
 	case endTimeout:
 		// As timeout(1): 124, and said, so that a deadline is never mistaken for the command's own 143.
-		return ExitTimeout, fmt.Errorf("%w: --timeout %s reached: the worker was stopped (SIGTERM, the whole cgroup killed after the grace; it ended with %d)", ErrTimedOut, spec.Timeout, hproc.ExitCode(ws))
+		return worker.ExitTimeout, fmt.Errorf("%w: --timeout %s reached: the worker was stopped (SIGTERM, the whole cgroup killed after the grace; it ended with %d)", worker.ErrTimedOut, spec.Timeout, hproc.ExitCode(ws))
 	case endCancelled:
 		// The caller gave up on the launch (an embedding program's context): the worker was stopped as at a
 		// deadline, and the caller's own error is returned (125, docs/exit-codes.md), never the child's code.
-		return ExitInternal, fmt.Errorf("launch cancelled: %w: the worker was stopped (SIGTERM, the whole cgroup killed after the grace; it ended with %d)", context.Cause(ctx), hproc.ExitCode(ws))
+		return worker.ExitInternal, fmt.Errorf("launch cancelled: %w: the worker was stopped (SIGTERM, the whole cgroup killed after the grace; it ended with %d)", context.Cause(ctx), hproc.ExitCode(ws))
 	}
 	l.sayOOM(p, ws)
 	return hproc.ExitCode(ws), nil
@@ -124,13 +129,13 @@ func (l *Launcher) Run(ctx context.Context, spec Spec, stdio Stdio, sigs Signals
 
 // sayOOM says on stderr, in one line, when the kernel's OOM killer ended the worker: its 137 is otherwise
 // indistinguishable from any SIGKILL.
-func (l *Launcher) sayOOM(p placement, ws syscall.WaitStatus) {
-	g := p.group()
+func (l *Launcher) sayOOM(p placement.Placement, ws syscall.WaitStatus) {
+	g := p.Group()
 	if !ws.Signaled() || ws.Signal() != syscall.SIGKILL || g == nil {
 		return
 	}
 	if st, err := g.Stats(); err == nil && st.OOMKills > 0 {
-		fmt.Fprintf(l.cfg.Stderr, "hlaunch: the worker was killed by the kernel's OOM killer (memory limit %d bytes, %d OOM kills in its cgroup)\n", p.describe().limits.Memory, st.OOMKills)
+		fmt.Fprintf(l.cfg.Stderr, "hlaunch: the worker was killed by the kernel's OOM killer (memory limit %d bytes, %d OOM kills in its cgroup)\n", p.Describe().Limits.Memory, st.OOMKills)
 	}
 }
 
@@ -164,10 +169,10 @@ const (
 // one stopped the worker (endNone if neither did). A sandbox's init (the leader) gets no SIGTERM of its
 // own: it would forward a second copy to the target. The tree's SIGTERM goes through a fingerprint handle
 // pinned while the leader is our unreaped child (pidfds, never bare PIDs).
-func (l *Launcher) enforceEnd(ctx context.Context, spec Spec, p placement, proc *hproc.Proc) func() int {
-	timeout, _ := spec.timeout()
-	grace, _ := spec.grace()
-	g := p.group()
+func (l *Launcher) enforceEnd(ctx context.Context, spec worker.Spec, p placement.Placement, proc *hproc.Proc) func() int {
+	timeout, _ := spec.TimeoutDuration()
+	grace, _ := spec.GraceDuration()
+	g := p.Group()
 	var (
 		mu   sync.Mutex
 		why  = endNone
@@ -228,12 +233,12 @@ func (l *Launcher) killTree(kill func(context.Context) error, path string, bound
 
 // termTree sends SIGTERM to the worker's tree, or to its leader alone when it has no cgroup or the tree's
 // identity no longer verifies.
-func (l *Launcher) termTree(spec Spec, g *cgroup.Group, proc *hproc.Proc) {
+func (l *Launcher) termTree(spec worker.Spec, g *cgroup.Group, proc *hproc.Proc) {
 	if g == nil {
 		_ = proc.Signal(syscall.SIGTERM)
 		return
 	}
-	h, _, err := fingerprint.Authorize(l.src, fingerprint.CaptureChild(l.src, proc.Pid, g.Path()))
+	h, _, err := fingerprint.Authorize(l.Src, fingerprint.CaptureChild(l.Src, proc.Pid, g.Path()))
 	if err != nil || h == nil {
 		_ = proc.Signal(syscall.SIGTERM) // reaped meanwhile, or not verifiable: the leader alone, safely
 		return
@@ -243,28 +248,28 @@ func (l *Launcher) termTree(spec Spec, g *cgroup.Group, proc *hproc.Proc) {
 }
 
 // workerPlace decides where the worker of spec runs: its working directory and its sandbox (nil without
-// one), and refuses directories it must not be given (checkWorkerDirs).
-func (l *Launcher) workerPlace(spec Spec, env profile.Environ, prof *profile.Profile, who identity) (string, *sandbox.Spec, error) {
+// one), and refuses directories it must not be given (view.CheckWorkerDirs).
+func (l *Launcher) workerPlace(spec worker.Spec, env profile.Environ, prof *profile.Profile, who worker.Identity) (string, *sandbox.Spec, error) {
 	cwd, err := l.cwd(spec)
 	if err != nil {
 		return "", nil, err
 	}
-	cwd = workerCwd(spec, cwd, prof.Home, who)
-	sb, cwd, err := l.sandbox(spec, prof, who, cwd)
+	cwd = view.WorkerCwd(spec, cwd, prof.Home, who)
+	sb, cwd, err := view.Sandbox(spec, prof, who, cwd, l.root, []string{l.StatePath, l.LedgerPath}, l.cfg.Hide, l.cfg.Environ)
 	if err != nil {
 		return "", nil, err
 	}
-	if err := checkWorkerDirs(spec, env, cwd, who); err != nil {
+	if err := view.CheckWorkerDirs(spec, env, cwd, who); err != nil {
 		return "", nil, err
 	}
 	return cwd, sb, nil
 }
 
-func (l *Launcher) cwd(spec Spec) (string, error) {
+func (l *Launcher) cwd(spec worker.Spec) (string, error) {
 	if spec.Cwd != "" {
 		st, err := os.Stat(spec.Cwd)
 		if err != nil || !st.IsDir() {
-			return "", fmt.Errorf("%w: --cwd %s: not a directory", ErrInvalid, spec.Cwd)
+			return "", fmt.Errorf("%w: --cwd %s: not a directory", worker.ErrInvalid, spec.Cwd)
 		}
 		return spec.Cwd, nil
 	}
@@ -273,4 +278,18 @@ func (l *Launcher) cwd(spec Spec) (string, error) {
 		return "", fmt.Errorf("current directory: %w", err)
 	}
 	return wd, nil
+}
+
+// logStdio returns the stdio for the child: stdout and stderr go to spec.Log when it is set, else to
+// stdio's own. The returned function closes what was opened here.
+func logStdio(spec worker.Spec, stdio worker.Stdio) (worker.Stdio, func(), error) {
+	if spec.Log == "" {
+		return stdio, func() {}, nil
+	}
+	f, err := workerlog.Open(spec.Log, spec.LogMax)
+	if err != nil {
+		return worker.Stdio{}, nil, err
+	}
+	stdio.Stdout, stdio.Stderr = f, f
+	return stdio, func() { f.Close() }, nil
 }

@@ -12,13 +12,15 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/records"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // Run's context cancelled while the worker runs: the worker's tree is stopped as at a --timeout (SIGTERM,
 // the whole cgroup killed after the grace, a tree that ignores SIGTERM too), Run returns 125 and an error
 // wrapping context.Canceled (never the child's own code), and neither the cgroup nor a process is left.
 func TestRunContextCancelled(t *testing.T) {
-	w := newWorld(t, launcher.ScopeCgroup, nil)
+	w := newWorld(t, worker.ScopeCgroup, nil)
 	for name, script := range map[string]string{
 		"ends on TERM": `sleep 1000 & echo $! > %s; wait`,
 		"ignores TERM": `trap '' TERM; (trap '' TERM; exec sleep 1000) & echo $! > %s; while :; do wait; done`,
@@ -41,8 +43,8 @@ func TestRunContextCancelled(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer out.Close()
-			code, err := w.l.Run(ctx, s, launcher.Stdio{Stdout: out, Stderr: out}, launcher.Signals{})
-			if code != launcher.ExitInternal || !errors.Is(err, context.Canceled) || errors.Is(err, launcher.ErrTimedOut) {
+			code, err := w.l.Run(ctx, s, worker.Stdio{Stdout: out, Stderr: out}, launcher.Signals{})
+			if code != worker.ExitInternal || !errors.Is(err, context.Canceled) || errors.Is(err, worker.ErrTimedOut) {
 				t.Fatalf("code %d, %v; want 125 and an error wrapping context.Canceled", code, err)
 			}
 			if !strings.Contains(err.Error(), "cancelled") || !strings.Contains(err.Error(), "stopped") {
@@ -75,12 +77,12 @@ func TestRunContextCancelled(t *testing.T) {
 
 // A context cancelled before Run creates anything: nothing is started and no cgroup is left.
 func TestRunContextCancelledBeforeStart(t *testing.T) {
-	w := newWorld(t, launcher.ScopeCgroup, nil)
+	w := newWorld(t, worker.ScopeCgroup, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	marker := filepath.Join(t.TempDir(), "ran")
-	code, err := w.l.Run(ctx, spec("echo yes > "+marker), launcher.Stdio{}, launcher.Signals{})
-	if code != launcher.ExitInternal || !errors.Is(err, context.Canceled) {
+	code, err := w.l.Run(ctx, spec("echo yes > "+marker), worker.Stdio{}, launcher.Signals{})
+	if code != worker.ExitInternal || !errors.Is(err, context.Canceled) {
 		t.Fatalf("code %d, %v; want 125 and context.Canceled", code, err)
 	}
 	if _, err := os.Stat(marker); err == nil {
@@ -101,21 +103,21 @@ func alive(stat string) bool {
 // Ledger, List and Environ honour a cancelled context: Ledger stops between records and returns the context's
 // error, not a partial list (List too); Environ returns it before reading the profile.
 func TestReadsHonourCancel(t *testing.T) {
-	w := newWorld(t, launcher.ScopeCgroup, nil)
+	w := newWorld(t, worker.ScopeCgroup, nil)
 	rc := w.start(spec(`exit 0`))
 	w.wait(rc.ID)
-	if recs, err := w.l.Ledger(context.Background(), launcher.LedgerQuery{}); err != nil || len(recs) != 1 {
+	if recs, err := w.l.Ledger(context.Background(), records.LedgerQuery{}); err != nil || len(recs) != 1 {
 		t.Fatalf("ledger: %d records, %v; want the one", len(recs), err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if recs, err := w.l.Ledger(ctx, launcher.LedgerQuery{}); !errors.Is(err, context.Canceled) || recs != nil {
+	if recs, err := w.l.Ledger(ctx, records.LedgerQuery{}); !errors.Is(err, context.Canceled) || recs != nil {
 		t.Errorf("ledger with a cancelled context: %d records, %v; want none and context.Canceled", len(recs), err)
 	}
 	if recs, err := w.l.List(ctx); !errors.Is(err, context.Canceled) || recs != nil {
 		t.Errorf("list with a cancelled context: %d records, %v; want none and context.Canceled", len(recs), err)
 	}
-	if env, err := w.l.Environ(ctx, launcher.Spec{Profile: "b", Argv: []string{"x"}}); !errors.Is(err, context.Canceled) || env != nil {
+	if env, err := w.l.Environ(ctx, worker.Spec{Profile: "b", Argv: []string{"x"}}); !errors.Is(err, context.Canceled) || env != nil {
 		t.Errorf("environ with a cancelled context: %v, %v; want context.Canceled", env, err)
 	}
 }

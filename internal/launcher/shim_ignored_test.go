@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // A launcher started with SIGHUP and SIGINT ignored (nohup, or a shell's background job) gives its shim
@@ -18,7 +18,7 @@ import (
 // and SIGINT would be deaf, a trap on them would never run, and `hlaunch signal -s HUP` would do nothing
 // (TestLegacyRow under nohup). The worker reads its own SigIgn.
 func TestDetachedWorkerDoesNotInheritIgnoredSignals(t *testing.T) {
-	w := newWorld(t, launcher.ScopeCgroup, nil)
+	w := newWorld(t, worker.ScopeCgroup, nil)
 	signal.Ignore(syscall.SIGHUP, syscall.SIGINT)
 	t.Cleanup(func() { signal.Reset(syscall.SIGHUP, syscall.SIGINT) })
 	for i := range 5 {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/shim"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // ShimAlive on real processes: a live one with its own start time; the same PID with another start time
@@ -24,16 +26,16 @@ func TestShimAlive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !ShimAlive(Receipt{ShimPID: self, ShimStart: start}) {
+	if !ShimAlive(worker.Receipt{ShimPID: self, ShimStart: start}) {
 		t.Error("a live shim with its own start time is not alive")
 	}
-	if ShimAlive(Receipt{ShimPID: self, ShimStart: start + 1}) {
+	if ShimAlive(worker.Receipt{ShimPID: self, ShimStart: start + 1}) {
 		t.Error("a PID whose start time is not the shim's counts as the shim (a recycled PID)")
 	}
-	if !ShimAlive(Receipt{ShimPID: self}) {
+	if !ShimAlive(worker.Receipt{ShimPID: self}) {
 		t.Error("a receipt without a start time falls back to the PID alone")
 	}
-	if ShimAlive(Receipt{}) {
+	if ShimAlive(worker.Receipt{}) {
 		t.Error("no shim PID is alive")
 	}
 
@@ -54,14 +56,14 @@ func TestShimAlive(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if ShimAlive(Receipt{ShimPID: zombie}) {
+	if ShimAlive(worker.Receipt{ShimPID: zombie}) {
 		t.Error("a zombie counts as a running shim")
 	}
 	var ws syscall.WaitStatus
 	if _, err := syscall.Wait4(zombie, &ws, 0, nil); err != nil {
 		t.Fatal(err)
 	}
-	if ShimAlive(Receipt{ShimPID: zombie}) {
+	if ShimAlive(worker.Receipt{ShimPID: zombie}) {
 		t.Error("a reaped PID counts as a running shim")
 	}
 }
@@ -78,24 +80,24 @@ func TestExitSettled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	live := Receipt{ShimPID: os.Getpid(), ShimStart: start}
+	live := worker.Receipt{ShimPID: os.Getpid(), ShimStart: start}
 	code := 3
 	asked := false
-	never := func(Receipt) bool { asked = true; return true }
-	for _, r := range []Record{{Receipt: live, ExitCode: &code}, {Receipt: live, Signal: "SIGKILL"}} {
+	never := func(worker.Receipt) bool { asked = true; return true }
+	for _, r := range []worker.Record{{Receipt: live, ExitCode: &code}, {Receipt: live, Signal: "SIGKILL"}} {
 		if !r.ExitSettled(never) || asked {
 			t.Errorf("%+v: a recorded status must settle the exit without asking about the shim", r)
 		}
 	}
-	if (Record{Receipt: live}).ExitSettled(ShimAlive) {
+	if (worker.Record{Receipt: live}).ExitSettled(ShimAlive) {
 		t.Error("no status while the shim runs: the exit has not settled (its status is still to come)")
 	}
-	if !(Record{Receipt: Receipt{ShimPID: 0}}).ExitSettled(ShimAlive) {
+	if !(worker.Record{Receipt: worker.Receipt{ShimPID: 0}}).ExitSettled(ShimAlive) {
 		t.Error("no status and no shim (a worker known by its token only): the exit has settled")
 	}
 }
 
-// shimProc on a real stopped process: alive (ShimAlive says so: the exit record may still come) and
+// shim.Probe on a real stopped process: alive (ShimAlive says so: the exit record may still come) and
 // stopped; continued, alive and not stopped.
 func TestShimProcStopped(t *testing.T) {
 	cmd := exec.Command("sleep", "30")
@@ -103,26 +105,26 @@ func TestShimProcStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	rc := Receipt{ShimPID: cmd.Process.Pid}
+	rc := worker.Receipt{ShimPID: cmd.Process.Pid}
 	if err := syscall.Kill(rc.ShimPID, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if _, stopped := shimProc(rc); stopped {
+		if _, stopped := shim.Probe(rc); stopped {
 			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("a SIGSTOPped process is never seen stopped")
 		}
 	}
-	if alive, _ := shimProc(rc); !alive || !ShimAlive(rc) {
+	if alive, _ := shim.Probe(rc); !alive || !ShimAlive(rc) {
 		t.Error("a stopped shim is not alive")
 	}
 	if err := syscall.Kill(rc.ShimPID, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if alive, stopped := shimProc(rc); alive && !stopped {
+		if alive, stopped := shim.Probe(rc); alive && !stopped {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hlaunch/hlaunch/internal/launcher"
 	"github.com/hlaunch/hlaunch/internal/testutil"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // A launch whose context ends while it waits for its shim's answer either fails or returns a receipt whose
@@ -19,7 +19,7 @@ import (
 // then let the launch succeed (the worker would run with its shim killed by its own launcher). A bounded
 // adversary loop: contexts that end at random times around the answer.
 func TestStartCancelledAroundTheAnswer(t *testing.T) {
-	w := newWorld(t, launcher.ScopeCgroup, nil)
+	w := newWorld(t, worker.ScopeCgroup, nil)
 	// How long a start takes here, to spread the cancellations around it.
 	t0 := time.Now()
 	w.start(spec("sleep 30"))

@@ -7,17 +7,19 @@ import (
 	"syscall"
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/records"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // refusal turns a verdict that does not authorize a signal into the matching error.
 func refusal(v fingerprint.Verdict) error {
 	switch v.State {
 	case fingerprint.Exited:
-		return fmt.Errorf("%w: %s", ErrNotRunning, v.Reason)
+		return fmt.Errorf("%w: %s", worker.ErrNotRunning, v.Reason)
 	case fingerprint.Unverified:
-		return fmt.Errorf("%w: %s", ErrUnverified, v.Reason)
+		return fmt.Errorf("%w: %s", worker.ErrUnverified, v.Reason)
 	default:
-		return fmt.Errorf("%w: %s: %s", ErrRefused, v.State, v.Reason)
+		return fmt.Errorf("%w: %s: %s", worker.ErrRefused, v.State, v.Reason)
 	}
 }
 
@@ -39,12 +41,12 @@ func refusalOr(h *fingerprint.Handle, v fingerprint.Verdict, err error) error {
 // authorize pins the worker for signalling, or says why not: the identity must verify as running (pinned
 // through fingerprint.Authorize) and its cgroup must be the one hlaunch recorded for it (owns). Zero
 // signals are sent on refusal.
-func (l *Launcher) authorize(ref string) (*fingerprint.Handle, Receipt, fingerprint.Identity, error) {
-	rc, ident, err := l.load(ref)
+func (l *Launcher) authorize(ref string) (*fingerprint.Handle, worker.Receipt, fingerprint.Identity, error) {
+	rc, ident, err := l.Load(ref)
 	if err != nil {
 		return nil, rc, ident, err
 	}
-	h, v, err := fingerprint.Authorize(l.src, ident)
+	h, v, err := fingerprint.Authorize(l.Src, ident)
 	if err = refusalOr(h, v, err); err != nil {
 		return nil, rc, ident, err
 	}
@@ -53,7 +55,7 @@ func (l *Launcher) authorize(ref string) (*fingerprint.Handle, Receipt, fingerpr
 		return nil, rc, ident, err
 	}
 	if rc.ID != "" {
-		h.SetLock(workerLock(l.workersDir(), rc.ID))
+		h.SetLock(records.WorkerLock(l.WorkersDir(), rc.ID))
 	}
 	return h, rc, ident, nil
 }
@@ -71,7 +73,7 @@ func (l *Launcher) Signal(ctx context.Context, ref string, sig syscall.Signal, a
 	}
 	if err := h.SignalLeader(sig); errors.Is(err, fingerprint.ErrNotRunning) {
 		// The worker runs (its tree lives) but the one process this signal was for is gone.
-		return fmt.Errorf("%w: %s: leader PID %d", ErrLeaderExited, refOf(rc, ref), rc.PID)
+		return fmt.Errorf("%w: %s: leader PID %d", worker.ErrLeaderExited, refOf(rc, ref), rc.PID)
 	} else if err != nil {
 		return fmt.Errorf("signal: %w", err)
 	}

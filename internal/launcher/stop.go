@@ -8,24 +8,26 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/records"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // Stop sends SIGTERM to the whole worker, waits up to grace for its cgroup to empty, then kills the whole
 // cgroup. It returns the final record, and an error unless the cgroup is verified empty.
-func (l *Launcher) Stop(ctx context.Context, ref string, grace time.Duration) (Record, error) {
+func (l *Launcher) Stop(ctx context.Context, ref string, grace time.Duration) (worker.Record, error) {
 	h, rc, ident, err := l.authorize(ref)
-	if errors.Is(err, ErrNotRunning) {
+	if errors.Is(err, worker.ErrNotRunning) {
 		// Idempotent, as systemctl stop and docker stop are: an ended worker is stopped; its final record.
 		l.removeEnded(rc, ident)
 		return l.Get(ctx, refOf(rc, ref))
 	}
 	if err != nil {
-		return Record{}, err
+		return worker.Record{}, err
 	}
 	defer h.Close()
 	killed, err := stopHandle(ctx, h, rc.Sandbox, grace)
 	if err != nil {
-		return Record{}, err
+		return worker.Record{}, err
 	}
 	if rc.ID != "" {
 		l.recordStopped(rc, killed)
@@ -33,10 +35,10 @@ func (l *Launcher) Stop(ctx context.Context, ref string, grace time.Duration) (R
 	l.removeEnded(rc, ident)
 	rec, err := l.Get(ctx, refOf(rc, ref))
 	if err != nil {
-		return Record{}, err
+		return worker.Record{}, err
 	}
 	if rec.State == fingerprint.Running {
-		return rec, fmt.Errorf("%w: still running after stop", ErrNotEmpty)
+		return rec, fmt.Errorf("%w: still running after stop", worker.ErrNotEmpty)
 	}
 	return rec, nil
 }
@@ -44,8 +46,8 @@ func (l *Launcher) Stop(ctx context.Context, ref string, grace time.Duration) (R
 // removeEnded removes an ended worker's raw cgroup when it is empty (its shim, killed with it, could not):
 // the one removal Stop, gc and a lost shim's end use. It reports false only when the worker's cgroup is
 // there and could not be removed (it has members); a cgroup that is not the worker's is never touched.
-func (l *Launcher) removeEnded(rc Receipt, ident fingerprint.Identity) bool {
-	if rc.Mode != ModeCgroup || ident.Cgroup == "" {
+func (l *Launcher) removeEnded(rc worker.Receipt, ident fingerprint.Identity) bool {
+	if rc.Mode != worker.ModeCgroup || ident.Cgroup == "" {
 		return true
 	}
 	g, err := l.workerGroup(rc, ident)
@@ -79,16 +81,16 @@ func stopHandle(ctx context.Context, h *fingerprint.Handle, sandbox bool, grace 
 	kctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := h.WaitEmpty(kctx); err != nil {
-		return true, fmt.Errorf("%w: %w", ErrNotEmpty, err)
+		return true, fmt.Errorf("%w: %w", worker.ErrNotEmpty, err)
 	}
 	return true, nil
 }
 
 // recordStopped writes (or completes) the exit record when the shim could not (it died with the cgroup).
-// Under the worker's lock (updateExit): a shim that recorded the end first keeps its record, and one that
-// records it after merges (shimLife.finish).
-func (l *Launcher) recordStopped(rc Receipt, killed bool) {
-	_ = updateExit(l.workersDir(), rc.ID, func(ex *exitRecord) bool {
+// Under the worker's lock (records.UpdateExit): a shim that recorded the end first keeps its record, and one that
+// records it after merges (shim.Life.finish).
+func (l *Launcher) recordStopped(rc worker.Receipt, killed bool) {
+	_ = records.UpdateExit(l.WorkersDir(), rc.ID, func(ex *records.ExitRecord) bool {
 		if ex.EndedAt != "" {
 			return false // the shim recorded the end itself
 		}
@@ -100,7 +102,7 @@ func (l *Launcher) recordStopped(rc Receipt, killed bool) {
 				ex.Signal = "SIGKILL"
 			}
 		}
-		if err := finishLedger(l.ledger, rc.ID, *ex); err != nil {
+		if err := records.FinishLedger(l.LedgerPath, rc.ID, *ex); err != nil {
 			ex.LedgerError = err.Error() // the ledger lacks the end: the worker's record says why
 		}
 		return true

@@ -1,13 +1,13 @@
 package launcher
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
-	"github.com/hlaunch/hlaunch/internal/sysfile"
+	"github.com/hlaunch/hlaunch/internal/shim"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // Wait blocks until the worker has ended (or ctx ends) and returns its final record. It reads the record
@@ -15,17 +15,17 @@ import (
 // (pidfds), not on a timer; only where inotify is not to be had, or for a worker whose shim is gone (whose
 // end and deadline nothing signals), does it poll. A record that cannot be read
 // or verified (Damaged) is ErrRefused at once: its worker's end cannot be known.
-func (l *Launcher) Wait(ctx context.Context, ref string) (Record, error) {
-	w := newWakeup(l.workersDir())
+func (l *Launcher) Wait(ctx context.Context, ref string) (worker.Record, error) {
+	w := newWakeup(l.WorkersDir())
 	defer w.close()
 	watched := false
 	for {
 		rec, err := l.Get(ctx, ref)
 		if err != nil {
-			return Record{}, err
+			return worker.Record{}, err
 		}
-		if Damaged(rec.State) {
-			return rec, fmt.Errorf("%w: worker %s: record is %s (%s): its end cannot be known", ErrRefused, rec.ID, rec.State, rec.RecordError)
+		if worker.Damaged(rec.State) {
+			return rec, fmt.Errorf("%w: worker %s: record is %s (%s): its end cannot be known", worker.ErrRefused, rec.ID, rec.State, rec.RecordError)
 		}
 		if rec.State != fingerprint.Running && rec.ExitSettled(ShimAlive) {
 			return rec, nil
@@ -54,47 +54,11 @@ func (l *Launcher) Wait(ctx context.Context, ref string) (Record, error) {
 	}
 }
 
-// ExitSettled reports whether an ended worker's exit is final: the one rule Wait and the sidecar's watcher
-// share. Its shim writes the exit status just after the leader ends, so the exit has settled once the
-// status is recorded (an exit code or a signal) or once the shim is gone (shimAlive false: the status will
-// never come, e.g. the shim was killed; a worker known only by its token has no shim). shimAlive, a
-// /proc read, is asked only while the status is missing.
-func (r Record) ExitSettled(shimAlive func(Receipt) bool) bool {
-	return r.ExitCode != nil || r.Signal != "" || !shimAlive(r.Receipt)
-}
-
 // ShimAlive reports whether the worker's shim still runs: its PID names a live process (not a zombie)
 // and, when the receipt has the shim's start time, that process started then, so a recycled PID is never
 // taken for the shim. It only decides whether an exit record may still come (Wait, the sidecar's watcher);
 // nothing is ever signalled on its word.
-func ShimAlive(rc Receipt) bool {
-	alive, _ := shimProc(rc)
+func ShimAlive(rc worker.Receipt) bool {
+	alive, _ := shim.Probe(rc)
 	return alive
-}
-
-// shimProc reads the shim's /proc/<pid>/stat: alive as ShimAlive says, and whether that live shim is
-// stopped (SIGSTOP, which it cannot catch, or a tracer's stop): a stopped shim supervises nothing until it
-// is continued (reconcileLost).
-func shimProc(rc Receipt) (alive, stopped bool) {
-	if rc.ShimPID <= 0 {
-		return false, false
-	}
-	b, err := sysfile.ReadFile(fmt.Sprintf("/proc/%d/stat", rc.ShimPID))
-	if err != nil {
-		return false, false
-	}
-	// The state is the first field after the last ')' (comm may hold anything).
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) || b[i+2] == 'Z' || b[i+2] == 'X' {
-		return false, false
-	}
-	stopped = b[i+2] == 'T' || b[i+2] == 't'
-	if rc.ShimStart == 0 {
-		return true, stopped // a receipt written before shims recorded their start time
-	}
-	start, err := fingerprint.ReadStartTime(bytes.NewReader(b))
-	if err != nil || start != rc.ShimStart {
-		return false, false
-	}
-	return true, stopped
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/hlaunch/hlaunch/internal/cgroup"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // ErrNotWarmable is returned by StartWarm for a spec that needs what the slot cannot give (see Warm); the
@@ -27,10 +28,10 @@ var ErrNotWarmable = errors.New("spec cannot start in a warm slot")
 // scope is then collected by its manager, an empty cgroup stays until `hlaunch gc`.
 type Warm struct {
 	id    string
-	scope Scope     // the Scope the slot was made for (the launcher's default, before resolution)
-	mode  Mode      // ModeCgroup or ModeScoped
-	spec  Spec      // the placement fields the slot was made with
-	held  *heldShim // the shim, started and placed, waiting for its config
+	scope worker.Scope // the Scope the slot was made for (the launcher's default, before resolution)
+	mode  worker.Mode  // ModeCgroup or ModeScoped
+	spec  worker.Spec  // the placement fields the slot was made with
+	held  *heldShim    // the shim, started and placed, waiting for its config
 
 	// limits are the limits the slot's cgroup or scope was made with (the launcher's defaults, before a
 	// placement left out any it could not hold): a spec fits when its limits resolve to these.
@@ -43,24 +44,24 @@ type Warm struct {
 // NewWarm makes a slot for the launcher's default placement (Config.Defaults). Only a placement that
 // resolves to a cgroup or a systemd scope has slots; anything else is ErrNotWarmable.
 func (l *Launcher) NewWarm(ctx context.Context) (_ *Warm, retErr error) {
-	spec := Spec{}.withDefaults(l.cfg.Defaults)
+	spec := worker.Spec{}.WithDefaults(l.cfg.Defaults)
 	spec.Detach = true
-	if spec.Scope == ScopeNone {
+	if spec.Scope == worker.ScopeNone {
 		return nil, fmt.Errorf("%w: scope none", ErrNotWarmable)
 	}
-	id := newID()
-	p, err := l.prepare(ctx, spec, id)
+	id := worker.NewWorkerID()
+	p, err := l.Prepare(ctx, spec, id)
 	if err != nil {
 		return nil, err
 	}
 	defer func() {
 		if retErr != nil {
-			p.release(context.WithoutCancel(ctx))
+			p.Release(context.WithoutCancel(ctx))
 		}
 	}()
-	w := &Warm{id: id, scope: spec.Scope, mode: p.mode(), spec: spec}
-	w.limits, _ = l.limitsFor(spec)
-	if w.mode != ModeCgroup && w.mode != ModeScoped {
+	w := &Warm{id: id, scope: spec.Scope, mode: p.Mode(), spec: spec}
+	w.limits, _ = l.LimitsFor(spec)
+	if w.mode != worker.ModeCgroup && w.mode != worker.ModeScoped {
 		return nil, fmt.Errorf("%w: the default placement resolves to %s", ErrNotWarmable, w.mode)
 	}
 	h, err := l.holdShim(ctx, spec, id, p, nil)
@@ -69,7 +70,7 @@ func (l *Launcher) NewWarm(ctx context.Context) (_ *Warm, retErr error) {
 	}
 	// A scope outlives the bus connection; nothing later needs it (an aborted slot's scope is empty, and
 	// the manager collects it). A cgroup's close holds nothing.
-	p.close()
+	p.Close()
 	w.held = h
 	return w, nil
 }
@@ -86,14 +87,14 @@ func (w *Warm) ID() string { return w.id }
 
 // fits reports whether spec (with the launcher's defaults applied) can start in w: limits are the
 // launcher's default limits, and spec's must resolve to those the slot was made with.
-func (w *Warm) fits(spec Spec, limits cgroup.Limits) bool {
-	if spec.Stdio == StdioInherit || spec.Scope != w.scope {
+func (w *Warm) fits(spec worker.Spec, limits cgroup.Limits) bool {
+	if spec.Stdio == worker.StdioInherit || spec.Scope != w.scope {
 		return false
 	}
-	if applied, _ := EffectiveLimits(spec.Limits, limits); applied != w.limits {
+	if applied, _ := worker.EffectiveLimits(spec.Limits, limits); applied != w.limits {
 		return false
 	}
-	if w.mode == ModeScoped {
+	if w.mode == worker.ModeScoped {
 		return spec.Unit == "" && spec.Slice == w.spec.Slice && spec.UserManager == w.spec.UserManager
 	}
 	return spec.CgroupParent == w.spec.CgroupParent
@@ -102,16 +103,16 @@ func (w *Warm) fits(spec Spec, limits cgroup.Limits) bool {
 // StartWarm is StartWith in the slot w: the worker gets the slot's id and shim. A spec that does not fit
 // gives ErrNotWarmable and leaves w unused, as does a spec refused before anything is placed (a bad
 // profile, a held key); any later failure uses the slot up.
-func (l *Launcher) StartWarm(ctx context.Context, w *Warm, spec Spec) (_ *Receipt, retErr error) {
+func (l *Launcher) StartWarm(ctx context.Context, w *Warm, spec worker.Spec) (_ *worker.Receipt, retErr error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.used {
 		return nil, errors.New("warm slot already used")
 	}
-	if !w.fits(spec.withDefaults(l.cfg.Defaults), l.limits) {
+	if !w.fits(spec.WithDefaults(l.cfg.Defaults), l.Limits) {
 		return nil, ErrNotWarmable
 	}
-	d, err := l.detached(ctx, spec, Stdio{}, w.id)
+	d, err := l.detached(ctx, spec, worker.Stdio{}, w.id)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +120,7 @@ func (l *Launcher) StartWarm(ctx context.Context, w *Warm, spec Spec) (_ *Receip
 	w.used = true
 	defer func() {
 		if retErr != nil {
-			w.held.p.release(context.WithoutCancel(ctx)) // runShim ended the shim
+			w.held.p.Release(context.WithoutCancel(ctx)) // runShim ended the shim
 		}
 	}()
 	return l.runShim(ctx, d, w.held)
@@ -135,5 +136,5 @@ func (w *Warm) Close() {
 	}
 	w.used = true
 	w.held.child.Abort()
-	w.held.p.release(context.Background())
+	w.held.p.Release(context.Background())
 }

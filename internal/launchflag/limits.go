@@ -9,13 +9,14 @@ import (
 
 	"github.com/hlaunch/hlaunch/internal/cgroup"
 	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // CountAccepted is what a count flag (--pids, --cpu-weight, --default-pids, --default-cpu-weight) takes.
 const CountAccepted = "a whole number, 0 or more, or max"
 
 // SizeAccepted is what a size flag (--memory, --default-memory) takes.
-const SizeAccepted = launcher.SizeAccepted
+const SizeAccepted = worker.SizeAccepted
 
 // ParseCount parses the value v of the count flag named flag ("--pids"): decimal digits, or "max" (no
 // limit), which is cgroup.Unlimited. Its error is the one line that names the flag and what it takes.
@@ -35,23 +36,23 @@ func ParseCount(flag, v string) (int64, error) {
 
 // ParseSize parses the value v of the size flag named flag ("--memory") as cgroup.ParseSize does, except
 // that "max" (no limit) is cgroup.Unlimited.
-// It is launcher.ParseLimitSize, which parses a spec's limits.memory written as a string too.
+// It is worker.ParseLimitSize, which parses a spec's limits.memory written as a string too.
 func ParseSize(flag, v string) (int64, error) {
-	return launcher.ParseLimitSize(flag, v)
+	return worker.ParseLimitSize(flag, v)
 }
 
 // DefaultLimits holds the sidecar's --default-pids, --default-memory and --default-cpu-weight: the limits
 // of every spawn that does not set the field. An empty value is the built-in default
-// (launcher.BuiltinLimits); "max" or 0 is no default.
+// (worker.BuiltinLimits); "max" or 0 is no default.
 type DefaultLimits struct {
 	Pids, Memory, CPUWeight string
 }
 
 // AddDefaultLimits registers the default-limit flags on fs into d.
 func AddDefaultLimits(fs *pflag.FlagSet, d *DefaultLimits) {
-	fs.StringVar(&d.Pids, "default-pids", "", fmt.Sprintf("tasks limit of every spawn that sets no limits.pids; max or 0: none (default %d)", launcher.DefaultPids))
-	fs.StringVar(&d.Memory, "default-memory", "", fmt.Sprintf("memory limit of every spawn that sets no limits.memory, e.g. 2G; max or 0: none (default %d%% of the host's MemTotal)", launcher.DefaultMemoryPercent))
-	fs.StringVar(&d.CPUWeight, "default-cpu-weight", "", fmt.Sprintf("CPU weight, 1..10000, of every spawn that sets no limits.cpu_weight; max or 0: none (default %d)", launcher.DefaultCPUWeight))
+	fs.StringVar(&d.Pids, "default-pids", "", fmt.Sprintf("tasks limit of every spawn that sets no limits.pids; max or 0: none (default %d)", worker.DefaultPids))
+	fs.StringVar(&d.Memory, "default-memory", "", fmt.Sprintf("memory limit of every spawn that sets no limits.memory, e.g. 2G; max or 0: none (default %d%% of the host's MemTotal)", worker.DefaultMemoryPercent))
+	fs.StringVar(&d.CPUWeight, "default-cpu-weight", "", fmt.Sprintf("CPU weight, 1..10000, of every spawn that sets no limits.cpu_weight; max or 0: none (default %d)", worker.DefaultCPUWeight))
 }
 
 // Limits checks d and returns it as launcher.Config.Defaults.Limits: a flag not given is 0 (the built-in
@@ -64,7 +65,7 @@ func (d DefaultLimits) Limits() (cgroup.Limits, error) {
 		}
 		n, err := parse("--"+name, v)
 		if err != nil {
-			return &launcher.FieldError{Msg: err.Error()}
+			return &worker.FieldError{Msg: err.Error()}
 		}
 		if n == 0 {
 			n = cgroup.Unlimited
@@ -84,9 +85,9 @@ func (d DefaultLimits) Limits() (cgroup.Limits, error) {
 	switch {
 	case l.Pids > 0 && l.Pids <= launcher.ShimTasks:
 		// Every spawn is detached: its shim's threads count against the limit.
-		return l, &launcher.FieldError{Msg: fmt.Sprintf("--default-pids %d: every spawn's shim lives in its cgroup and uses up to %d tasks; give at least %d", l.Pids, launcher.ShimTasks, launcher.ShimTasks+1)}
+		return l, &worker.FieldError{Msg: fmt.Sprintf("--default-pids %d: every spawn's shim lives in its cgroup and uses up to %d tasks; give at least %d", l.Pids, launcher.ShimTasks, launcher.ShimTasks+1)}
 	case l.CPUWeight > 10000:
-		return l, &launcher.FieldError{Msg: fmt.Sprintf("--default-cpu-weight %d: want 1..10000, or max", l.CPUWeight)}
+		return l, &worker.FieldError{Msg: fmt.Sprintf("--default-cpu-weight %d: want 1..10000, or max", l.CPUWeight)}
 	}
 	return l, nil
 }

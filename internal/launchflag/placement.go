@@ -3,7 +3,7 @@ package launchflag
 import (
 	"github.com/spf13/pflag"
 
-	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // Placement holds the values of the placement flags both binaries take: --scope, --require-scope, --slice,
@@ -34,24 +34,24 @@ func AddPlacement(fs *pflag.FlagSet, p *Placement, purpose Purpose) {
 		}
 		return s
 	}
-	fs.StringVar(&p.Scope, "scope", string(launcher.ScopeAuto), usage("placement: auto, systemd, cgroup or none"))
+	fs.StringVar(&p.Scope, "scope", string(worker.ScopeAuto), usage("placement: auto, systemd, cgroup or none"))
 	fs.BoolVar(&p.RequireScope, "require-scope", false, usage("when no restart-safe placement exists, refuse the worker instead of running it degraded (exec: exit 75; a sidecar spawn: 503, health degraded)"))
 	fs.StringVar(&p.Slice, "slice", "", usage("systemd slice for the scope (default: the manager's)"))
 	fs.BoolVar(&p.UserManager, "user", false, usage("use the caller's systemd user manager for scopes, even as root (default: the system manager for root)"))
 	fs.StringVar(&p.CgroupParent, "cgroup-parent", "", usage("raw-cgroup parent, relative to each hierarchy's root (default hlaunch)"))
-	fs.StringVar(&p.Net, "net", string(launcher.NetHost), usage("a sandboxed worker's network: host, or none (an empty network namespace)"))
+	fs.StringVar(&p.Net, "net", string(worker.NetHost), usage("a sandboxed worker's network: host, or none (an empty network namespace)"))
 }
 
 // Apply copies every placement flag that was given on fs into s, leaving s's other fields as they are: a
 // --spec document keeps what the command line does not name, and a sidecar's defaults stay empty (the
 // launcher's own default) where no flag was given.
-func (p *Placement) Apply(fs *pflag.FlagSet, s *launcher.Spec) {
+func (p *Placement) Apply(fs *pflag.FlagSet, s *worker.Spec) {
 	set := func(name string) bool {
 		fl := fs.Lookup(name)
 		return fl != nil && fl.Changed
 	}
 	if set("scope") {
-		s.Scope = launcher.Scope(p.Scope)
+		s.Scope = worker.Scope(p.Scope)
 	}
 	if set("require-scope") {
 		s.RequireScope = p.RequireScope
@@ -66,7 +66,7 @@ func (p *Placement) Apply(fs *pflag.FlagSet, s *launcher.Spec) {
 		s.CgroupParent = p.CgroupParent
 	}
 	if set("net") {
-		s.Net = launcher.Net(p.Net)
+		s.Net = worker.Net(p.Net)
 	}
 }
 
@@ -75,11 +75,11 @@ func (p *Placement) Apply(fs *pflag.FlagSet, s *launcher.Spec) {
 // parent. The sidecar checks its defaults with it before anything is made; a launch's flags are checked
 // with the rest of its spec by Spec.Validate, which calls the same checks.
 func (p *Placement) Check() error {
-	if err := launcher.CheckScope(p.Scope); err != nil {
+	if err := worker.CheckScope(p.Scope); err != nil {
 		return err
 	}
-	if _, err := launcher.ParseNet(p.Net); err != nil {
+	if _, err := worker.ParseNet(p.Net); err != nil {
 		return err
 	}
-	return launcher.CheckCgroupParent(p.CgroupParent)
+	return worker.CheckCgroupParent(p.CgroupParent)
 }

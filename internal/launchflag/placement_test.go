@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // Both binaries register the same placement flags, with the same displayed defaults, which are the
@@ -35,11 +35,11 @@ func TestPlacementFlagsSameForBothPurposes(t *testing.T) {
 	if want := []string{"cgroup-parent", "net", "require-scope", "scope", "slice", "user"}; !reflect.DeepEqual(names, want) {
 		t.Errorf("placement flags %q, want %q", names, want)
 	}
-	if d := launch.Lookup("scope").DefValue; d != string(launcher.ScopeAuto) {
-		t.Errorf("--scope displays default %q, want %q", d, launcher.ScopeAuto)
+	if d := launch.Lookup("scope").DefValue; d != string(worker.ScopeAuto) {
+		t.Errorf("--scope displays default %q, want %q", d, worker.ScopeAuto)
 	}
-	if d := launch.Lookup("net").DefValue; d != string(launcher.NetHost) {
-		t.Errorf("--net displays default %q, want %q", d, launcher.NetHost)
+	if d := launch.Lookup("net").DefValue; d != string(worker.NetHost) {
+		t.Errorf("--net displays default %q, want %q", d, worker.NetHost)
 	}
 }
 
@@ -56,18 +56,18 @@ func TestPlacementApplyOnlyGiven(t *testing.T) {
 		return fs, &p
 	}
 	fs, p := parse()
-	var empty launcher.Spec
+	var empty worker.Spec
 	p.Apply(fs, &empty)
-	if !reflect.DeepEqual(empty, launcher.Spec{}) {
+	if !reflect.DeepEqual(empty, worker.Spec{}) {
 		t.Errorf("no flags given: %+v, want the zero spec", empty)
 	}
 	if err := p.Check(); err != nil {
 		t.Errorf("the displayed defaults do not check: %v", err)
 	}
 	fs, p = parse("--scope", "systemd", "--require-scope", "--slice", "w.slice", "--user", "--cgroup-parent", "hl/t", "--net", "none")
-	s := launcher.Spec{Profile: "b", Scope: "cgroup", Slice: "x.slice", Unit: "u"}
+	s := worker.Spec{Profile: "b", Scope: "cgroup", Slice: "x.slice", Unit: "u"}
 	p.Apply(fs, &s)
-	want := launcher.Spec{Profile: "b", Scope: "systemd", RequireScope: true, Slice: "w.slice", UserManager: true,
+	want := worker.Spec{Profile: "b", Scope: "systemd", RequireScope: true, Slice: "w.slice", UserManager: true,
 		CgroupParent: "hl/t", Net: "none", Unit: "u"}
 	if !reflect.DeepEqual(s, want) {
 		t.Errorf("applied:\n got %+v\nwant %+v", s, want)

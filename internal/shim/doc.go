@@ -1,7 +1,10 @@
-// Package shim is the protocol between the launcher and a detached worker's shim (`hlaunch __shim`): the
+// Package shim is a detached worker's shim (`hlaunch __shim`) and its protocol with the launcher: the
 // messages they exchange (Config, Result) and both ends of the exchange (Start/Parent for the launcher,
-// Open/Child for the shim). The shim's life itself (starting the worker, its records, the ledger, the
-// supervision of its tree) is the launcher's: internal/launcher/shim.go and internal/launcher/shimlife.go.
+// Open/Child for the shim), the launcher's guard of that exchange (guard.go), and the shim's life itself
+// (Main in main.go: starting the worker, its records and the ledger through internal/records, the
+// supervision of its tree and its deadline in life.go, the copy of its output in logcopy.go). Like
+// containerd's pkg/shim, the process's lifecycle is a package of its own: it stands on the worker
+// vocabulary, the records and workerlog, and nothing of the launcher.
 //
 // The transport is internal/msgpipe's (the same two pipes and framing as the init stub's handshake,
 // internal/handshake); the conversation differs: the shim answers instead of exec'ing, and stays.

@@ -13,8 +13,9 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/doctor"
 	"github.com/hlaunch/hlaunch/internal/version"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // Handler returns the API's HTTP handler: peer check, JSON errors for unknown paths and methods, routes.
@@ -146,7 +147,7 @@ func writeError(w http.ResponseWriter, err error) {
 	if errors.Is(err, ErrTooMany) || errors.Is(err, ErrBusy) {
 		w.Header().Set("Retry-After", strconv.Itoa(RetryAfter)) // a slot frees when its holder's worker or connection ends
 	}
-	// A spec the launcher refused is worded with its JSON fields, not the exec flags (launcher.SpecMessage).
+	// A spec the launcher refused is worded with its JSON fields, not the exec flags (worker.SpecMessage).
 	d := errDetail(err)
 	writeJSON(w, statusOf(d.Code), errorBody{Error: d})
 }
@@ -154,7 +155,7 @@ func writeError(w http.ResponseWriter, err error) {
 // spawnTimeout bounds one launch (a systemd job that never finishes, a stuck key lock).
 const spawnTimeout = 2 * time.Minute
 
-// handleSpawn: POST /v1/workers, body = launcher.Spec; 201 with the receipt. With an Idempotency-Key
+// handleSpawn: POST /v1/workers, body = worker.Spec; 201 with the receipt. With an Idempotency-Key
 // header the spawn is idempotent (spawnIdempotent).
 func (s *Server) handleSpawn(w http.ResponseWriter, r *http.Request) {
 	body, err := readBody(r.Body)
@@ -162,13 +163,13 @@ func (s *Server) handleSpawn(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	var spec launcher.Spec
+	var spec worker.Spec
 	if err := decodeStrict(bytes.NewReader(body), &spec, false); err != nil {
 		writeError(w, err)
 		return
 	}
-	if spec.Seccomp == launcher.SeccompOff && !s.cfg.AllowSeccompOff {
-		writeError(w, fmt.Errorf("%w: seccomp %q: this sidecar does not turn the system-call filter off (it was not started with --allow-seccomp-off)", launcher.ErrInvalid, spec.Seccomp))
+	if spec.Seccomp == worker.SeccompOff && !s.cfg.AllowSeccompOff {
+		writeError(w, fmt.Errorf("%w: seccomp %q: this sidecar does not turn the system-call filter off (it was not started with --allow-seccomp-off)", worker.ErrInvalid, spec.Seccomp))
 		return
 	}
 	// Every sidecar spawn is detached: the worker's parent is its shim, never this process, so a sidecar
@@ -198,8 +199,8 @@ func (s *Server) handleSpawn(w http.ResponseWriter, r *http.Request) {
 
 // startWorker starts spec in a warm slot when one is ready and fits, else the ordinary way; before, when
 // not nil, sees the worker's id first.
-func (s *Server) startWorker(ctx context.Context, spec launcher.Spec, stdio launcher.Stdio, before func(string) error) (*launcher.Receipt, error) {
-	if s.pool != nil && spec.Stdio != launcher.StdioInherit {
+func (s *Server) startWorker(ctx context.Context, spec worker.Spec, stdio worker.Stdio, before func(string) error) (*worker.Receipt, error) {
+	if s.pool != nil && spec.Stdio != worker.StdioInherit {
 		if rc, ok, err := s.pool.start(ctx, spec, before); ok {
 			return rc, err
 		}
@@ -207,7 +208,7 @@ func (s *Server) startWorker(ctx context.Context, spec launcher.Spec, stdio laun
 	if before == nil {
 		return s.b.StartWith(ctx, spec, stdio)
 	}
-	id := launcher.NewWorkerID()
+	id := worker.NewWorkerID()
 	if err := before(id); err != nil {
 		return nil, err
 	}
@@ -229,17 +230,17 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 	if q.Has("limit") {
 		n, err := strconv.Atoi(q.Get("limit"))
 		if err != nil || n < 1 || n > MaxPage {
-			writeError(w, fmt.Errorf("%w: limit %q is not a count of records from 1 to %d", launcher.ErrInvalid, q.Get("limit"), MaxPage))
+			writeError(w, fmt.Errorf("%w: limit %q is not a count of records from 1 to %d", worker.ErrInvalid, q.Get("limit"), MaxPage))
 			return
 		}
 		limit = n
 	}
 	after := q.Get("after")
-	if after != "" && !launcher.IsID(after) {
-		writeError(w, fmt.Errorf("%w: after %q is not a worker id (w-<12 hex>)", launcher.ErrInvalid, after))
+	if after != "" && !worker.IsID(after) {
+		writeError(w, fmt.Errorf("%w: after %q is not a worker id (w-<12 hex>)", worker.ErrInvalid, after))
 		return
 	}
-	var recs []launcher.Record
+	var recs []worker.Record
 	var err error
 	if limit == 0 && after == "" {
 		recs, err = s.b.List(r.Context())
@@ -254,10 +255,10 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(NextAfterHeader, recs[len(recs)-1].ID)
 	}
 	if st := q.Get("state"); st != "" {
-		recs = slices.DeleteFunc(recs, func(rec launcher.Record) bool { return string(rec.State) != st })
+		recs = slices.DeleteFunc(recs, func(rec worker.Record) bool { return string(rec.State) != st })
 	}
 	if recs == nil {
-		recs = []launcher.Record{} // [] not null: clients iterate it
+		recs = []worker.Record{} // [] not null: clients iterate it
 	}
 	writeJSON(w, http.StatusOK, recs)
 }
@@ -294,7 +295,7 @@ func (s *Server) handleSignal(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, signalResponse{ID: id, Signal: launcher.SignalName(sig), All: req.All})
+	writeJSON(w, http.StatusOK, signalResponse{ID: id, Signal: worker.SignalName(sig), All: req.All})
 }
 
 func (s *Server) handleStop(w http.ResponseWriter, r *http.Request) {
@@ -349,7 +350,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	if replay {
 		n, err := strconv.ParseUint(q.Get("since"), 10, 64)
 		if err != nil {
-			writeError(w, fmt.Errorf("%w: since %q is not a sequence number", launcher.ErrInvalid, q.Get("since")))
+			writeError(w, fmt.Errorf("%w: since %q is not a sequence number", worker.ErrInvalid, q.Get("since")))
 			return
 		}
 		since = n
@@ -476,7 +477,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 
 // doctorer is the optional host-check part of a backend (*launcher.Launcher has it; the test fake may not).
 type doctorer interface {
-	Doctor(ctx context.Context) (launcher.Report, error)
+	Doctor(ctx context.Context) (doctor.Report, error)
 }
 
 // handleDoctor: GET /v1/doctor; the launcher's host report (`hlaunch doctor --json`), or 501.
@@ -497,9 +498,9 @@ func (s *Server) handleDoctor(w http.ResponseWriter, r *http.Request) {
 // passedStdio returns the stdin, stdout and stderr the client passed with its request (SCM_RIGHTS) for a
 // spec whose stdio is "inherit"; the worker's shim gets its own copies, and ours are closed after the
 // launch. Any other spec ignores passed descriptors (closed at the end of the request: endRequest).
-func passedStdio(r *http.Request, spec launcher.Spec) (launcher.Stdio, func(), error) {
-	if spec.Stdio != launcher.StdioInherit {
-		return launcher.Stdio{}, func() {}, nil
+func passedStdio(r *http.Request, spec worker.Spec) (worker.Stdio, func(), error) {
+	if spec.Stdio != worker.StdioInherit {
+		return worker.Stdio{}, func() {}, nil
 	}
 	var fds []int
 	if a := connAuthFrom(r.Context()); a != nil && a.fds != nil {
@@ -516,13 +517,13 @@ func passedStdio(r *http.Request, spec launcher.Spec) (launcher.Stdio, func(), e
 	}
 	if len(files) != 3 {
 		closeAll()
-		return launcher.Stdio{}, nil, fmt.Errorf("%w: stdio inherit: send exactly three descriptors (stdin, stdout, stderr) with the request as SCM_RIGHTS; got %d", launcher.ErrInvalid, len(files))
+		return worker.Stdio{}, nil, fmt.Errorf("%w: stdio inherit: send exactly three descriptors (stdin, stdout, stderr) with the request as SCM_RIGHTS; got %d", worker.ErrInvalid, len(files))
 	}
-	return launcher.Stdio{Stdin: files[0], Stdout: files[1], Stderr: files[2]}, closeAll, nil
+	return worker.Stdio{Stdin: files[0], Stdout: files[1], Stderr: files[2]}, closeAll, nil
 }
 
-// noteSpawn keeps what health reports of spawns: a failure for a host-level reason (launcher.ErrDegraded:
-// no systemd manager, no writable cgroup parent; launcher.ErrNoSpace: no room for records) until a spawn
+// noteSpawn keeps what health reports of spawns: a failure for a host-level reason (worker.ErrDegraded:
+// no systemd manager, no writable cgroup parent; worker.ErrNoSpace: no room for records) until a spawn
 // starts a worker again.
 func (s *Server) noteSpawn(err error) {
 	s.mu.Lock()
@@ -530,7 +531,7 @@ func (s *Server) noteSpawn(err error) {
 	switch {
 	case err == nil:
 		s.spawnErr = ""
-	case errors.Is(err, launcher.ErrDegraded), errors.Is(err, launcher.ErrNoSpace):
+	case errors.Is(err, worker.ErrDegraded), errors.Is(err, worker.ErrNoSpace):
 		s.spawnErr = err.Error()
 	}
 }

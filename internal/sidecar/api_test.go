@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // testServer runs a Server with backend b on a fresh socket and stops it at cleanup.
@@ -199,7 +199,7 @@ func TestAPI(t *testing.T) {
 	ts := startTest(t, f, Config{MaxBody: 2048})
 	es := ts.events(t, "?since=0")
 
-	var rc launcher.Receipt
+	var rc worker.Receipt
 	st, code := ts.do(t, "POST", "/v1/workers", `{"profile":"alpha","argv":["sleep","9"],"limits":{"pids":5}}`, &rc)
 	if st != 201 || rc.ID == "" || rc.Profile != "alpha" {
 		t.Fatalf("spawn: %d %s %+v", st, code, rc)
@@ -247,14 +247,14 @@ func TestAPI(t *testing.T) {
 		t.Fatalf("%d workers started; the bad requests must start nothing", f.n)
 	}
 
-	var list []launcher.Record
+	var list []worker.Record
 	if st, _ := ts.do(t, "GET", "/v1/workers", "", &list); st != 200 || len(list) != 1 || list[0].ID != rc.ID {
 		t.Fatalf("list: %d %+v", st, list)
 	}
 	if st, _ := ts.do(t, "GET", "/v1/workers?state=exited", "", &list); st != 200 || len(list) != 0 {
 		t.Fatalf("list ?state=exited: %d %+v", st, list)
 	}
-	var rec launcher.Record
+	var rec worker.Record
 	if st, _ := ts.do(t, "GET", "/v1/workers/"+rc.ID, "", &rec); st != 200 || rec.State != "running" {
 		t.Fatalf("get: %d %+v", st, rec)
 	}
@@ -285,7 +285,7 @@ func TestAPI(t *testing.T) {
 	}
 
 	// An OOM kill: oom then exited.
-	var rc2 launcher.Receipt
+	var rc2 worker.Receipt
 	ts.do(t, "POST", "/v1/workers", `{"profile":"beta","argv":["x"]}`, &rc2)
 	es.next(t, EventStarted)
 	f.exit(rc2.ID, 0, "SIGKILL", true)
@@ -297,7 +297,7 @@ func TestAPI(t *testing.T) {
 	}
 
 	// Stop answers the final record.
-	var rc3 launcher.Receipt
+	var rc3 worker.Receipt
 	ts.do(t, "POST", "/v1/workers", `{"profile":"gamma","argv":["x"]}`, &rc3)
 	if st, _ := ts.do(t, "POST", "/v1/workers/"+rc3.ID+"/stop", `{"grace":"10ms"}`, &rec); st != 200 || rec.State != "exited" {
 		t.Fatalf("stop: %d %+v", st, rec)
@@ -308,9 +308,9 @@ func TestAPI(t *testing.T) {
 		status int
 		code   string
 	}{
-		{launcher.ErrKeyHeld, 409, "key_held"},
-		{launcher.ErrDegraded, 503, "degraded"},
-		{launcher.ErrCommandNotFound, 422, "command_not_found"},
+		{worker.ErrKeyHeld, 409, "key_held"},
+		{worker.ErrDegraded, 503, "degraded"},
+		{worker.ErrCommandNotFound, 422, "command_not_found"},
 	} {
 		f.mu.Lock()
 		f.startErr = fmt.Errorf("launch: %w", tc.err)
@@ -328,7 +328,7 @@ func TestAPI(t *testing.T) {
 	f.mu.Lock()
 	f.startErr = nil
 	f.mu.Unlock()
-	var rc4 launcher.Receipt
+	var rc4 worker.Receipt
 	ts.do(t, "POST", "/v1/workers", `{"profile":"gamma","argv":["x"]}`, &rc4)
 	ts.do(t, "POST", "/v1/workers/"+rc4.ID+"/stop", `{"grace":"10ms"}`, &rec)
 	// The watcher notices the stop within a poll or two; the bound is a deadline for a watcher that never
@@ -359,9 +359,9 @@ func TestAPI(t *testing.T) {
 // recorded) or refused, each reported once with initial set, before the first request is answered.
 func TestRestartReconcile(t *testing.T) {
 	f := newFake()
-	f.add(launcher.Record{Receipt: launcher.Receipt{ID: "w-00000000000a", PID: 11}, State: "running"})
-	f.add(launcher.Record{Receipt: launcher.Receipt{ID: "w-00000000000b"}, State: "exited", ExitCode: intp(7)})
-	f.add(launcher.Record{Receipt: launcher.Receipt{ID: "w-00000000000c"}, State: "foreign-boot", Reason: "boot id differs"})
+	f.add(worker.Record{Receipt: worker.Receipt{ID: "w-00000000000a", PID: 11}, State: "running"})
+	f.add(worker.Record{Receipt: worker.Receipt{ID: "w-00000000000b"}, State: "exited", ExitCode: intp(7)})
+	f.add(worker.Record{Receipt: worker.Receipt{ID: "w-00000000000c"}, State: "foreign-boot", Reason: "boot id differs"})
 	ts := startTest(t, f, Config{})
 	es := ts.events(t, "?since=0")
 	want := map[string]string{"w-00000000000a": EventAdopted, "w-00000000000b": EventExited, "w-00000000000c": EventRefused}
@@ -432,29 +432,29 @@ func testSpawnNeverAdopted(t *testing.T, listDelay time.Duration) {
 // as soon as the leader is gone - unless the shim itself is gone.
 func TestExitWaitsForStatus(t *testing.T) {
 	f := newFake()
-	f.add(launcher.Record{Receipt: launcher.Receipt{ID: "w-00000000000a", ShimPID: 4242}, State: "running"})
-	f.add(launcher.Record{Receipt: launcher.Receipt{ID: "w-00000000000b", ShimPID: 4343}, State: "running"})
+	f.add(worker.Record{Receipt: worker.Receipt{ID: "w-00000000000a", ShimPID: 4242}, State: "running"})
+	f.add(worker.Record{Receipt: worker.Receipt{ID: "w-00000000000b", ShimPID: 4343}, State: "running"})
 	var mu sync.Mutex
 	shims := map[int]bool{4242: true, 4343: true}
 	ts := startTest(t, f, Config{}, func(s *Server) {
-		s.alive = func(r launcher.Receipt) bool { mu.Lock(); defer mu.Unlock(); return shims[r.ShimPID] }
+		s.alive = func(r worker.Receipt) bool { mu.Lock(); defer mu.Unlock(); return shims[r.ShimPID] }
 	})
 	es := ts.events(t, "?since=2")
-	setState := func(id string, mut func(*launcher.Record)) {
+	setState := func(id string, mut func(*worker.Record)) {
 		f.mu.Lock()
 		r := f.recs[id]
 		mut(&r)
 		f.recs[id] = r
 		f.mu.Unlock()
 	}
-	setState("w-00000000000a", func(r *launcher.Record) { r.State = "exited" }) // leader gone, no status yet
-	ts.awaitPolls(t, 4)                                                         // three whole polls saw it without a status
-	setState("w-00000000000a", func(r *launcher.Record) { r.ExitCode = intp(9) })
+	setState("w-00000000000a", func(r *worker.Record) { r.State = "exited" }) // leader gone, no status yet
+	ts.awaitPolls(t, 4)                                                       // three whole polls saw it without a status
+	setState("w-00000000000a", func(r *worker.Record) { r.ExitCode = intp(9) })
 	if e := es.next(t); e.Type != EventExited || e.ID != "w-00000000000a" || e.ExitCode == nil || *e.ExitCode != 9 {
 		t.Fatalf("first event %+v, want exited w-...a with code 9", e)
 	}
 	// A shim that died without writing: the exit is reported without a code rather than never.
-	setState("w-00000000000b", func(r *launcher.Record) { r.State = "exited" })
+	setState("w-00000000000b", func(r *worker.Record) { r.State = "exited" })
 	mu.Lock()
 	shims[4343] = false
 	mu.Unlock()
@@ -488,7 +488,7 @@ func TestAdoptionWaitsForSpawnsInFlight(t *testing.T) {
 			t.Fatal("the spawn did not write its record within 30s")
 		}
 	}
-	f.add(launcher.Record{Receipt: launcher.Receipt{ID: "w-0000000000ee", PID: 99}, State: "running"})
+	f.add(worker.Record{Receipt: worker.Receipt{ID: "w-0000000000ee", PID: 99}, State: "running"})
 	ts.awaitPolls(t, 6) // five whole polls listed both records while the spawn was in flight
 	var h Health
 	ts.do(t, "GET", "/v1/health", "", &h)
@@ -515,13 +515,13 @@ func TestAdoptionWaitsForSpawnsInFlight(t *testing.T) {
 func TestPollSkipsFinalRecords(t *testing.T) {
 	f := newFake()
 	code := 0
-	f.add(launcher.Record{Receipt: launcher.Receipt{ID: "w-00000000000a"}, State: "running"})
-	f.add(launcher.Record{Receipt: launcher.Receipt{ID: "w-00000000000b"}, State: "exited", ExitCode: &code})
-	f.add(launcher.Record{Receipt: launcher.Receipt{ID: "w-00000000000c"}, State: "foreign-boot"})
-	f.add(launcher.Record{Receipt: launcher.Receipt{ID: "w-00000000000d", ShimPID: 4242}, State: "exited"}) // status not in yet
-	f.add(launcher.Record{Receipt: launcher.Receipt{ID: "w-00000000000e"}, State: "running"})               // read by every poll to the end
+	f.add(worker.Record{Receipt: worker.Receipt{ID: "w-00000000000a"}, State: "running"})
+	f.add(worker.Record{Receipt: worker.Receipt{ID: "w-00000000000b"}, State: "exited", ExitCode: &code})
+	f.add(worker.Record{Receipt: worker.Receipt{ID: "w-00000000000c"}, State: "foreign-boot"})
+	f.add(worker.Record{Receipt: worker.Receipt{ID: "w-00000000000d", ShimPID: 4242}, State: "exited"}) // status not in yet
+	f.add(worker.Record{Receipt: worker.Receipt{ID: "w-00000000000e"}, State: "running"})               // read by every poll to the end
 	ts := startTest(t, f, Config{PollInterval: time.Millisecond}, func(s *Server) {
-		s.alive = func(r launcher.Receipt) bool { return r.ShimPID == 4242 }
+		s.alive = func(r worker.Receipt) bool { return r.ShimPID == 4242 }
 	})
 	es := ts.events(t, "")
 	f.getsSince()
@@ -578,7 +578,7 @@ func TestSeccompOffAllowedByConfig(t *testing.T) {
 	f := newFake()
 	ts := startTest(t, f, Config{AllowSeccompOff: true})
 	st, code := ts.do(t, "POST", "/v1/workers", `{"profile":"alpha","argv":["true"],"sandbox":true,"seccomp":"off"}`, nil)
-	if spec := f.spec(); st != 201 || spec.Seccomp != launcher.SeccompOff {
+	if spec := f.spec(); st != 201 || spec.Seccomp != worker.SeccompOff {
 		t.Fatalf("spawn with --allow-seccomp-off: %d %s, spec %+v", st, code, spec)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
-	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // Peer is the identity of a connected client as the kernel reported it when it connected (SO_PEERCRED and
@@ -151,7 +151,7 @@ func generatedScope(unit string) (string, bool) {
 }
 
 // noteScope keeps the scopes of the running scoped workers for scopeOf (under s.mu).
-func (s *Server) noteScope(r launcher.Record) {
+func (s *Server) noteScope(r worker.Record) {
 	if r.Unit == "" || r.Cgroup == "" {
 		return
 	}

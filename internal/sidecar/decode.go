@@ -10,12 +10,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hlaunch/hlaunch/internal/launcher"
 	"github.com/hlaunch/hlaunch/internal/strictjson"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // decodeStrict decodes exactly one JSON value from r into v with the launcher's strict decoder
-// (internal/strictjson; launcher.DecodeSpec for a spec): an unknown, repeated or case-variant key,
+// (internal/strictjson; worker.DecodeSpec for a spec): an unknown, repeated or case-variant key,
 // trailing data, invalid UTF-8 and (unless allowEmpty) an empty body are errors. A spec is checked as
 // strictly as the command line checks flags: a misspelled field must fail, never be silently dropped (a
 // dropped "limits" would start an unlimited worker), and a body a proxy reads as one spec must not run
@@ -28,8 +28,8 @@ func decodeStrict(r io.Reader, v any, allowEmpty bool) error {
 	if allowEmpty && len(bytes.TrimSpace(data)) == 0 {
 		return nil
 	}
-	if spec, ok := v.(*launcher.Spec); ok {
-		s, err := launcher.DecodeSpec(data)
+	if spec, ok := v.(*worker.Spec); ok {
+		s, err := worker.DecodeSpec(data)
 		if err != nil {
 			return err
 		}
@@ -37,7 +37,7 @@ func decodeStrict(r io.Reader, v any, allowEmpty bool) error {
 		return nil
 	}
 	if err := strictjson.Decode(data, v); err != nil {
-		return fmt.Errorf("%w: body: %w", launcher.ErrInvalid, err)
+		return fmt.Errorf("%w: body: %w", worker.ErrInvalid, err)
 	}
 	return nil
 }
@@ -52,7 +52,7 @@ func readBody(r io.Reader) ([]byte, error) {
 		if errors.Is(err, ErrSlowBody) {
 			return nil, err
 		}
-		return nil, fmt.Errorf("%w: body: %w", launcher.ErrInvalid, err)
+		return nil, fmt.Errorf("%w: body: %w", worker.ErrInvalid, err)
 	}
 	return data, nil
 }
@@ -69,24 +69,24 @@ type stopRequest struct {
 }
 
 // DefaultGrace is the stop grace when a request names none (the Spec's documented default).
-const DefaultGrace = launcher.DefaultGrace
+const DefaultGrace = worker.DefaultGrace
 
-// parseSignal accepts a signal as launcher.ParseSignal does (name with or without SIG, any case, or
+// parseSignal accepts a signal as worker.ParseSignal does (name with or without SIG, any case, or
 // number); empty means SIGTERM, the polite default of kill(1).
 func parseSignal(s string) (syscall.Signal, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return syscall.SIGTERM, nil
 	}
-	return launcher.ParseSignal(s)
+	return worker.ParseSignal(s)
 }
 
-// parseDuration is launcher.ParseDurationOr for a request's field: empty returns def; an error names
+// parseDuration is worker.ParseDurationOr for a request's field: empty returns def; an error names
 // the field.
 func parseDuration(field, s string, def time.Duration) (time.Duration, error) {
-	d, err := launcher.ParseDurationOr(s, def)
+	d, err := worker.ParseDurationOr(s, def)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %s %q: %v", launcher.ErrInvalid, field, s, err)
+		return 0, fmt.Errorf("%w: %s %q: %v", worker.ErrInvalid, field, s, err)
 	}
 	return d, nil
 }

@@ -4,10 +4,10 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
-// Sentinel errors of the sidecar itself; launcher errors keep their own codes (launcher.Code).
+// Sentinel errors of the sidecar itself; launcher errors keep their own codes (worker.Code).
 var (
 	// ErrForbidden: the peer's credentials are not the owner's, root's, or the socket group's.
 	ErrForbidden = errors.New("forbidden: peer is not allowed on this socket")
@@ -44,22 +44,22 @@ type errorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	// Field is the spec field at fault, when one is ("limits.memory", "profile"); Reason a finer, stable
-	// sub-code of Code ("unknown_profile", "env_not_utf8", "unknown_field"; launcher.ErrorReason).
+	// sub-code of Code ("unknown_profile", "env_not_utf8", "unknown_field"; worker.ErrorReason).
 	Field  string `json:"field,omitempty"`
 	Reason string `json:"reason,omitempty"`
 }
 
 // errDetail is err's JSON error detail: its code, its message in spec field names, its field and reason.
 func errDetail(err error) errorDetail {
-	d := errorDetail{Code: Code(err), Message: launcher.SpecMessage(err)}
-	d.Reason, d.Field = launcher.ErrorReason(err)
+	d := errorDetail{Code: Code(err), Message: worker.SpecMessage(err)}
+	d.Reason, d.Field = worker.ErrorReason(err)
 	if errors.Is(err, errBadIdemKey) {
 		d.Reason = "bad_idempotency_key"
 	}
 	return d
 }
 
-// Code maps an error to its stable JSON code: the sidecar's own sentinels first, then launcher.Code.
+// Code maps an error to its stable JSON code: the sidecar's own sentinels first, then worker.Code.
 func Code(err error) string {
 	switch {
 	case errors.Is(err, ErrForbidden):
@@ -83,7 +83,7 @@ func Code(err error) string {
 	case errors.Is(err, ErrIdemMismatch):
 		return "idempotency_mismatch"
 	}
-	return launcher.Code(err)
+	return worker.Code(err)
 }
 
 // statusOf maps a stable code to its HTTP status. Refusals are 409 (the request was understood and answered

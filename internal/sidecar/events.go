@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
-	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // Event types on GET /v1/events.
@@ -48,7 +48,7 @@ type Event struct {
 }
 
 // eventFor fills the worker fields of an event from a record.
-func eventFor(typ string, r launcher.Record, initial bool) Event {
+func eventFor(typ string, r worker.Record, initial bool) Event {
 	return Event{
 		Type: typ, ID: r.ID, State: r.State, PID: r.PID, Profile: r.Profile, Key: r.Key,
 		ExitCode: r.ExitCode, Signal: r.Signal, OOMKilled: r.OOMKilled, TimedOut: r.TimedOut, Initial: initial,

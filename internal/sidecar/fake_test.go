@@ -9,18 +9,18 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // fakeBackend is the second backend implementation: an in-memory launcher for routing and event tests.
 type fakeBackend struct {
 	mu       sync.Mutex
 	n        int
-	recs     map[string]launcher.Record
+	recs     map[string]worker.Record
 	order    []string
 	signals  []string
 	startErr error
-	lastSpec launcher.Spec
+	lastSpec worker.Spec
 	listErr  error
 	// listDelay makes List return a snapshot this old (a slow list racing spawns); startGate, when set,
 	// holds Start after it wrote its record until the gate is closed.
@@ -29,20 +29,20 @@ type fakeBackend struct {
 	gets      map[string]int // Get calls per id
 }
 
-func newFake() *fakeBackend { return &fakeBackend{recs: map[string]launcher.Record{}} }
+func newFake() *fakeBackend { return &fakeBackend{recs: map[string]worker.Record{}} }
 
 // spec is the last spec StartWith was given (read under the lock: the server's goroutines write it).
-func (f *fakeBackend) spec() launcher.Spec {
+func (f *fakeBackend) spec() worker.Spec {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.lastSpec
 }
 
-func (f *fakeBackend) StartWith(ctx context.Context, spec launcher.Spec, stdio launcher.Stdio) (*launcher.Receipt, error) {
+func (f *fakeBackend) StartWith(ctx context.Context, spec worker.Spec, stdio worker.Stdio) (*worker.Receipt, error) {
 	return f.StartWithID(ctx, spec, stdio, "")
 }
 
-func (f *fakeBackend) StartWithID(ctx context.Context, spec launcher.Spec, _ launcher.Stdio, id string) (*launcher.Receipt, error) {
+func (f *fakeBackend) StartWithID(ctx context.Context, spec worker.Spec, _ worker.Stdio, id string) (*worker.Receipt, error) {
 	f.mu.Lock()
 	f.lastSpec = spec
 	if f.startErr != nil {
@@ -51,15 +51,15 @@ func (f *fakeBackend) StartWithID(ctx context.Context, spec launcher.Spec, _ lau
 	}
 	if spec.Profile == "" || len(spec.Argv) == 0 {
 		f.mu.Unlock()
-		return nil, fmt.Errorf("%w: profile and argv are required", launcher.ErrInvalid)
+		return nil, fmt.Errorf("%w: profile and argv are required", worker.ErrInvalid)
 	}
 	f.n++
 	if id == "" {
 		id = fmt.Sprintf("w-%012x", f.n)
 	}
-	rc := launcher.Receipt{ID: id, Token: "tok", PID: 1000 + f.n, Mode: "cgroup",
+	rc := worker.Receipt{ID: id, Token: "tok", PID: 1000 + f.n, Mode: "cgroup",
 		Profile: spec.Profile, Argv: spec.Argv, Key: spec.Key}
-	f.recs[rc.ID] = launcher.Record{Receipt: rc, State: "running"}
+	f.recs[rc.ID] = worker.Record{Receipt: rc, State: "running"}
 	f.order = append(f.order, rc.ID)
 	gate := f.startGate
 	f.mu.Unlock()
@@ -69,13 +69,13 @@ func (f *fakeBackend) StartWithID(ctx context.Context, spec launcher.Spec, _ lau
 	return &rc, nil
 }
 
-func (f *fakeBackend) List(ctx context.Context) ([]launcher.Record, error) {
+func (f *fakeBackend) List(ctx context.Context) ([]worker.Record, error) {
 	f.mu.Lock()
 	if f.listErr != nil {
 		f.mu.Unlock()
 		return nil, f.listErr
 	}
-	out := make([]launcher.Record, 0, len(f.order))
+	out := make([]worker.Record, 0, len(f.order))
 	for _, id := range f.order {
 		out = append(out, f.recs[id])
 	}
@@ -98,7 +98,7 @@ func (f *fakeBackend) IDs(ctx context.Context) ([]string, error) {
 	return ids, nil
 }
 
-func (f *fakeBackend) Get(ctx context.Context, ref string) (launcher.Record, error) {
+func (f *fakeBackend) Get(ctx context.Context, ref string) (worker.Record, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.gets == nil {
@@ -107,7 +107,7 @@ func (f *fakeBackend) Get(ctx context.Context, ref string) (launcher.Record, err
 	f.gets[ref]++
 	r, ok := f.recs[ref]
 	if !ok {
-		return launcher.Record{}, fmt.Errorf("%w: %s", launcher.ErrNotFound, ref)
+		return worker.Record{}, fmt.Errorf("%w: %s", worker.ErrNotFound, ref)
 	}
 	return r, nil
 }
@@ -118,7 +118,7 @@ func (f *fakeBackend) Signal(ctx context.Context, ref string, sig syscall.Signal
 		return err
 	}
 	if r.State != "running" {
-		return fmt.Errorf("%w: %s", launcher.ErrNotRunning, ref)
+		return fmt.Errorf("%w: %s", worker.ErrNotRunning, ref)
 	}
 	f.mu.Lock()
 	f.signals = append(f.signals, fmt.Sprintf("%s %d %v", ref, sig, all))
@@ -126,15 +126,15 @@ func (f *fakeBackend) Signal(ctx context.Context, ref string, sig syscall.Signal
 	return nil
 }
 
-func (f *fakeBackend) Stop(ctx context.Context, ref string, grace time.Duration) (launcher.Record, error) {
+func (f *fakeBackend) Stop(ctx context.Context, ref string, grace time.Duration) (worker.Record, error) {
 	if _, err := f.Get(ctx, ref); err != nil {
-		return launcher.Record{}, err
+		return worker.Record{}, err
 	}
 	f.exit(ref, 143, "SIGTERM", false)
 	return f.Get(ctx, ref)
 }
 
-func (f *fakeBackend) Wait(ctx context.Context, ref string) (launcher.Record, error) {
+func (f *fakeBackend) Wait(ctx context.Context, ref string) (worker.Record, error) {
 	for {
 		r, err := f.Get(ctx, ref)
 		if err != nil || r.State != "running" {
@@ -142,7 +142,7 @@ func (f *fakeBackend) Wait(ctx context.Context, ref string) (launcher.Record, er
 		}
 		select {
 		case <-ctx.Done():
-			return launcher.Record{}, ctx.Err()
+			return worker.Record{}, ctx.Err()
 		case <-time.After(5 * time.Millisecond):
 		}
 	}
@@ -186,7 +186,7 @@ func (f *fakeBackend) remove(id string) {
 }
 
 // add puts a record in the fake state directory, as a previous sidecar or the CLI would have.
-func (f *fakeBackend) add(r launcher.Record) {
+func (f *fakeBackend) add(r worker.Record) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.recs[r.ID] = r
@@ -203,13 +203,13 @@ func (f *fakeBackend) getCount(id string) int {
 }
 
 // ListPage is List paged by id, as the launcher pages it.
-func (f *fakeBackend) ListPage(ctx context.Context, after string, limit int) ([]launcher.Record, error) {
+func (f *fakeBackend) ListPage(ctx context.Context, after string, limit int) ([]worker.Record, error) {
 	all, err := f.List(ctx)
 	if err != nil {
 		return nil, err
 	}
-	slices.SortFunc(all, func(a, b launcher.Record) int { return strings.Compare(a.ID, b.ID) })
-	var out []launcher.Record
+	slices.SortFunc(all, func(a, b worker.Record) int { return strings.Compare(a.ID, b.ID) })
+	var out []worker.Record
 	for _, r := range all {
 		if r.ID > after && (limit <= 0 || len(out) < limit) {
 			out = append(out, r)

@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // spawnIdempotent is POST /v1/workers with an Idempotency-Key: the first spawn with a key is remembered
@@ -16,13 +16,13 @@ import (
 // answered that receipt (201, Idempotent-Replay: true) without a second launch; the same key with another
 // body is 422 idempotency_mismatch. A repeat that arrives while the first is in flight waits for its end.
 // A launch that failed is not remembered: its repeat launches again.
-func (s *Server) spawnIdempotent(ctx context.Context, w http.ResponseWriter, uid uint32, key string, body []byte, spec launcher.Spec, stdio launcher.Stdio) {
+func (s *Server) spawnIdempotent(ctx context.Context, w http.ResponseWriter, uid uint32, key string, body []byte, spec worker.Spec, stdio worker.Stdio) {
 	if s.idem == nil {
 		writeError(w, fmt.Errorf("%w: header %s: this sidecar keeps no idempotency keys", ErrNotImplemented, headerIdemKey))
 		return
 	}
 	if err := checkIdemKey(key); err != nil {
-		writeError(w, fmt.Errorf("%w: %w", launcher.ErrInvalid, err))
+		writeError(w, fmt.Errorf("%w: %w", worker.ErrInvalid, err))
 		return
 	}
 	unlock := s.idem.lock(key)
@@ -70,9 +70,9 @@ func (s *Server) spawnIdempotent(ctx context.Context, w http.ResponseWriter, uid
 // idemReceipt is the receipt of ent's launch: the one it answered, or, for a launch whose answer was not
 // kept (the sidecar ended during it), the receipt of the record under its id. ok is false when no worker
 // was recorded under that id: that launch never started one.
-func (s *Server) idemReceipt(ctx context.Context, ent *idemEntry) (*launcher.Receipt, bool, error) {
+func (s *Server) idemReceipt(ctx context.Context, ent *idemEntry) (*worker.Receipt, bool, error) {
 	if len(ent.Receipt) > 0 {
-		var rc launcher.Receipt
+		var rc worker.Receipt
 		if err := json.Unmarshal(ent.Receipt, &rc); err != nil {
 			return nil, false, fmt.Errorf("idempotency key %q: stored receipt: %w", ent.Key, err)
 		}
@@ -82,7 +82,7 @@ func (s *Server) idemReceipt(ctx context.Context, ent *idemEntry) (*launcher.Rec
 		return nil, false, nil
 	}
 	rec, err := s.b.Get(ctx, ent.ID)
-	if errors.Is(err, launcher.ErrNotFound) {
+	if errors.Is(err, worker.ErrNotFound) {
 		return nil, false, nil
 	}
 	if err != nil {

@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
-	"github.com/hlaunch/hlaunch/internal/launcher"
 	"github.com/hlaunch/hlaunch/internal/testutil"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // BenchmarkIndexedState gives the figures of docs/benchmarks.md's "Indexed state" for the hlaunch binary
@@ -86,7 +86,7 @@ func keptState(b *testing.B, n int) string {
 		ident := self
 		ident.Cgroup, ident.CgroupID = "/hlaunch-bench-gone/"+id, 1
 		ident.PID, ident.Start = 1<<22+1, 1 // above any pid_max: never a process
-		rc, _ := json.Marshal(launcher.Receipt{ID: id, Token: ident.Token(), PID: ident.PID, Mode: launcher.ModeCgroup, StartedAt: now, Key: fmt.Sprintf("kept-%d", i%50)})
+		rc, _ := json.Marshal(worker.Receipt{ID: id, Token: ident.Token(), PID: ident.PID, Mode: worker.ModeCgroup, StartedAt: now, Key: fmt.Sprintf("kept-%d", i%50)})
 		ex := fmt.Sprintf(`{"exit_code":0,"ended_at":%q}`, now)
 		if os.WriteFile(filepath.Join(workers, id+".json"), rc, 0o600) != nil || os.WriteFile(filepath.Join(workers, id+".exit.json"), []byte(ex), 0o600) != nil {
 			b.Fatal("write records")
@@ -118,7 +118,7 @@ func cliOp(b *testing.B, bin, root, state, mode string) time.Duration {
 		b.Fatalf("%s %s: %v", bin, strings.Join(args, " "), err)
 	}
 	if mode == "keyed" || mode == "unkeyed" {
-		var rc launcher.Receipt
+		var rc worker.Receipt
 		if err := json.Unmarshal(out, &rc); err != nil {
 			b.Fatal(err)
 		}
@@ -157,7 +157,7 @@ func waitersCPU(b *testing.B, bin, root, state string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var rc launcher.Receipt
+	var rc worker.Receipt
 	if err := json.Unmarshal(out, &rc); err != nil {
 		b.Fatal(err)
 	}

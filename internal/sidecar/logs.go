@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // logReader is the optional log-reading part of a backend (*launcher.Launcher has it).
@@ -30,7 +30,7 @@ func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
 	if v := q.Get("offset"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
-			writeError(w, fmt.Errorf("%w: offset %q: want a byte offset, 0 or more", launcher.ErrInvalid, v))
+			writeError(w, fmt.Errorf("%w: offset %q: want a byte offset, 0 or more", worker.ErrInvalid, v))
 			return
 		}
 		offset = n
@@ -41,7 +41,7 @@ func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
 	case "1", "true":
 		follow = true
 	default:
-		writeError(w, fmt.Errorf("%w: follow %q: want 1 or 0", launcher.ErrInvalid, v))
+		writeError(w, fmt.Errorf("%w: follow %q: want 1 or 0", worker.ErrInvalid, v))
 		return
 	}
 	if follow {

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // TestWatchDirWakesWatcher: with the records directory watched, a change that writes no file is seen only
@@ -15,9 +15,9 @@ import (
 func TestWatchDirWakesWatcher(t *testing.T) {
 	dir := filepath.Join(shortTempDir(t), "workers")
 	f := newFake()
-	f.add(launcher.Record{Receipt: launcher.Receipt{ID: "w-00000000000a"}, State: "running"})
-	f.add(launcher.Record{Receipt: launcher.Receipt{ID: "w-00000000000b"}, State: "running"})
-	f.add(launcher.Record{Receipt: launcher.Receipt{ID: "w-00000000000c"}, State: "running"})
+	f.add(worker.Record{Receipt: worker.Receipt{ID: "w-00000000000a"}, State: "running"})
+	f.add(worker.Record{Receipt: worker.Receipt{ID: "w-00000000000b"}, State: "running"})
+	f.add(worker.Record{Receipt: worker.Receipt{ID: "w-00000000000c"}, State: "running"})
 	ts := startTest(t, f, Config{WatchDir: dir, PollInterval: 5 * time.Millisecond, SlowPoll: time.Hour})
 	es := ts.events(t, "?since=3")
 

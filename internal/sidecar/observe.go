@@ -16,8 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/hlaunch/hlaunch/internal/launcher"
 	"github.com/hlaunch/hlaunch/internal/version"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // NewLogger is the sidecar's structured log on w: one line per record, key=value (log/slog's text
@@ -117,7 +117,7 @@ func newObserver(l *slog.Logger, counts func() (int, int), warm func() int) *obs
 		}, func() float64 { return float64(warm()) }),
 	)
 	// Every label value a dashboard expects is present from the start, at zero.
-	for _, m := range []launcher.Mode{launcher.ModeScoped, launcher.ModeCgroup, launcher.ModeNone, launcher.ModeDegraded} {
+	for _, m := range []worker.Mode{worker.ModeScoped, worker.ModeCgroup, worker.ModeNone, worker.ModeDegraded} {
 		o.spawns.WithLabelValues(string(m))
 	}
 	for _, t := range []string{EventStarted, EventExited, EventOOM, EventAdopted, EventRefused, EventLost} {
@@ -135,11 +135,11 @@ func (o *observer) handler() http.Handler {
 func (o *observer) errorLog() *log.Logger { return slog.NewLogLogger(o.log.Handler(), slog.LevelWarn) }
 
 // spawned records one spawn request's outcome.
-func (o *observer) spawned(spec *launcher.Spec, rc *launcher.Receipt, took time.Duration, err error) {
+func (o *observer) spawned(spec *worker.Spec, rc *worker.Receipt, took time.Duration, err error) {
 	if err != nil {
 		code := Code(err)
 		o.failures.WithLabelValues(code).Inc()
-		o.log.Warn("spawn refused", "code", code, "profile", spec.Profile, "error", launcher.SpecMessage(err))
+		o.log.Warn("spawn refused", "code", code, "profile", spec.Profile, "error", worker.SpecMessage(err))
 		return
 	}
 	o.spawns.WithLabelValues(string(rc.Mode)).Inc()

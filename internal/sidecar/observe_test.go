@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // syncBuffer is a log destination the test reads while the server writes.
@@ -76,7 +76,7 @@ func TestMetricsAndLog(t *testing.T) {
 		}
 	}
 
-	var rc launcher.Receipt
+	var rc worker.Receipt
 	for i := 0; i < 2; i++ {
 		if st, code := ts.do(t, "POST", "/v1/workers", `{"profile":"alpha","argv":["sleep","9"]}`, &rc); st != 201 {
 			t.Fatalf("spawn: %d %s", st, code)
@@ -87,7 +87,7 @@ func TestMetricsAndLog(t *testing.T) {
 		t.Fatalf("bad spawn: %d", st)
 	}
 	f.mu.Lock()
-	f.startErr = fmt.Errorf("%w: no systemd manager answered", launcher.ErrDegraded)
+	f.startErr = fmt.Errorf("%w: no systemd manager answered", worker.ErrDegraded)
 	f.mu.Unlock()
 	if st, _ := ts.do(t, "POST", "/v1/workers", `{"profile":"alpha","argv":["true"]}`, nil); st != 503 {
 		t.Fatalf("degraded spawn: %d", st)

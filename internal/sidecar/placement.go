@@ -5,15 +5,16 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/doctor"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // PlacementProblem says why the placement a sidecar is configured for (its default --scope, --user and
 // --require-scope) cannot be made on the host r describes, or "" when it can. --scope auto without
 // --require-scope always can: it runs degraded, and says so per worker.
-func PlacementProblem(r launcher.Report, d launcher.Spec, root bool) string {
+func PlacementProblem(r doctor.Report, d worker.Spec, root bool) string {
 	switch d.Scope {
-	case launcher.ScopeSystemd:
+	case worker.ScopeSystemd:
 		bus, name := r.SystemBus, "system"
 		if !root || d.UserManager {
 			bus, name = r.UserBus, "user"
@@ -21,11 +22,11 @@ func PlacementProblem(r launcher.Report, d launcher.Spec, root bool) string {
 		if !bus.OK {
 			return fmt.Sprintf("--scope systemd: no %s manager answers: %s", name, bus.Detail)
 		}
-	case launcher.ScopeCgroup:
+	case worker.ScopeCgroup:
 		if !r.Delegated.OK {
 			return "--scope cgroup: no writable cgroup parent: " + r.Delegated.Detail
 		}
-	case "", launcher.ScopeAuto:
+	case "", worker.ScopeAuto:
 		if d.RequireScope && !r.RestartSafe {
 			return "--require-scope: no restart-safe placement: " + r.AutoReason
 		}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
-	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 func TestAuthPolicy(t *testing.T) {
@@ -46,18 +46,18 @@ func TestAuthPolicy(t *testing.T) {
 func intp(i int) *int { return &i }
 
 func TestTransition(t *testing.T) {
-	run := launcher.Record{Receipt: launcher.Receipt{ID: "w-1", PID: 7}, State: "running"}
-	exited := launcher.Record{Receipt: launcher.Receipt{ID: "w-1"}, State: "exited", ExitCode: intp(3)}
-	oom := launcher.Record{Receipt: launcher.Receipt{ID: "w-1"}, State: "exited", Signal: "SIGKILL", OOMKilled: true}
-	recycled := launcher.Record{Receipt: launcher.Receipt{ID: "w-1"}, State: "recycled"}
-	unverified := launcher.Record{Receipt: launcher.Receipt{ID: "w-1"}, State: "unverified"}
-	corrupt := launcher.Record{Receipt: launcher.Receipt{ID: "w-1"}, State: launcher.StateCorrupt, RecordError: "torn"}
-	future := launcher.Record{Receipt: launcher.Receipt{ID: "w-1"}, State: launcher.StateUnknownVersion, RecordError: "hl2"}
+	run := worker.Record{Receipt: worker.Receipt{ID: "w-1", PID: 7}, State: "running"}
+	exited := worker.Record{Receipt: worker.Receipt{ID: "w-1"}, State: "exited", ExitCode: intp(3)}
+	oom := worker.Record{Receipt: worker.Receipt{ID: "w-1"}, State: "exited", Signal: "SIGKILL", OOMKilled: true}
+	recycled := worker.Record{Receipt: worker.Receipt{ID: "w-1"}, State: "recycled"}
+	unverified := worker.Record{Receipt: worker.Receipt{ID: "w-1"}, State: "unverified"}
+	corrupt := worker.Record{Receipt: worker.Receipt{ID: "w-1"}, State: worker.StateCorrupt, RecordError: "torn"}
+	future := worker.Record{Receipt: worker.Receipt{ID: "w-1"}, State: worker.StateUnknownVersion, RecordError: "hl2"}
 	tests := []struct {
 		name  string
 		prev  fingerprint.State
 		known bool
-		rec   launcher.Record
+		rec   worker.Record
 		want  []string
 	}{
 		{"new running is adopted", "", false, run, []string{"adopted"}},
@@ -70,7 +70,7 @@ func TestTransition(t *testing.T) {
 		{"unverified is refused", "", false, unverified, []string{"refused"}},
 		{"running turned recycled", "running", true, recycled, []string{"refused"}},
 		{"corrupt record, first seen", "", false, corrupt, []string{"corrupt"}},
-		{"corrupt record, seen before", launcher.StateCorrupt, true, corrupt, nil},
+		{"corrupt record, seen before", worker.StateCorrupt, true, corrupt, nil},
 		{"newer record, first seen", "", false, future, []string{"corrupt"}},
 		{"running record torn since", "running", true, corrupt, []string{"corrupt"}},
 	}
@@ -121,7 +121,7 @@ func TestDecodeStrict(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var spec launcher.Spec
+			var spec worker.Spec
 			err := decodeStrict(strings.NewReader(tt.body), &spec, tt.allowEmpty)
 			got := ""
 			if err != nil {
@@ -139,7 +139,7 @@ func FuzzDecodeSpec(f *testing.F) {
 	f.Add(`{"profile":"a"}{}`)
 	f.Add(`{"x":1}`)
 	f.Fuzz(func(t *testing.T, body string) {
-		var spec launcher.Spec
+		var spec worker.Spec
 		err := decodeStrict(strings.NewReader(body), &spec, false)
 		if err != nil && Code(err) != "invalid" {
 			t.Fatalf("decode error %v has code %q, want invalid", err, Code(err))
@@ -209,17 +209,17 @@ func TestCodeAndStatus(t *testing.T) {
 		code   string
 		status int
 	}{
-		{launcher.ErrInvalid, "invalid", http.StatusBadRequest},
-		{launcher.ErrNotFound, "not_found", http.StatusNotFound},
-		{launcher.ErrRefused, "refused", http.StatusConflict},
-		{launcher.ErrUnverified, "unverified", http.StatusConflict},
-		{launcher.ErrNotRunning, "not_running", http.StatusConflict},
-		{launcher.ErrKeyHeld, "key_held", http.StatusConflict},
-		{launcher.ErrDegraded, "degraded", http.StatusServiceUnavailable},
-		{launcher.ErrNoSpace, "no_space", http.StatusServiceUnavailable},
-		{launcher.ErrNotEmpty, "not_empty", http.StatusInternalServerError},
-		{launcher.ErrCannotRun, "cannot_run", http.StatusUnprocessableEntity},
-		{launcher.ErrCommandNotFound, "command_not_found", http.StatusUnprocessableEntity},
+		{worker.ErrInvalid, "invalid", http.StatusBadRequest},
+		{worker.ErrNotFound, "not_found", http.StatusNotFound},
+		{worker.ErrRefused, "refused", http.StatusConflict},
+		{worker.ErrUnverified, "unverified", http.StatusConflict},
+		{worker.ErrNotRunning, "not_running", http.StatusConflict},
+		{worker.ErrKeyHeld, "key_held", http.StatusConflict},
+		{worker.ErrDegraded, "degraded", http.StatusServiceUnavailable},
+		{worker.ErrNoSpace, "no_space", http.StatusServiceUnavailable},
+		{worker.ErrNotEmpty, "not_empty", http.StatusInternalServerError},
+		{worker.ErrCannotRun, "cannot_run", http.StatusUnprocessableEntity},
+		{worker.ErrCommandNotFound, "command_not_found", http.StatusUnprocessableEntity},
 		{ErrForbidden, "forbidden", http.StatusForbidden},
 		{ErrTooLarge, "too_large", http.StatusRequestEntityTooLarge},
 		{ErrTimeout, "timeout", http.StatusRequestTimeout},

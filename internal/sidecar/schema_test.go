@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/hlaunch/hlaunch/internal/cgroup"
-	"github.com/hlaunch/hlaunch/internal/launcher"
 	"github.com/hlaunch/hlaunch/internal/schematest"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 func loadSchema(t *testing.T, name string) map[string]any {
@@ -59,10 +59,10 @@ func TestSchemasMatchTypes(t *testing.T) {
 		schema map[string]any
 		typ    reflect.Type
 	}{
-		{"spec", spec, reflect.TypeFor[launcher.Spec]()},
+		{"spec", spec, reflect.TypeFor[worker.Spec]()},
 		{"spec.limits", spec["properties"].(map[string]any)["limits"].(map[string]any), reflect.TypeFor[cgroup.Limits]()},
-		{"receipt", receipt, reflect.TypeFor[launcher.Receipt]()},
-		{"record", record, reflect.TypeFor[launcher.Record]()},
+		{"receipt", receipt, reflect.TypeFor[worker.Receipt]()},
+		{"record", record, reflect.TypeFor[worker.Record]()},
 		{"event", loadSchema(t, "event.schema.json"), reflect.TypeFor[Event]()},
 	} {
 		if got, want := propNames(c.schema), jsonNames(c.typ); !slices.Equal(got, want) {
@@ -75,7 +75,7 @@ func TestSchemaValidator(t *testing.T) {
 	spec := loadSchema(t, "spec.schema.json")
 	receipt := loadSchema(t, "receipt.schema.json")
 	code := 3
-	rec := launcher.Record{Receipt: launcher.Receipt{ID: "w-0123456789ab", Token: "t", PID: 5, Mode: "cgroup",
+	rec := worker.Record{Receipt: worker.Receipt{ID: "w-0123456789ab", Token: "t", PID: 5, Mode: "cgroup",
 		Profile: "b", Home: "/h", Argv: []string{"x"}, BootID: "b", MachineID: "m", StartTime: 1,
 		InstantiationEpoch: "b:1", Fingerprint: "b:1|1", Verification: "verified", StartedAt: "2026-01-01T00:00:00Z"},
 		State: "exited", ExitCode: &code}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/hlaunch/hlaunch/internal/launcher"
 	"github.com/hlaunch/hlaunch/internal/version"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // Defaults for the zero fields of Config.
@@ -87,7 +88,7 @@ type Config struct {
 	// Placement is the placement spawns default to (the launcher's Config.Defaults): health reports
 	// "degraded" while it cannot be made (PlacementProblem), checked at start-up and on each health request
 	// until it can. Nil means no check.
-	Placement *launcher.Spec
+	Placement *worker.Spec
 	// Warm is how many warm slots (launcher.Warm) to keep ready for spawns of the default placement: each is
 	// a worker's shim already started and, for a systemd scope, already in its scope, so a spawn that fits
 	// one skips both. Zero means none. An unused slot costs one idle shim (ADR 0007).
@@ -135,15 +136,15 @@ type Config struct {
 // backend is what the server needs from a launcher. *launcher.Launcher is the production implementation;
 // the unit tests provide a second one so routing, decoding and auth run without a kernel.
 type backend interface {
-	StartWith(ctx context.Context, spec launcher.Spec, stdio launcher.Stdio) (*launcher.Receipt, error)
-	StartWithID(ctx context.Context, spec launcher.Spec, stdio launcher.Stdio, id string) (*launcher.Receipt, error)
-	List(ctx context.Context) ([]launcher.Record, error)
-	ListPage(ctx context.Context, after string, limit int) ([]launcher.Record, error)
+	StartWith(ctx context.Context, spec worker.Spec, stdio worker.Stdio) (*worker.Receipt, error)
+	StartWithID(ctx context.Context, spec worker.Spec, stdio worker.Stdio, id string) (*worker.Receipt, error)
+	List(ctx context.Context) ([]worker.Record, error)
+	ListPage(ctx context.Context, after string, limit int) ([]worker.Record, error)
 	IDs(ctx context.Context) ([]string, error)
-	Get(ctx context.Context, ref string) (launcher.Record, error)
+	Get(ctx context.Context, ref string) (worker.Record, error)
 	Signal(ctx context.Context, ref string, sig syscall.Signal, all bool) error
-	Stop(ctx context.Context, ref string, grace time.Duration) (launcher.Record, error)
-	Wait(ctx context.Context, ref string) (launcher.Record, error)
+	Stop(ctx context.Context, ref string, grace time.Duration) (worker.Record, error)
+	Wait(ctx context.Context, ref string) (worker.Record, error)
 	// MarkedCgroup names the cgroup hlaunch made that contains a v2 cgroup path, or "" (peer checks).
 	MarkedCgroup(path string) (string, error)
 }
@@ -178,7 +179,7 @@ type Server struct {
 	scopes   map[string]string    // cgroup -> id of the running scoped workers the sidecar knows (peer checks)
 	// nextTicket numbers spawns; gen counts the workers spawns put in the view (see poll).
 	nextTicket, gen uint64
-	alive           func(launcher.Receipt) bool // whether a worker's shim still runs (launcher.ShimAlive)
+	alive           func(worker.Receipt) bool // whether a worker's shim still runs (launcher.ShimAlive)
 	lastPoll        time.Time
 	// polled is closed after each poll of the watcher (and replaced): what a /wait wakes on.
 	polled       chan struct{}
@@ -309,7 +310,7 @@ func lookupGroup(g string) (int64, error) {
 		return -1, nil
 	}
 	if strings.Trim(g, "0123456789") == "" {
-		n, err := launcher.ParseID(g) // the one parser of ids that reach a system call (fchown)
+		n, err := worker.ParseID(g) // the one parser of ids that reach a system call (fchown)
 		if err != nil {
 			return -1, fmt.Errorf("%w: --socket-group %q: %w", ErrConfig, g, err)
 		}

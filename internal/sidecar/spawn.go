@@ -6,12 +6,12 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // spawn starts one worker for peer uid with the sidecar's bookkeeping (its slot of --max-workers, tickets,
 // metrics, health). before, when not nil, is called with the worker's id before it is launched.
-func (s *Server) spawn(ctx context.Context, uid uint32, spec launcher.Spec, stdio launcher.Stdio, before func(string) error) (*launcher.Receipt, error) {
+func (s *Server) spawn(ctx context.Context, uid uint32, spec worker.Spec, stdio worker.Stdio, before func(string) error) (*worker.Receipt, error) {
 	release, err := s.workers.acquire(uid)
 	if err != nil {
 		s.obs.limitedAt(s.workers.label(err), uid)
@@ -36,7 +36,7 @@ func peerUID(r *http.Request) uint32 {
 }
 
 // writeReceipt answers a spawn: 201 with the receipt (replay: a repeat of an idempotent spawn).
-func writeReceipt(w http.ResponseWriter, rc *launcher.Receipt, replay bool) {
+func writeReceipt(w http.ResponseWriter, rc *worker.Receipt, replay bool) {
 	w.Header().Set("Location", "/v1/workers/"+rc.ID)
 	if replay {
 		w.Header().Set(headerIdemReplay, "true")
@@ -59,7 +59,7 @@ func parseHeartbeat(v string) (time.Duration, error) {
 		return 0, err
 	}
 	if d < MinHeartbeat || d > MaxHeartbeat {
-		return 0, fmt.Errorf("%w: heartbeat %q: want %s to %s", launcher.ErrInvalid, v, MinHeartbeat, MaxHeartbeat)
+		return 0, fmt.Errorf("%w: heartbeat %q: want %s to %s", worker.ErrInvalid, v, MinHeartbeat, MaxHeartbeat)
 	}
 	return d, nil
 }

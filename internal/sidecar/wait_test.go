@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
-	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // /wait wakes on the watcher's polls, not on a timer per waiter: 100 waiters on one running worker read
@@ -21,16 +21,16 @@ import (
 func TestWaitWakesOnPoll(t *testing.T) {
 	f := newFake()
 	const id = "w-0000000000a1"
-	f.add(launcher.Record{Receipt: launcher.Receipt{ID: id}, State: fingerprint.Running})
+	f.add(worker.Record{Receipt: worker.Receipt{ID: id}, State: fingerprint.Running})
 	s, err := newServer(Config{Socket: filepath.Join(t.TempDir(), "s"), NoActivation: true, Log: io.Discard}, f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.alive = func(launcher.Receipt) bool { return false }
+	s.alive = func(worker.Receipt) bool { return false }
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	const waiters = 100
-	done := make(chan launcher.Record, waiters)
+	done := make(chan worker.Record, waiters)
 	for range waiters {
 		go func() {
 			rec, err := s.waitEnd(ctx, id)
@@ -72,17 +72,17 @@ func TestWaitWakesOnPoll(t *testing.T) {
 func TestListPaged(t *testing.T) {
 	f := newFake()
 	for _, id := range []string{"w-000000000003", "w-000000000001", "w-000000000002"} {
-		f.add(launcher.Record{Receipt: launcher.Receipt{ID: id}, State: fingerprint.Exited})
+		f.add(worker.Record{Receipt: worker.Receipt{ID: id}, State: fingerprint.Exited})
 	}
 	s, err := newServer(Config{Socket: filepath.Join(t.TempDir(), "s"), NoActivation: true, Log: io.Discard}, f)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := http.HandlerFunc(s.handleList)
-	get := func(query string) (*httptest.ResponseRecorder, []launcher.Record) {
+	get := func(query string) (*httptest.ResponseRecorder, []worker.Record) {
 		rr := httptest.NewRecorder()
 		h.ServeHTTP(rr, httptest.NewRequest("GET", "/v1/workers"+query, nil))
-		var recs []launcher.Record
+		var recs []worker.Record
 		_ = json.Unmarshal(rr.Body.Bytes(), &recs)
 		return rr, recs
 	}

@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // warmer is what a pool needs from a launcher; *launcher.Launcher implements it.
 type warmer interface {
 	NewWarm(ctx context.Context) (*launcher.Warm, error)
-	StartWarm(ctx context.Context, w *launcher.Warm, spec launcher.Spec) (*launcher.Receipt, error)
+	StartWarm(ctx context.Context, w *launcher.Warm, spec worker.Spec) (*worker.Receipt, error)
 }
 
 // warmPool keeps up to n warm slots (launcher.Warm) ready, so that a spawn finds its worker's cgroup or
@@ -110,7 +111,7 @@ func (p *warmPool) drain() {
 // a slot (the slot goes back); the caller then starts spec the ordinary way.
 // before, when not nil, is called with the slot's worker id before the slot is used; its error fails the
 // start and returns the slot.
-func (p *warmPool) start(ctx context.Context, spec launcher.Spec, before func(id string) error) (rc *launcher.Receipt, ok bool, err error) {
+func (p *warmPool) start(ctx context.Context, spec worker.Spec, before func(id string) error) (rc *worker.Receipt, ok bool, err error) {
 	var w *launcher.Warm
 	select {
 	case w = <-p.slots:

@@ -6,12 +6,12 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
-	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // transition returns the events for one record given the state the sidecar last knew (known=false: never
 // seen). It is pure so that every path of the restart semantics is table-tested.
-func transition(prev fingerprint.State, known bool, r launcher.Record, initial bool) []Event {
+func transition(prev fingerprint.State, known bool, r worker.Record, initial bool) []Event {
 	if known && prev == r.State {
 		return nil
 	}
@@ -25,7 +25,7 @@ func transition(prev fingerprint.State, known bool, r launcher.Record, initial b
 			evs = append(evs, eventFor(EventOOM, r, initial))
 		}
 		return append(evs, eventFor(EventExited, r, initial))
-	case launcher.StateCorrupt, launcher.StateUnknownVersion:
+	case worker.StateCorrupt, worker.StateUnknownVersion:
 		e := eventFor(EventCorrupt, r, initial)
 		e.Reason = string(r.State) + ": " + r.RecordError
 		return []Event{e}
@@ -43,8 +43,8 @@ func transition(prev fingerprint.State, known bool, r launcher.Record, initial b
 const settleTimeout = 5 * time.Second
 
 // settled reports whether r's state is final enough to report: any state but exited, and an exit that has
-// settled (launcher.Record.ExitSettled, the rule Launcher.Wait uses).
-func settled(r launcher.Record, alive func(launcher.Receipt) bool) bool {
+// settled (worker.Record.ExitSettled, the rule Launcher.Wait uses).
+func settled(r worker.Record, alive func(worker.Receipt) bool) bool {
 	return r.State != fingerprint.Exited || r.ExitSettled(alive)
 }
 
@@ -59,7 +59,7 @@ type viewEntry struct {
 // status is known (or will never be), and the refusal states that no later verification undoes (the boot,
 // the machine, a recycled PID). Such records are not read again by later polls; everything else, running
 // and unverified workers, is verified on every poll.
-func isFinal(r launcher.Record, alive func(launcher.Receipt) bool) bool {
+func isFinal(r worker.Record, alive func(worker.Receipt) bool) bool {
 	switch r.State {
 	case fingerprint.Exited:
 		return settled(r, alive)
@@ -73,7 +73,7 @@ func isFinal(r launcher.Record, alive func(launcher.Receipt) bool) bool {
 // records are skipped: a gateway that ran 10,000 cron jobs has 10,000 exited records, and verifying each of
 // them at every poll would cost the sidecar more CPU than its spawns (ADR 0006). A record removed between
 // the listing and its read is skipped too.
-func (s *Server) list(ctx context.Context) ([]launcher.Record, map[string]struct{}, error) {
+func (s *Server) list(ctx context.Context) ([]worker.Record, map[string]struct{}, error) {
 	ids, err := s.b.IDs(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -85,14 +85,14 @@ func (s *Server) list(ctx context.Context) ([]launcher.Record, map[string]struct
 	}
 	s.mu.Unlock()
 	seen := make(map[string]struct{}, len(ids))
-	var recs []launcher.Record
+	var recs []worker.Record
 	for _, id := range ids {
 		seen[id] = struct{}{}
 		if _, ok := final[id]; ok {
 			continue
 		}
 		r, err := s.b.Get(ctx, id)
-		if errors.Is(err, launcher.ErrNotFound) {
+		if errors.Is(err, worker.ErrNotFound) {
 			delete(seen, id)
 			continue
 		}
@@ -261,12 +261,12 @@ func (s *Server) nextPoll() <-chan struct{} {
 // ends. It reads the record once, then again after each of the watcher's polls, which follow the changes
 // in the state directory (inotify) and the slow poll: waiters cost no timer of their own, however many
 // there are.
-func (s *Server) waitEnd(ctx context.Context, ref string) (launcher.Record, error) {
+func (s *Server) waitEnd(ctx context.Context, ref string) (worker.Record, error) {
 	for {
 		next := s.nextPoll()
 		rec, err := s.b.Get(ctx, ref)
 		if err != nil {
-			return launcher.Record{}, err
+			return worker.Record{}, err
 		}
 		if rec.State != fingerprint.Running && rec.ExitSettled(s.alive) {
 			return rec, nil
@@ -292,7 +292,7 @@ func (s *Server) beginSpawn() uint64 {
 // endSpawn ends a spawn; when it started a worker (rc != nil), the worker enters the view, keeps the
 // spawn's slot (release) until it ends, and its started event is published, in one step under mu. A spawn
 // that started nothing gives its slot back.
-func (s *Server) endSpawn(ticket uint64, rc *launcher.Receipt, release func()) {
+func (s *Server) endSpawn(ticket uint64, rc *worker.Receipt, release func()) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.inflight, ticket)
@@ -306,9 +306,9 @@ func (s *Server) endSpawn(ticket uint64, rc *launcher.Receipt, release func()) {
 	s.slots[rc.ID] = release
 	s.gen++
 	s.view[rc.ID] = viewEntry{state: fingerprint.Running, gen: s.gen}
-	s.noteScope(launcher.Record{Receipt: *rc, State: fingerprint.Running})
+	s.noteScope(worker.Record{Receipt: *rc, State: fingerprint.Running})
 	delete(s.unknown, rc.ID)
-	s.events.publish(eventFor(EventStarted, launcher.Record{Receipt: *rc, State: fingerprint.Running}, false))
+	s.events.publish(eventFor(EventStarted, worker.Record{Receipt: *rc, State: fingerprint.Running}, false))
 }
 
 // trackSlot keeps worker id's slot of --max-workers while it runs: a running worker the sidecar did not

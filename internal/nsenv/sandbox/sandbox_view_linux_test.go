@@ -144,7 +144,7 @@ func targetEnv(home string, p probe) []string {
 func (f *fixture) run(t *testing.T, sb Spec, asUser int) report {
 	t.Helper()
 	must(t, sb.Validate())
-	// As the launcher decides it (internal/launcher/sandbox.go): the Landlock scopes wherever the kernel has them;
+	// As the launcher decides it (internal/view/sandbox.go): the Landlock scopes wherever the kernel has them;
 	// the guest lane's kernel (6.1) has none.
 	sb.Unscoped = sb.Unscoped || landlock.Supported() != nil
 	t.Setenv("HLAUNCH_TEST_LAUNCHER_SECRET", "launcher-secret") // in the launcher's env, never in the child's
