@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/hlaunch/hlaunch/internal/affinity"
 	"github.com/hlaunch/hlaunch/internal/nsenv/sandbox"
 )
 
@@ -15,11 +14,10 @@ import (
 // cat $'\xff'` opened a file named "\uFFFD"). The encoding also spares the stub, and the launcher, the
 // reflection encoding/json does on a type's first use (0.1 ms each in a fresh process).
 //
-// Layout: configMagic, then uvarint-prefixed byte strings and lists: argv, env, cwd, cpus (the
-// affinity.Set's list form); a presence byte for the sandbox, then its Root, Home, Cwd, RW, Hide, Cover,
+// Layout: configMagic, then uvarint-prefixed byte strings and lists: argv, env, cwd; a presence byte for the sandbox, then its Root, Home, Cwd, RW, Hide, Cover,
 // Protect, Require, Net, UID and GID (varints), the HomeID's device and inode (uvarints) and a flag byte
 // (1 SetUser, 2 KeepCaps, 4 SeccompOff, 8 Unscoped).
-const configMagic = "hlc1"
+const configMagic = "hlc2"
 
 // errConfigCodec wraps every malformed Config encoding.
 var errConfigCodec = errors.New("handshake: malformed config")
@@ -30,7 +28,6 @@ func (c Config) MarshalBinary() ([]byte, error) {
 	b = appendStrings(b, c.Argv)
 	b = appendStrings(b, c.Env)
 	b = appendString(b, c.Cwd)
-	b = appendString(b, c.CPUs.String())
 	if c.Sandbox == nil {
 		return append(b, 0), nil
 	}
@@ -75,11 +72,6 @@ func (c *Config) UnmarshalBinary(data []byte) error {
 	out.Argv = d.list()
 	out.Env = d.list()
 	out.Cwd = d.str()
-	cpus, err := affinity.Parse(d.str())
-	if err != nil && d.err == nil {
-		d.err = fmt.Errorf("%w: cpus: %w", errConfigCodec, err)
-	}
-	out.CPUs = cpus
 	switch d.octet() {
 	case 0:
 	case 1:

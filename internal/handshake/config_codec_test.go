@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/hlaunch/hlaunch/internal/affinity"
 	"github.com/hlaunch/hlaunch/internal/nsenv/sandbox"
 )
 
@@ -16,11 +15,7 @@ import (
 // and forgotten by the codec comes back zero and fails the round trip. Strings carry bytes that are not
 // UTF-8.
 func fullConfig(t testing.TB) Config {
-	cpus, err := affinity.Parse("0,2-3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := Config{CPUs: cpus, Sandbox: &sandbox.Spec{}}
+	c := Config{Sandbox: &sandbox.Spec{}}
 	fill := func(v reflect.Value) {
 		for i := 0; i < v.NumField(); i++ {
 			f := v.Field(i)
@@ -36,7 +31,7 @@ func fullConfig(t testing.TB) Config {
 			case reflect.Bool:
 				f.SetBool(true)
 			case reflect.Pointer, reflect.Struct:
-				// Sandbox and CPUs are set above.
+				// Sandbox is set above.
 			default:
 				t.Fatalf("fullConfig: field %s of kind %s: teach the codec and this test", v.Type().Field(i).Name, f.Kind())
 			}
@@ -156,10 +151,9 @@ func BenchmarkConfigJSON(b *testing.B) {
 		Argv, Env []string
 		Cwd       string
 		Sandbox   *sandbox.Spec
-		CPUs      string
 	}
 	c := fullConfig(b)
-	in := wire{c.Argv, c.Env, c.Cwd, c.Sandbox, c.CPUs.String()}
+	in := wire{c.Argv, c.Env, c.Cwd, c.Sandbox}
 	b.ReportAllocs()
 	for b.Loop() {
 		buf, err := json.Marshal(in)

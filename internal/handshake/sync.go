@@ -6,7 +6,6 @@ import (
 	"io"
 	"syscall"
 
-	"github.com/hlaunch/hlaunch/internal/affinity"
 	"github.com/hlaunch/hlaunch/internal/msgpipe"
 	"github.com/hlaunch/hlaunch/internal/nsenv/sandbox"
 )
@@ -47,9 +46,6 @@ type Config struct {
 	Env     []string
 	Cwd     string
 	Sandbox *sandbox.Spec
-	// CPUs, when not zero, is the CPU set the target starts with: the stub was started with its parent's
-	// pin (internal/affinity) and gives the target the set its parent was started with.
-	CPUs affinity.Set
 }
 
 // Failure is the stub's report of why the target did not start.
