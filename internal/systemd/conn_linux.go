@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"strconv"
 
@@ -149,20 +148,15 @@ func dial(ctx context.Context, addr string, hello bool) (*godbus.Conn, *godbus.C
 	if err := ctx.Err(); err != nil {
 		return nil, nil, err
 	}
-	// godbus's own EXTERNAL authentication with the numeric uid (the peer checks it against SO_PEERCRED,
-	// and no user lookup is needed), over a socket that hands godbus whole messages (wholeMessages). A
-	// single unix:path= address is every address hlaunch derives itself; anything else (tcp:, abstract:,
-	// a list) goes through godbus's own dial.
+	// A single unix:path= address (every address hlaunch derives itself) is authenticated in one round
+	// trip (dialPipelined); anything else (tcp:, abstract:, a list) goes through godbus's own dial and
+	// authentication. Either way it is EXTERNAL with the numeric uid: the peer checks it against
+	// SO_PEERCRED, and no user lookup is needed.
+	path, perr := parseBusAddress(addr)
 	var c *godbus.Conn
 	var err error
-	if path, perr := parseBusAddress(addr); perr == nil {
-		var d net.Dialer
-		var s net.Conn
-		if s, err = d.DialContext(ctx, "unix", path); err == nil {
-			if c, err = godbus.NewConn(&wholeMessages{Conn: s}); err != nil {
-				s.Close()
-			}
-		}
+	if perr == nil {
+		c, err = dialPipelined(ctx, path)
 	} else {
 		c, err = godbus.Dial(addr)
 	}
@@ -171,7 +165,9 @@ func dial(ctx context.Context, addr string, hello bool) (*godbus.Conn, *godbus.C
 	}
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
-	err = c.Auth([]godbus.Auth{godbus.AuthExternal(strconv.Itoa(os.Geteuid()))})
+	if perr != nil {
+		err = c.Auth([]godbus.Auth{godbus.AuthExternal(strconv.Itoa(os.Geteuid()))})
+	}
 	var h *godbus.Call
 	if err == nil && hello {
 		// The bus wants Hello first; nothing needs its answer (the unique name) before the first call.
