@@ -264,15 +264,6 @@ func check(kind, arg string) string {
 	case "kill":
 		pid, _ := strconv.Atoi(arg)
 		err = syscall.Kill(pid, 0)
-	case "cpus":
-		// The CPU list of every thread of process arg ("ppid": our parent), sorted: "0 0 0 0-1".
-		pid := os.Getppid()
-		if arg != "ppid" {
-			pid, _ = strconv.Atoi(arg)
-		}
-		lists := threadCPUs(pid)
-		slices.Sort(lists)
-		return "ok:" + strings.Join(lists, " ")
 	case "syscall":
 		// A raw system call (syscalls_test.go): "ok" or its errno's text.
 		err = syscallCheck(arg)
@@ -311,24 +302,6 @@ func openFDs() []int {
 	}
 	slices.Sort(fds)
 	return fds
-}
-
-// threadCPUs is the Cpus_allowed_list of every thread of pid (a thread that ends meanwhile is left out).
-func threadCPUs(pid int) []string {
-	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/status", pid))
-	var lists []string
-	for _, task := range tasks {
-		b, err := os.ReadFile(task)
-		if err != nil {
-			continue
-		}
-		for _, l := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
-				lists = append(lists, strings.TrimSpace(v))
-			}
-		}
-	}
-	return lists
 }
 
 // askSidecar connects to the sidecar's socket at sock, asks it for an unsandboxed worker of profile b,

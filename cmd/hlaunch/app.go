@@ -13,7 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hlaunch/hlaunch/internal/affinity"
 	"github.com/hlaunch/hlaunch/internal/launcher"
 	"github.com/hlaunch/hlaunch/internal/launchflag"
 	"github.com/hlaunch/hlaunch/internal/worker"
@@ -30,17 +29,14 @@ type app struct {
 	// relay holds the forwarded signals from the top of run when the command line names exec; exec claims
 	// it in the foreground, every other path releases it (see relay).
 	relay *relay
-	// childCPUs is the CPU set children get back when main pinned this process (zero: not pinned).
-	childCPUs affinity.Set
 
 	stdin          *os.File
 	stdout, stderr *os.File
 }
 
-// run executes one hlaunch command line and returns the process exit code. childCPUs is the CPU set
-// children must start with when main pinned the process, else zero.
-func run(args []string, stdin, stdout, stderr *os.File, childCPUs affinity.Set) int {
-	a := &app{args: args, stdin: stdin, stdout: stdout, stderr: stderr, relay: startRelay(args), childCPUs: childCPUs}
+// run executes one hlaunch command line and returns the process exit code.
+func run(args []string, stdin, stdout, stderr *os.File) int {
+	a := &app{args: args, stdin: stdin, stdout: stdout, stderr: stderr, relay: startRelay(args)}
 	root := newRootCmd(a)
 	root.SetArgs(args)
 	root.SetIn(stdin)
@@ -111,7 +107,7 @@ func (a *app) newLauncher() (*launcher.Launcher, error) {
 // config is the launcher.Config the global flags describe.
 func (a *app) config() launcher.Config {
 	cfg := a.dirs.Config()
-	cfg.Stderr, cfg.ChildCPUs = a.stderr, a.childCPUs
+	cfg.Stderr = a.stderr
 	return cfg
 }
 

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hlaunch/hlaunch/internal/affinity"
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/nsenv/profile"
 	"github.com/hlaunch/hlaunch/internal/worker"
@@ -43,7 +42,7 @@ func runCLI(t *testing.T, stdin string, args ...string) (int, string, string) {
 		return f
 	}
 	in, out, errf := open("stdin", stdin), open("stdout", ""), open("stderr", "")
-	code := run(args, in, out, errf, affinity.Set{})
+	code := run(args, in, out, errf)
 	read := func(f *os.File) string {
 		b, err := os.ReadFile(f.Name())
 		if err != nil {

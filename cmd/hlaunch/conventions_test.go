@@ -9,13 +9,12 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/hlaunch/hlaunch/internal/affinity"
 	"github.com/hlaunch/hlaunch/internal/version"
 )
 
 // Every command a user can reach shows examples in its --help and manual page.
 func TestEveryCommandHasExamples(t *testing.T) {
-	root := newRootCmd(&app{relay: nil, childCPUs: affinity.Set{}})
+	root := newRootCmd(&app{relay: nil})
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		if !c.IsAvailableCommand() && c.HasParent() {

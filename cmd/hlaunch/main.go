@@ -10,9 +10,7 @@ package main
 import (
 	"fmt"
 	"os"
-	"runtime"
 
-	"github.com/hlaunch/hlaunch/internal/affinity"
 	"github.com/hlaunch/hlaunch/internal/launcher"
 	"github.com/hlaunch/hlaunch/internal/selfguard"
 	"github.com/hlaunch/hlaunch/internal/worker"
@@ -26,7 +24,6 @@ func main() {
 		return
 	}
 	args := os.Args[1:]
-	var children affinity.Set
 	if namesExec(args) {
 		// A launch holds the caller's environment (the gateway's: the launch profile's keys) while its
 		// worker runs, and an unsandboxed worker of the same uid would read it in /proc/<ppid>/environ.
@@ -34,16 +31,6 @@ func main() {
 			fmt.Fprintf(os.Stderr, "hlaunch: %v\n", err)
 			os.Exit(worker.ExitInternal)
 		}
-		// A launch keeps its own threads on the CPU it started on and gives every child the CPUs it was
-		// started with (internal/affinity, ADR 0006). Failing to pin costs only speed; the set to give back
-		// is returned whenever a thread may have been moved.
-		var err error
-		if children, err = affinity.Pin(); err == nil {
-			// The runtime sized its Ps from the set it started with; on one CPU a second P only spins,
-			// steals and hands goroutines across threads. (The stub and the shim start pinned, so the
-			// runtime gives them one P itself.)
-			runtime.GOMAXPROCS(1)
-		}
 	}
-	os.Exit(run(args, os.Stdin, os.Stdout, os.Stderr, children))
+	os.Exit(run(args, os.Stdin, os.Stdout, os.Stderr))
 }

@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"syscall"
 
@@ -92,13 +91,6 @@ func (a *app) execSidecar(sub string, args []string) error {
 	}
 	argv = append(argv, args...)
 	keepListenFDs()
-	if !a.childCPUs.IsZero() {
-		// The daemon must not inherit a launch's pin (a command line that merely contains "exec").
-		runtime.LockOSThread()
-		if err := a.childCPUs.ApplyToThread(); err != nil {
-			return fmt.Errorf("%s: %w", sub, err)
-		}
-	}
 	err = syscall.Exec(bin, argv, os.Environ())
 	return fmt.Errorf("%s: cannot run %s (installed beside hlaunch?): %w", sub, bin, err)
 }

@@ -63,12 +63,6 @@ func Main() {
 	if len(cfg.Argv) == 0 {
 		fail("config", errors.New("empty argv"), 125)
 	}
-	if !cfg.CPUs.IsZero() {
-		// This thread (locked above) forks or execs the target, which inherits its set.
-		if err := cfg.CPUs.ApplyToThread(); err != nil {
-			fail("config", err, 125)
-		}
-	}
 	if cfg.Sandbox != nil {
 		if err := cfg.Sandbox.Enter(); err != nil {
 			fail("sandbox", err, 125)
@@ -106,12 +100,6 @@ func Main() {
 		}
 		res.Close() // EOF: the target runs
 		cov.Flush()
-		if !cfg.CPUs.IsZero() {
-			// The init lives as long as the target: off the launch's path now, it leaves the pin. From
-			// another thread: this one dropped its capabilities in Sandbox.Enter, and setting a sibling's
-			// CPUs from it is refused (EPERM).
-			go func() { _ = cfg.CPUs.ApplyToAll() }()
-		}
 		ws := initLoop(target.Pid, sigs)
 		// The target's own end, for the parent's Proc.Wait: this init cannot die of the same signal (a
 		// pid namespace's init ignores a signal it sends itself), so its exit code alone would make a

@@ -1,223 +1,113 @@
 package handshake
 
 import (
-	"encoding/base64"
-	"encoding/binary"
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 
-	"github.com/hlaunch/hlaunch/internal/affinity"
 	"github.com/hlaunch/hlaunch/internal/nsenv/sandbox"
 )
 
-// A Config travels as bytes, not as JSON fields: argv, the environ and paths are byte strings to the
-// kernel, and JSON would replace every byte that is not UTF-8 with U+FFFD (`hlaunch exec --sandbox --
-// cat $'\xff'` opened a file named "\uFFFD"). The encoding also spares the stub, and the launcher, the
-// reflection encoding/json does on a type's first use (0.1 ms each in a fresh process).
-//
-// Layout: configMagic, then uvarint-prefixed byte strings and lists: argv, env, cwd, cpus (the
-// affinity.Set's list form); a presence byte for the sandbox, then its Root, Home, Cwd, RW, Hide, Cover,
-// Protect, Require, Net, UID and GID (varints), the HomeID's device and inode (uvarints) and a flag byte
-// (1 SetUser, 2 KeepCaps, 4 SeccompOff, 8 Unscoped).
-const configMagic = "hlc1"
+// A Config travels as JSON in which every byte string is a JSON byte array (base64): argv, the environ
+// and paths are byte strings to the kernel, and a JSON string would replace every byte that is not UTF-8
+// with U+FFFD (`hlaunch exec --sandbox -- cat $'\xff'` opened a file named "\uFFFD"). wireConfig and
+// wireSandbox mirror Config and sandbox.Spec field for field, with []byte for string.
+type wireConfig struct {
+	Argv    [][]byte     `json:"argv,omitempty"`
+	Env     [][]byte     `json:"env,omitempty"`
+	Cwd     []byte       `json:"cwd,omitempty"`
+	Sandbox *wireSandbox `json:"sandbox,omitempty"`
+}
+
+type wireSandbox struct {
+	Root       []byte         `json:"root,omitempty"`
+	Home       []byte         `json:"home,omitempty"`
+	HomeID     sandbox.FileID `json:"home_id"`
+	Cwd        []byte         `json:"cwd,omitempty"`
+	RW         [][]byte       `json:"rw,omitempty"`
+	Hide       [][]byte       `json:"hide,omitempty"`
+	Cover      [][]byte       `json:"cover,omitempty"`
+	Protect    [][]byte       `json:"protect,omitempty"`
+	Require    [][]byte       `json:"require,omitempty"`
+	Net        []byte         `json:"net,omitempty"`
+	UID        int            `json:"uid"`
+	GID        int            `json:"gid"`
+	SetUser    bool           `json:"set_user,omitempty"`
+	KeepCaps   bool           `json:"keep_caps,omitempty"`
+	SeccompOff bool           `json:"seccomp_off,omitempty"`
+	Unscoped   bool           `json:"unscoped,omitempty"`
+}
 
 // errConfigCodec wraps every malformed Config encoding.
 var errConfigCodec = errors.New("handshake: malformed config")
 
-// MarshalBinary encodes c losslessly.
-func (c Config) MarshalBinary() ([]byte, error) {
-	b := []byte(configMagic)
-	b = appendStrings(b, c.Argv)
-	b = appendStrings(b, c.Env)
-	b = appendString(b, c.Cwd)
-	b = appendString(b, c.CPUs.String())
-	if c.Sandbox == nil {
-		return append(b, 0), nil
+// MarshalJSON encodes c losslessly (see wireConfig).
+func (c Config) MarshalJSON() ([]byte, error) {
+	w := wireConfig{Argv: toBytes(c.Argv), Env: toBytes(c.Env), Cwd: []byte(c.Cwd)}
+	if s := c.Sandbox; s != nil {
+		w.Sandbox = &wireSandbox{
+			Root: []byte(s.Root), Home: []byte(s.Home), HomeID: s.HomeID, Cwd: []byte(s.Cwd),
+			RW: toBytes(s.RW), Hide: toBytes(s.Hide), Cover: toBytes(s.Cover),
+			Protect: toBytes(s.Protect), Require: toBytes(s.Require), Net: []byte(s.Net),
+			UID: s.UID, GID: s.GID,
+			SetUser: s.SetUser, KeepCaps: s.KeepCaps, SeccompOff: s.SeccompOff, Unscoped: s.Unscoped,
+		}
 	}
-	s := c.Sandbox
-	b = append(b, 1)
-	b = appendString(b, s.Root)
-	b = appendString(b, s.Home)
-	b = appendString(b, s.Cwd)
-	b = appendStrings(b, s.RW)
-	b = appendStrings(b, s.Hide)
-	b = appendStrings(b, s.Cover)
-	b = appendStrings(b, s.Protect)
-	b = appendStrings(b, s.Require)
-	b = appendString(b, s.Net)
-	b = binary.AppendVarint(b, int64(s.UID))
-	b = binary.AppendVarint(b, int64(s.GID))
-	b = binary.AppendUvarint(b, s.HomeID.Dev)
-	b = binary.AppendUvarint(b, s.HomeID.Ino)
-	var flags byte
-	if s.SetUser {
-		flags |= 1
-	}
-	if s.KeepCaps {
-		flags |= 2
-	}
-	if s.SeccompOff {
-		flags |= 4
-	}
-	if s.Unscoped {
-		flags |= 8
-	}
-	return append(b, flags), nil
+	return json.Marshal(w)
 }
 
-// UnmarshalBinary decodes what MarshalBinary wrote; anything else, or anything after it, is an error.
-func (c *Config) UnmarshalBinary(data []byte) error {
-	d := decoder{b: data}
-	if string(d.take(len(configMagic))) != configMagic {
-		return fmt.Errorf("%w: no %q header", errConfigCodec, configMagic)
+// UnmarshalJSON decodes what MarshalJSON wrote; an unknown field, a string where bytes belong, or
+// anything after the value is an error.
+func (c *Config) UnmarshalJSON(data []byte) error {
+	var w wireConfig
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		return fmt.Errorf("%w: %w", errConfigCodec, err)
 	}
-	var out Config
-	out.Argv = d.list()
-	out.Env = d.list()
-	out.Cwd = d.str()
-	cpus, err := affinity.Parse(d.str())
-	if err != nil && d.err == nil {
-		d.err = fmt.Errorf("%w: cpus: %w", errConfigCodec, err)
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("%w: data after the end", errConfigCodec)
 	}
-	out.CPUs = cpus
-	switch d.octet() {
-	case 0:
-	case 1:
-		s := &sandbox.Spec{}
-		s.Root, s.Home, s.Cwd = d.str(), d.str(), d.str()
-		s.RW, s.Hide, s.Cover = d.list(), d.list(), d.list()
-		s.Protect, s.Require = d.list(), d.list()
-		s.Net = d.str()
-		s.UID, s.GID = d.varint(), d.varint()
-		s.HomeID.Dev, s.HomeID.Ino = d.uvarint(), d.uvarint()
-		flags := d.octet()
-		s.SetUser, s.KeepCaps, s.SeccompOff, s.Unscoped = flags&1 != 0, flags&2 != 0, flags&4 != 0, flags&8 != 0
-		if flags&^15 != 0 && d.err == nil {
-			d.err = fmt.Errorf("%w: unknown sandbox flags %#x", errConfigCodec, flags)
+	out := Config{Argv: toStrings(w.Argv), Env: toStrings(w.Env), Cwd: string(w.Cwd)}
+	if s := w.Sandbox; s != nil {
+		out.Sandbox = &sandbox.Spec{
+			Root: string(s.Root), Home: string(s.Home), HomeID: s.HomeID, Cwd: string(s.Cwd),
+			RW: toStrings(s.RW), Hide: toStrings(s.Hide), Cover: toStrings(s.Cover),
+			Protect: toStrings(s.Protect), Require: toStrings(s.Require), Net: string(s.Net),
+			UID: s.UID, GID: s.GID,
+			SetUser: s.SetUser, KeepCaps: s.KeepCaps, SeccompOff: s.SeccompOff, Unscoped: s.Unscoped,
 		}
-		out.Sandbox = s
-	default:
-		if d.err == nil {
-			d.err = fmt.Errorf("%w: bad sandbox marker", errConfigCodec)
-		}
-	}
-	if d.err == nil && len(d.b) != 0 {
-		d.err = fmt.Errorf("%w: %d bytes after the end", errConfigCodec, len(d.b))
-	}
-	if d.err != nil {
-		return d.err
 	}
 	*c = out
 	return nil
 }
 
-// MarshalText is the binary encoding in base64, so that a Config inside a JSON message (the shim's
-// config) keeps every byte too.
-func (c Config) MarshalText() ([]byte, error) {
-	b, err := c.MarshalBinary()
-	if err != nil {
-		return nil, err
-	}
-	return base64.StdEncoding.AppendEncode(nil, b), nil
-}
+// MarshalBinary is MarshalJSON: the form the stub reads from its config pipe.
+func (c Config) MarshalBinary() ([]byte, error) { return c.MarshalJSON() }
 
-// UnmarshalText reads what MarshalText wrote.
-func (c *Config) UnmarshalText(text []byte) error {
-	b, err := base64.StdEncoding.AppendDecode(nil, text)
-	if err != nil {
-		return fmt.Errorf("%w: %w", errConfigCodec, err)
-	}
-	return c.UnmarshalBinary(b)
-}
+// UnmarshalBinary is UnmarshalJSON.
+func (c *Config) UnmarshalBinary(data []byte) error { return c.UnmarshalJSON(data) }
 
-func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-func appendStrings(b []byte, ss []string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(ss)))
-	for _, s := range ss {
-		b = appendString(b, s)
-	}
-	return b
-}
-
-// decoder reads the encoding; the first error sticks and every later read returns zero values.
-type decoder struct {
-	b   []byte
-	err error
-}
-
-func (d *decoder) fail(what string) {
-	if d.err == nil {
-		d.err = fmt.Errorf("%w: truncated %s", errConfigCodec, what)
-	}
-	d.b = nil
-}
-
-func (d *decoder) take(n int) []byte {
-	if d.err != nil || n < 0 || n > len(d.b) {
-		d.fail("field")
+func toBytes(ss []string) [][]byte {
+	if len(ss) == 0 {
 		return nil
 	}
-	v := d.b[:n]
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) uvarint() uint64 {
-	v, n := binary.Uvarint(d.b)
-	if d.err != nil || n <= 0 {
-		d.fail("length")
-		return 0
+	bs := make([][]byte, len(ss))
+	for i, s := range ss {
+		bs[i] = []byte(s)
 	}
-	d.b = d.b[n:]
-	return v
+	return bs
 }
 
-func (d *decoder) varint() int {
-	v, n := binary.Varint(d.b)
-	if d.err != nil || n <= 0 || int64(int(v)) != v {
-		d.fail("number")
-		return 0
-	}
-	d.b = d.b[n:]
-	return int(v)
-}
-
-func (d *decoder) octet() byte {
-	if b := d.take(1); len(b) == 1 {
-		return b[0]
-	}
-	return 0
-}
-
-func (d *decoder) str() string {
-	n := d.uvarint()
-	if n > uint64(len(d.b)) {
-		d.fail("string")
-		return ""
-	}
-	return string(d.take(int(n)))
-}
-
-func (d *decoder) list() []string {
-	n := d.uvarint()
-	// Every element takes at least its length byte: a count beyond what is left is a lie.
-	if n > uint64(len(d.b)) {
-		d.fail("list")
+func toStrings(bs [][]byte) []string {
+	if len(bs) == 0 {
 		return nil
 	}
-	if n == 0 {
-		return nil
-	}
-	ss := make([]string, n)
-	for i := range ss {
-		ss[i] = d.str()
-	}
-	if d.err != nil {
-		return nil
+	ss := make([]string, len(bs))
+	for i, b := range bs {
+		ss[i] = string(b)
 	}
 	return ss
 }

@@ -6,7 +6,6 @@ import (
 	"io"
 	"syscall"
 
-	"github.com/hlaunch/hlaunch/internal/affinity"
 	"github.com/hlaunch/hlaunch/internal/msgpipe"
 	"github.com/hlaunch/hlaunch/internal/nsenv/sandbox"
 )
@@ -18,7 +17,7 @@ import (
 //	  place it (clone3 into v2, v1 joins,
 //	  StartTransientUnit naming its PID)
 //	  write Config (length-prefixed,   ---->  read Config: this IS the go-ahead
-//	    its binary encoding)
+//	    its lossless JSON)
 //	                                            enter sandbox, chdir, look up argv[0],
 //	                                            install the seccomp filter (sandbox)
 //	                                            execve(target)   (fd 4 is close-on-exec)
@@ -40,16 +39,13 @@ const (
 	StatusFD = msgpipe.ResultFD + 1
 )
 
-// Config is everything the stub needs to become the target program. It travels in its own binary
-// encoding (config_codec.go), which keeps every byte of argv, the environ and the paths.
+// Config is everything the stub needs to become the target program. It travels as JSON whose byte
+// strings are byte arrays (config_codec.go), which keeps every byte of argv, the environ and the paths.
 type Config struct {
 	Argv    []string
 	Env     []string
 	Cwd     string
 	Sandbox *sandbox.Spec
-	// CPUs, when not zero, is the CPU set the target starts with: the stub was started with its parent's
-	// pin (internal/affinity) and gives the target the set its parent was started with.
-	CPUs affinity.Set
 }
 
 // Failure is the stub's report of why the target did not start.
@@ -77,7 +73,7 @@ func (e *Error) Unwrap() []error {
 	return errs
 }
 
-// readConfig reads the config Release sent: one frame holding its binary encoding (Config.MarshalBinary,
+// readConfig reads the config Release sent: one frame holding its encoding (Config.MarshalBinary,
 // the one encoder); io.EOF when the parent closed the pipe without one.
 func readConfig(r io.Reader) (Config, error) {
 	var cfg Config

@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/hlaunch/hlaunch/internal/affinity"
 	"github.com/hlaunch/hlaunch/internal/handshake"
 	"github.com/hlaunch/hlaunch/internal/nsenv/sandbox"
 	"github.com/hlaunch/hlaunch/internal/placement"
@@ -56,7 +54,7 @@ func (l *Launcher) start(ctx context.Context, spec worker.Spec, id string, p pla
 		if err != nil {
 			return nil, execError(err)
 		}
-		cmd := hproc.Command{Path: path, Args: c.argv, Env: c.env, Dir: c.cwd, Files: files, Sys: &attr, CPUs: l.cfg.ChildCPUs}
+		cmd := hproc.Command{Path: path, Args: c.argv, Env: c.env, Dir: c.cwd, Files: files, Sys: &attr}
 		if !p.NeedsHold(fd != nil) {
 			proc, err := hproc.Spawn(cmd)
 			if err != nil {
@@ -83,8 +81,6 @@ func (l *Launcher) start(ctx context.Context, spec worker.Spec, id string, p pla
 // target. On failure no stub is left: its one cleanup kills and reaps it (one whose target failed to
 // start is exiting anyway; one that did not answer must never reach the target).
 func (l *Launcher) startStub(ctx context.Context, spec worker.Spec, id string, p placement.Placement, c childStart, files []*os.File, attr *syscall.SysProcAttr, cloned bool) (_ *hproc.Proc, retErr error) {
-	// The stub keeps our pin, if any, while it starts (a Go start is cheaper on one CPU) and gives the
-	// target ChildCPUs back itself (handshake.Config.CPUs).
 	child, err := handshake.Start(hproc.Command{Path: l.cfg.Self, Args: []string{l.cfg.Self, handshake.InitArg}, Files: files, Sys: attr})
 	if err != nil {
 		return nil, fmt.Errorf("start init stub %s: %w", l.cfg.Self, err)
@@ -97,7 +93,7 @@ func (l *Launcher) startStub(ctx context.Context, spec worker.Spec, id string, p
 	if err := p.Place(ctx, spec, id, child.PID(), cloned); err != nil {
 		return nil, err
 	}
-	if err := child.Release(handshake.Config{Argv: c.argv, Env: c.env, Cwd: c.cwd, Sandbox: c.sb, CPUs: l.cfg.ChildCPUs}); err != nil {
+	if err := child.Release(handshake.Config{Argv: c.argv, Env: c.env, Cwd: c.cwd, Sandbox: c.sb}); err != nil {
 		return nil, execError(err)
 	}
 	return child.Proc, nil
@@ -146,26 +142,6 @@ func (e *wrapped) Error() string   { return e.msg }
 func (e *wrapped) Unwrap() []error { return []error{e.sentinel, e.cause} }
 
 func pathOf(env []string) string { return worker.EnvLookup(env)("PATH") }
-
-// helperCPUs says how to start a helper process (the shim): pin is the set to start it with, cpus the set
-// its children must get back. A Go process starts faster on one CPU (internal/affinity), so a helper
-// starts on the CPU we run on and gives its children ChildCPUs, or our own set when we are not pinned.
-// Either is zero when the sets cannot be read: the helper then starts unpinned and changes nothing.
-func (l *Launcher) helperCPUs() (pin, cpus affinity.Set) {
-	if !l.cfg.ChildCPUs.IsZero() {
-		return affinity.Set{}, l.cfg.ChildCPUs // we are pinned: the helper inherits it
-	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	cpus, err := affinity.Current()
-	if err != nil {
-		return affinity.Set{}, affinity.Set{}
-	}
-	if pin, err = affinity.Here(); err != nil || pin.Equal(cpus) {
-		return affinity.Set{}, affinity.Set{}
-	}
-	return pin, cpus
-}
 
 // startHeld starts cmd held at its exec (hproc.Hold), places it and lets it run. It returns an error
 // wrapping hproc.ErrNotHeld, with nothing started, when it cannot be held that way.

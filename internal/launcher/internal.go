@@ -3,6 +3,7 @@ package launcher
 import (
 	"fmt"
 	"os"
+	"runtime"
 
 	"github.com/hlaunch/hlaunch/internal/handshake"
 	hproc "github.com/hlaunch/hlaunch/internal/proc"
@@ -24,6 +25,12 @@ func MaybeRunInternal() bool {
 	}
 	if len(os.Args) != 2 {
 		return false
+	}
+	switch os.Args[1] {
+	case handshake.InitArg, shim.Arg:
+		// Both live in the worker's cgroup, where their threads count against its --pids: one P keeps
+		// them to the few that docs/cli.md allows for, on a host of any size.
+		runtime.GOMAXPROCS(1)
 	}
 	switch os.Args[1] {
 	case handshake.InitArg:

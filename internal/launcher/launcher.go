@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 
-	"github.com/hlaunch/hlaunch/internal/affinity"
 	"github.com/hlaunch/hlaunch/internal/doctor"
 	"github.com/hlaunch/hlaunch/internal/nsenv/profile"
 	"github.com/hlaunch/hlaunch/internal/placement"
@@ -42,12 +41,6 @@ type Config struct {
 	// DefaultPids, memory DefaultMemoryPercent of MemTotal, CPU weight DefaultCPUWeight; none for the
 	// others), cgroup.Unlimited gives no default, any other value is the default.
 	Defaults worker.Spec
-	// ChildCPUs, when not zero, is the CPU set every target starts with. cmd/hlaunch pins its own threads
-	// to one CPU for a launch (internal/affinity) and passes the set it was started with here, so that no
-	// target inherits the pin; the init stub and the shim start with the pin (a Go start is cheaper on one
-	// CPU) and give the target this set. Zero: targets get the caller's set, and the shim is started on
-	// the caller's current CPU and gives its target the caller's set (helperCPUs).
-	ChildCPUs affinity.Set
 	// KeepBus makes the launcher keep its systemd manager connections open and share them between
 	// launches (a long-lived caller such as the sidecar) instead of dialling two per launch and closing
 	// them after it; a lost connection is dialled again by the next launch. Close closes them.

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/hlaunch/hlaunch/internal/affinity"
 	"github.com/hlaunch/hlaunch/internal/handshake"
 	"github.com/hlaunch/hlaunch/internal/nsenv/profile"
 	"github.com/hlaunch/hlaunch/internal/nsenv/sandbox"
@@ -152,8 +151,7 @@ func (l *Launcher) detached(ctx context.Context, spec worker.Spec, stdio worker.
 type heldShim struct {
 	p      placement.Placement
 	child  *shim.Parent
-	cgroup string       // the shim's (and so the worker's) cgroup, relative to the v2 root
-	cpus   affinity.Set // the worker's CPU set, which the shim (started on one CPU) gives it
+	cgroup string // the shim's (and so the worker's) cgroup, relative to the v2 root
 }
 
 // holdShim starts the shim for worker id with files as its stdio (nil: /dev/null) and places it in p. On
@@ -170,8 +168,7 @@ func (l *Launcher) holdShim(ctx context.Context, spec worker.Spec, id string, p 
 	if fd != nil {
 		attr.UseCgroupFD, attr.CgroupFD = true, int(fd.Fd())
 	}
-	pin, cpus := l.helperCPUs()
-	child, err := shim.Start(hproc.Command{Path: l.cfg.Self, Args: []string{l.cfg.Self, shim.Arg}, Files: files, Sys: attr, CPUs: pin})
+	child, err := shim.Start(hproc.Command{Path: l.cfg.Self, Args: []string{l.cfg.Self, shim.Arg}, Files: files, Sys: attr})
 	if err != nil {
 		return nil, fmt.Errorf("start shim %s: %w", l.cfg.Self, err)
 	}
@@ -183,7 +180,7 @@ func (l *Launcher) holdShim(ctx context.Context, spec worker.Spec, id string, p 
 	if err := p.Place(ctx, spec, id, child.PID(), fd != nil); err != nil {
 		return nil, err
 	}
-	return &heldShim{p: p, child: child, cgroup: p.CgroupPath(child.PID()), cpus: cpus}, nil
+	return &heldShim{p: p, child: child, cgroup: p.CgroupPath(child.PID())}, nil
 }
 
 // runShim hands a held shim its worker's config and waits for its report: the worker's receipt, or why it
@@ -213,7 +210,7 @@ func (l *Launcher) runShim(ctx context.Context, d *detachedLaunch, h *heldShim) 
 		ID: d.id, Workers: d.workers.Path, Ledger: l.LedgerPath, Log: d.spec.Log, LogMax: d.spec.LogMax,
 		InheritStdio: d.spec.Stdio == worker.StdioInherit,
 		Timeout:      timeout, Grace: grace,
-		Init:    handshake.Config{Argv: d.spec.Argv, Env: d.env, Cwd: d.cwd, Sandbox: d.sb, CPUs: h.cpus},
+		Init:    handshake.Config{Argv: d.spec.Argv, Env: d.env, Cwd: d.cwd, Sandbox: d.sb},
 		Receipt: l.receipt(d.spec, d.prof.Name, d.prof.Home, d.id, h.p),
 		Cgroup:  h.cgroup,
 	}

@@ -4,13 +4,11 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
-	"runtime"
 	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/hlaunch/hlaunch/internal/affinity"
 	"github.com/hlaunch/hlaunch/internal/linux"
 )
 
@@ -24,10 +22,6 @@ type Command struct {
 	// inherited: every other descriptor is close-on-exec (MaybeRunInternal marks the inherited ones).
 	Files []*os.File
 	Sys   *syscall.SysProcAttr
-	// CPUs, when not zero, is the CPU set the child starts with: the forking thread is set to it first.
-	// A CLI that pinned itself (internal/affinity) passes the set it started with, so the pin is not
-	// inherited.
-	CPUs affinity.Set
 }
 
 // Proc is a started child, owned by the parent until Wait reaps it.
@@ -77,20 +71,6 @@ func forkExec(c Command) (*Proc, error) {
 	env := c.Env
 	if env == nil {
 		env = []string{}
-	}
-	if !c.CPUs.IsZero() {
-		// The child inherits the forking thread's set; the thread stays ours until the fork is done, then
-		// goes back to its own set.
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		prev, err := affinity.Current()
-		if err != nil {
-			return nil, err
-		}
-		if err := c.CPUs.ApplyToThread(); err != nil {
-			return nil, fmt.Errorf("the child's CPU set: %w", err)
-		}
-		defer func() { _ = prev.ApplyToThread() }() // a thread left wider costs only speed
 	}
 	pid, err := syscall.ForkExec(c.Path, c.Args, &syscall.ProcAttr{Dir: c.Dir, Env: env, Files: files, Sys: c.Sys})
 	if err != nil {

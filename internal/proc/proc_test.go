@@ -2,16 +2,12 @@ package proc
 
 import (
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/hlaunch/hlaunch/internal/affinity"
 )
 
 func TestLookPath(t *testing.T) {
@@ -83,42 +79,5 @@ func TestSpawnWaitSignal(t *testing.T) {
 	}
 	if _, err := Spawn(Command{Path: "/nonexistent/x", Args: []string{"x"}}); !errors.Is(err, unix.ENOENT) {
 		t.Fatalf("spawn missing: %v", err)
-	}
-}
-
-// Spawn gives the child Command.CPUs, whatever the calling thread was allowed.
-func TestSpawnCPUs(t *testing.T) {
-	own, err := affinity.Current()
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The last CPU we may use, alone: a set that differs from ours whenever we have two or more.
-	list := own.String()
-	one, err := affinity.Parse(list[strings.LastIndexAny(list, ",-")+1:])
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []affinity.Set{one, own} {
-		r, w, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := Spawn(Command{Path: "/bin/sh", Args: []string{"sh", "-c", "grep Cpus_allowed_list /proc/self/status"},
-			Files: []*os.File{nil, w, w}, CPUs: want})
-		w.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, _ := io.ReadAll(r)
-		r.Close()
-		if _, err := p.Wait(); err != nil {
-			t.Fatal(err)
-		}
-		if got := strings.TrimSpace(strings.TrimPrefix(string(out), "Cpus_allowed_list:")); got != want.String() {
-			t.Errorf("child allowed %q, want %q", got, want)
-		}
-	}
-	if now, _ := affinity.Current(); !now.Equal(own) {
-		t.Errorf("the test's own set changed to %s", now)
 	}
 }

@@ -147,10 +147,6 @@ func Main() {
 			fmt.Fprintf(os.Stderr, "hlaunch: %v\n", err)
 		}
 	}
-	if !sc.Init.CPUs.IsZero() {
-		// The shim supervises for the worker's whole life: off the spawn's path now, it leaves the pin.
-		_ = sc.Init.CPUs.ApplyToAll()
-	}
 
 	life := newShimLife(src, ident, proc, rc.Sandbox, records.WorkerLock(sc.Workers, sc.ID))
 	// The exit record, while the worker runs: the leader's status once it has ended, and the log's figures
@@ -244,7 +240,7 @@ func startWorker(sc *WorkerConfig, files []*os.File) (proc *hproc.Proc, release 
 			return nil, nil, err
 		}
 		if !sc.InheritStdio {
-			proc, err := hproc.Spawn(hproc.Command{Path: path, Args: cfg.Argv, Env: cfg.Env, Dir: cfg.Cwd, Files: files, Sys: attr, CPUs: cfg.CPUs})
+			proc, err := hproc.Spawn(hproc.Command{Path: path, Args: cfg.Argv, Env: cfg.Env, Dir: cfg.Cwd, Files: files, Sys: attr})
 			return proc, nil, err
 		}
 	} else {
