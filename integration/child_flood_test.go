@@ -32,6 +32,8 @@ import (
 //	bigheader    a GET /v1/health with 100 KiB of headers
 //	slowbody N   N POST /v1/workers whose 1000-byte bodies come a byte each 500 ms; waits until every one
 //	             is answered or closed (60 s at most)
+//	idem N       one spawn of profile a's /bin/true with Idempotency-Key job-N (the body redteam6IdemBody);
+//	             a replayed answer counts as "201 replay"
 //	drop         close every held connection
 func floodMain(args []string) int {
 	if len(args) != 2 {
@@ -73,6 +75,7 @@ type floodResult struct {
 	Retry              string         // the last Retry-After seen
 	MaxMillis          int64          // slowbody: the longest any took to end
 	IDs                []string       // spawn: the workers started
+	Tokens             []string       // idem: the tokens of the receipts answered
 	Err                string
 }
 
@@ -215,6 +218,24 @@ func (f *flooder) do(cmd string, n int) floodResult {
 				}
 				break
 			}
+		}
+	case "idem":
+		body := redteam6IdemBody
+		c, err := net.DialTimeout("unix", f.sock, 2*time.Second)
+		if err != nil {
+			r.DialErrors++
+			break
+		}
+		st, answer, replay := floodIdem(c, fmt.Sprint("job-", n), body)
+		c.Close()
+		if replay {
+			st += " replay"
+		}
+		r.Statuses[st]++
+		var rc struct{ ID, Token string }
+		if strings.HasPrefix(st, "201") && json.Unmarshal(answer, &rc) == nil {
+			r.IDs = append(r.IDs, rc.ID)
+			r.Tokens = append(r.Tokens, rc.Token)
 		}
 	case "drop":
 		f.drop()

@@ -1,0 +1,108 @@
+package integration
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// redteam6IdemBody is the spawn body of the flooder's "idem" command, byte for byte what the gateway of
+// TestRedteam6IdemKeysArePerPeer sends for the same job.
+const redteam6IdemBody = `{"argv":["/bin/true"],"profile":"a"}`
+
+// floodIdem sends one spawn of body with Idempotency-Key key on c and returns its status (with the error
+// code, as floodExchange does), its answer and whether it was a replay.
+func floodIdem(c net.Conn, key, body string) (status string, answer []byte, replay bool) {
+	_ = c.SetDeadline(time.Now().Add(70 * time.Second))
+	head := fmt.Sprintf("POST /v1/workers HTTP/1.1\r\nHost: sidecar\r\nContent-Type: application/json\r\nIdempotency-Key: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s", key, len(body), body)
+	if _, err := io.WriteString(c, head); err != nil {
+		return "closed", nil, false
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return "closed", nil, false
+	}
+	defer resp.Body.Close()
+	answer, _ = io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	status = strconv.Itoa(resp.StatusCode)
+	if code := scErrCode(answer); code != "" {
+		status += " " + code
+	}
+	return status, answer, resp.Header.Get("Idempotent-Replay") == "true"
+}
+
+// idemSpawn is the gateway's (root's) spawn of body with Idempotency-Key key: its status, error code,
+// receipt and whether it was a replay.
+func (p *scProc) idemSpawn(key, body string) (int, string, receipt, bool) {
+	p.t.Helper()
+	req, err := http.NewRequest("POST", "http://sidecar/v1/workers", strings.NewReader(body))
+	must(p.t, err)
+	req.Header.Set("Idempotency-Key", key)
+	resp, err := p.client.Do(req)
+	must(p.t, err)
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var rc receipt
+	if resp.StatusCode == 201 {
+		must(p.t, json.Unmarshal(b, &rc))
+	}
+	return resp.StatusCode, scErrCode(b), rc, resp.Header.Get("Idempotent-Replay") == "true"
+}
+
+// Red team 6 (issue 24, class 8): the idempotency keys of a sidecar were one namespace for every peer of
+// its socket. A throw-away socket-group user who learns or guesses the gateway's key for a job (hermes
+// derives a cron run's key from the job and the run) takes it first: with another body, the gateway's own
+// spawn of that job is refused 422 idempotency_mismatch and the job never runs; with the gateway's body,
+// the job runs when the attacker says, and the gateway's spawn is answered the attacker's worker as its
+// own. The other way round, the user's spawn with the gateway's key was answered the gateway's receipt
+// (its token) instead of a worker of its own. On the old code the gateway got 422 and the user the
+// gateway's receipt; now a key is the peer uid's own: each gets a worker of its own, and each uid's repeat
+// still replays its own.
+func TestRedteam6IdemKeysArePerPeer(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	user, gid := throwawayUser(t)
+	dir, err := os.MkdirTemp(tmpBase, "hlr6-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	must(t, os.Chmod(dir, 0o755))
+	sock := filepath.Join(dir, "s.sock")
+	p := startSidecarProc(t, e, sock, "--socket-group", strconv.Itoa(gid))
+	u := startFlooder(t, sock, user, gid)
+
+	// The user takes the gateway's key job-1 first, with another body than the gateway's.
+	if r := u.do("idem 1"); r.Statuses["201"] != 1 {
+		t.Fatalf("the user's spawn with key job-1: %v, want 201", r.Statuses)
+	}
+	gwBody := scSpec("a", "/bin/sh", "-c", "exit 0")
+	st, code, rc, replay := p.idemSpawn("job-1", gwBody)
+	if st != 201 || replay {
+		t.Fatalf("the gateway's spawn of its job with key job-1, taken first by uid %d with another body: %d %s (replay %v), want 201 and a worker of its own", user, st, code, replay)
+	}
+	if st, _, rc2, replay := p.idemSpawn("job-1", gwBody); st != 201 || !replay || rc2.ID != rc.ID {
+		t.Fatalf("the gateway's repeat of job-1: %d, replay %v, id %s; want its own worker %s replayed", st, replay, rc2.ID, rc.ID)
+	}
+
+	// The gateway's key job-2, with the body the user sends too.
+	st, code, gw2, _ := p.idemSpawn("job-2", redteam6IdemBody)
+	if st != 201 {
+		t.Fatalf("the gateway's spawn with key job-2: %d %s", st, code)
+	}
+	r := u.do("idem 2")
+	if r.Statuses["201"] != 1 || len(r.Tokens) != 1 || r.Tokens[0] == gw2.Token || r.IDs[0] == gw2.ID {
+		t.Fatalf("the user's spawn with the gateway's key job-2 and its body: %v, ids %v; want a worker of its own (201, not a replay of the gateway's %s)", r.Statuses, r.IDs, gw2.ID)
+	}
+	if r2 := u.do("idem 2"); r2.Statuses["201 replay"] != 1 || len(r2.IDs) != 1 || r2.IDs[0] != r.IDs[0] {
+		t.Fatalf("the user's repeat of job-2: %v %v, want its own worker %s replayed", r2.Statuses, r2.IDs, r.IDs[0])
+	}
+}
