@@ -106,3 +106,53 @@ func TestRedteam6IdemKeysArePerPeer(t *testing.T) {
 		t.Fatalf("the user's repeat of job-2: %v %v, want its own worker %s replayed", r2.Statuses, r2.IDs, r.IDs[0])
 	}
 }
+
+// Red team 6 (issue 24, class 8): --max-workers-per-uid forgot who ran what when the sidecar restarted.
+// A new sidecar adopts the running workers into a bucket of their own (no record says which peer asked
+// for them), so a throw-away socket-group user that holds its share of running workers gets a whole new
+// share after each restart (an upgrade, a crash, a host's unit restarted): with enough restarts its
+// workers fill --max-workers and the gateway is answered 503 busy. On the old code the user's spawns
+// after the restart were served past its share; now the sidecar keeps the peer uid of each worker it
+// spawns (sidecar-peers/) and an adopted worker counts against that uid's share again.
+func TestRedteam6WorkerShareSurvivesRestart(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	user, gid := throwawayUser(t)
+	dir, err := os.MkdirTemp(tmpBase, "hlr6-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	must(t, os.Chmod(dir, 0o755))
+	sock := filepath.Join(dir, "s.sock")
+	limits := []string{"--socket-group", strconv.Itoa(gid), "--max-workers", "8", "--max-workers-per-uid", "2"}
+	p := startSidecarProc(t, e, sock, limits...)
+	u := startFlooder(t, sock, user, gid)
+	if r := u.do("spawn 3"); r.Statuses["201"] != 2 || r.Statuses["429 too_many"] != 1 {
+		t.Fatalf("the user's 3 spawns with --max-workers-per-uid 2: %v, want 2 started, then 429 too_many", r.Statuses)
+	}
+	p.stop()
+	p2 := startSidecarProc(t, e, sock, limits...)
+	var h struct{ Running int }
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if p2.mustDo("GET", "/v1/health", "", 200, &h); h.Running == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the restarted sidecar tracks %d running workers, want the user's 2", h.Running)
+		}
+	}
+	if r := u.do("spawn 1"); r.Statuses["429 too_many"] != 1 {
+		t.Fatalf("the user's spawn to a restarted sidecar that adopted its 2 running workers: %v, want 429 too_many (its share is held)", r.Statuses)
+	}
+	// The share comes free as before once one of them ends.
+	recs := p2.list()
+	for _, rc := range recs {
+		if rc.State == "running" {
+			p2.mustDo("POST", "/v1/workers/"+rc.ID+"/stop", `{"grace":"1s"}`, 200, nil)
+			break
+		}
+	}
+	if r := u.do("spawn-retry 1"); r.Statuses["201"] != 1 {
+		t.Fatalf("the user's spawn after one of its adopted workers was stopped: %v, want 201", r.Statuses)
+	}
+}
