@@ -34,6 +34,7 @@ import (
 //	             is answered or closed (60 s at most)
 //	idem N       one spawn of profile a's /bin/true with Idempotency-Key job-N (the body redteam6IdemBody);
 //	             a replayed answer counts as "201 replay"
+//	list N       N connections each sending GET /v1/workers and reading its answer's head and no more; held
 //	drop         close every held connection
 func floodMain(args []string) int {
 	if len(args) != 2 {
@@ -219,6 +220,17 @@ func (f *flooder) do(cmd string, n int) floodResult {
 				break
 			}
 		}
+	case "list":
+		r.Opened, r.DialErrors = f.open(n, func(c net.Conn) error {
+			if _, err := io.WriteString(c, "GET /v1/workers HTTP/1.1\r\nHost: sidecar\r\n\r\n"); err != nil {
+				return err
+			}
+			// The answer's head, then nothing more: the handler has begun its answer and waits on the rest.
+			_ = c.SetReadDeadline(time.Now().Add(60 * time.Second))
+			defer c.SetReadDeadline(time.Time{})
+			_, err := http.ReadResponse(bufio.NewReaderSize(c, 16), nil)
+			return err
+		})
 	case "idem":
 		body := redteam6IdemBody
 		c, err := net.DialTimeout("unix", f.sock, 2*time.Second)

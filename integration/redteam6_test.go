@@ -156,3 +156,72 @@ func TestRedteam6WorkerShareSurvivesRestart(t *testing.T) {
 		t.Fatalf("the user's spawn after one of its adopted workers was stopped: %v, want 201", r.Statuses)
 	}
 }
+
+// Red team 6 (issue 24, class 8): a peer of the socket makes the sidecar hold the whole state in memory
+// once per connection. GET /v1/workers without limit read every record into memory and encoded all of
+// them at once before the first byte went out, so each connection that asks and then reads nothing holds
+// the whole list twice (the records and their encoding) for as long as the write waits: memory grows with
+// the kept records times the connections (1,000 ended records of 4 KiB of argv each, times a socket-group
+// user's 128 connections, is a gigabyte). A throw-away socket-group user sends GET /v1/workers on 48
+// connections and reads no more than the answers' heads, beside 1,000 kept records of 4 KiB of argv each (copies of one
+// real worker's record under new ids). On the old code the sidecar's resident memory grew by about the
+// list's size per connection; now an unpaged list is written one page at a time, and it grows by at most
+// a page per connection.
+func TestRedteam6ListHeldByUnreadAnswers(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	e := newEnv(t)
+	user, gid := throwawayUser(t)
+	dir, err := os.MkdirTemp(tmpBase, "hlr6-")
+	must(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	must(t, os.Chmod(dir, 0o755))
+	sock := filepath.Join(dir, "s.sock")
+	p := startSidecarProc(t, e, sock, "--socket-group", strconv.Itoa(gid))
+	var rc receipt
+	p.mustDo("POST", "/v1/workers", scSpec("a", "/bin/true", strings.Repeat("x", 4000)), 201, &rc)
+	p.mustDo("GET", "/v1/workers/"+rc.ID+"/wait?timeout=30s", "", 200, nil)
+	p.stop()
+	rec, err := os.ReadFile(filepath.Join(e.State, "workers", rc.ID+".json"))
+	must(t, err)
+	const copies = 1000
+	for i := range copies {
+		id := fmt.Sprintf("w-%012x", 0xa00000000000+i)
+		must(t, os.WriteFile(filepath.Join(e.State, "workers", id+".json"), []byte(strings.ReplaceAll(string(rec), rc.ID, id)), 0o600))
+	}
+	p = startSidecarProc(t, e, sock, "--socket-group", strconv.Itoa(gid))
+	if n := len(p.list()); n != copies+1 {
+		t.Fatalf("the sidecar lists %d records, want %d", n, copies+1)
+	}
+	listSize := len(rec) * copies
+	before := vmRSS(t, p.cmd.Process.Pid)
+	u := startFlooder(t, sock, user, gid)
+	const conns = 48
+	if r := u.do(fmt.Sprint("list ", conns)); r.Opened != conns {
+		t.Fatalf("the user's unread lists: %+v, want %d sent", r, conns)
+	}
+	// Every handler has begun its answer and waits on the socket: the resident memory holds what each
+	// keeps for the rest.
+	grown := vmRSS(t, p.cmd.Process.Pid) - before
+	if limit := conns * listSize / 4; grown > limit {
+		t.Fatalf("the sidecar's resident memory grew by %d KiB with %d unread lists of %d KiB, want under %d KiB (a page per connection, not the list)",
+			grown>>10, conns, listSize>>10, limit>>10)
+	}
+	t.Logf("resident memory grew by %d KiB with %d unread lists of %d KiB", grown>>10, conns, listSize>>10)
+}
+
+// vmRSS is process pid's resident memory in bytes.
+func vmRSS(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	must(t, err)
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmRSS:" {
+			kb, err := strconv.Atoi(f[1])
+			must(t, err)
+			return kb << 10
+		}
+	}
+	t.Fatalf("no VmRSS in /proc/%d/status", pid)
+	return 0
+}

@@ -239,13 +239,11 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("%w: after %q is not a worker id (w-<12 hex>)", launcher.ErrInvalid, after))
 		return
 	}
-	var recs []launcher.Record
-	var err error
 	if limit == 0 && after == "" {
-		recs, err = s.b.List(r.Context())
-	} else {
-		recs, err = s.b.ListPage(r.Context(), after, limit)
+		s.writeList(r.Context(), w, q.Get("state"))
+		return
 	}
+	recs, err := s.b.ListPage(r.Context(), after, limit)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -260,6 +258,56 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		recs = []launcher.Record{} // [] not null: clients iterate it
 	}
 	writeJSON(w, http.StatusOK, recs)
+}
+
+// listPage is how many records an unpaged GET /v1/workers reads and holds at once.
+const listPage = 32
+
+// writeList answers GET /v1/workers without limit: every record, read and written a page (listPage) at a
+// time, so that what one answer holds while its client reads slowly, or not at all, is one page however
+// many records are kept. A failure before the first byte is an error answer; a failure after it cuts the
+// answer off (its JSON never ends), so a client never takes a part of the list for all of it.
+func (s *Server) writeList(ctx context.Context, w http.ResponseWriter, state string) {
+	recs, err := s.b.ListPage(ctx, "", listPage)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // as writeJSON
+	buf.WriteByte('[')
+	first := true
+	for len(recs) > 0 {
+		for i := range recs {
+			if state != "" && string(recs[i].State) != state {
+				continue
+			}
+			if !first {
+				buf.WriteByte(',')
+			}
+			first = false
+			if err := enc.Encode(&recs[i]); err != nil {
+				panic(http.ErrAbortHandler)
+			}
+			buf.Truncate(buf.Len() - 1) // Encode's newline
+		}
+		if _, err := w.Write(buf.Bytes()); err != nil {
+			return // the client is gone
+		}
+		buf.Reset()
+		if len(recs) < listPage {
+			break
+		}
+		if recs, err = s.b.ListPage(ctx, recs[len(recs)-1].ID, listPage); err != nil {
+			s.logf("sidecar: list of workers cut off: %v", err)
+			panic(http.ErrAbortHandler)
+		}
+	}
+	buf.WriteString("]\n")
+	_, _ = w.Write(buf.Bytes())
 }
 
 func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
