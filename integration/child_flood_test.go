@@ -34,7 +34,8 @@ import (
 //	             is answered or closed (60 s at most)
 //	idem N       one spawn of profile a's /bin/true with Idempotency-Key job-N (the body redteam6IdemBody);
 //	             a replayed answer counts as "201 replay"
-//	list N       N connections each sending GET /v1/workers and reading its answer's head and no more; held
+//	list N       N connections each sending GET /v1/workers (every other one with limit=10000) and reading
+//	             its answer's head and no more; held
 //	drop         close every held connection
 func floodMain(args []string) int {
 	if len(args) != 2 {
@@ -221,8 +222,13 @@ func (f *flooder) do(cmd string, n int) floodResult {
 			}
 		}
 	case "list":
+		sent := 0
 		r.Opened, r.DialErrors = f.open(n, func(c net.Conn) error {
-			if _, err := io.WriteString(c, "GET /v1/workers HTTP/1.1\r\nHost: sidecar\r\n\r\n"); err != nil {
+			query := "" // every other one asks for the largest page
+			if sent++; sent%2 == 0 {
+				query = "?limit=10000"
+			}
+			if _, err := io.WriteString(c, "GET /v1/workers"+query+" HTTP/1.1\r\nHost: sidecar\r\n\r\n"); err != nil {
 				return err
 			}
 			// The answer's head, then nothing more: the handler has begun its answer and waits on the rest.

@@ -12,8 +12,9 @@ import (
 	"github.com/hlaunch/hlaunch/internal/launcher"
 )
 
-// TestListWrittenByPages: an unpaged GET /v1/workers, written a page at a time, answers every record in id
-// order, byte for byte the encoding of the whole list, with the state filter applied across pages.
+// TestListWrittenByPages: GET /v1/workers, written a page (listPage) at a time, answers the records in id
+// order, byte for byte the encoding of the whole list, with the state filter applied across pages; with
+// limit, at most limit records after after and, for a full page, its cursor.
 func TestListWrittenByPages(t *testing.T) {
 	f := newFake()
 	var all, exited []launcher.Record
@@ -27,10 +28,31 @@ func TestListWrittenByPages(t *testing.T) {
 		all = append(all, r)
 	}
 	ts := startTest(t, f, Config{})
+	exitedIn := func(recs []launcher.Record) []launcher.Record {
+		out := []launcher.Record{}
+		for _, r := range recs {
+			if r.State == fingerprint.Exited {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	n := 2*listPage + 3
 	for _, tt := range []struct {
 		query string
 		want  []launcher.Record
-	}{{"", all}, {"?state=exited", exited}, {"?state=corrupt", []launcher.Record{}}} {
+		next  string
+	}{
+		{"", all, ""},
+		{"?state=exited", exited, ""},
+		{"?state=corrupt", []launcher.Record{}, ""},
+		{fmt.Sprint("?limit=", n), all[:n], all[n-1].ID},
+		{fmt.Sprint("?limit=", n, "&after=", all[n-1].ID), all[n:], ""},
+		{fmt.Sprint("?limit=", n, "&state=exited"), exitedIn(all[:n]), all[n-1].ID},
+		{"?limit=1&after=" + all[3].ID, all[4:5], all[4].ID},
+		{"?limit=10000", all, ""},
+		{"?after=" + all[len(all)-1].ID, []launcher.Record{}, ""},
+	} {
 		resp, err := ts.client.Get("http://sidecar/v1/workers" + tt.query)
 		if err != nil {
 			t.Fatal(err)
@@ -45,6 +67,9 @@ func TestListWrittenByPages(t *testing.T) {
 		}
 		if resp.StatusCode != http.StatusOK || !bytes.Equal(got, want.Bytes()) {
 			t.Fatalf("GET /v1/workers%s: %d\n%s\nwant\n%s", tt.query, resp.StatusCode, got, want.Bytes())
+		}
+		if h := resp.Header.Get(NextAfterHeader); h != tt.next {
+			t.Fatalf("GET /v1/workers%s: %s %q, want %q", tt.query, NextAfterHeader, h, tt.next)
 		}
 	}
 }
