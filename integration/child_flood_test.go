@@ -32,6 +32,10 @@ import (
 //	bigheader    a GET /v1/health with 100 KiB of headers
 //	slowbody N   N POST /v1/workers whose 1000-byte bodies come a byte each 500 ms; waits until every one
 //	             is answered or closed (60 s at most)
+//	idem N       one spawn of profile a's /bin/true with Idempotency-Key job-N (the body redteam6IdemBody);
+//	             a replayed answer counts as "201 replay"
+//	list N       N connections each sending GET /v1/workers (every other one with limit=10000) and reading
+//	             its answer's head and no more; held
 //	drop         close every held connection
 func floodMain(args []string) int {
 	if len(args) != 2 {
@@ -73,6 +77,7 @@ type floodResult struct {
 	Retry              string         // the last Retry-After seen
 	MaxMillis          int64          // slowbody: the longest any took to end
 	IDs                []string       // spawn: the workers started
+	Tokens             []string       // idem: the tokens of the receipts answered
 	Err                string
 }
 
@@ -215,6 +220,40 @@ func (f *flooder) do(cmd string, n int) floodResult {
 				}
 				break
 			}
+		}
+	case "list":
+		sent := 0
+		r.Opened, r.DialErrors = f.open(n, func(c net.Conn) error {
+			query := "" // every other one asks for the largest page
+			if sent++; sent%2 == 0 {
+				query = "?limit=10000"
+			}
+			if _, err := io.WriteString(c, "GET /v1/workers"+query+" HTTP/1.1\r\nHost: sidecar\r\n\r\n"); err != nil {
+				return err
+			}
+			// The answer's head, then nothing more: the handler has begun its answer and waits on the rest.
+			_ = c.SetReadDeadline(time.Now().Add(60 * time.Second))
+			defer c.SetReadDeadline(time.Time{})
+			_, err := http.ReadResponse(bufio.NewReaderSize(c, 16), nil)
+			return err
+		})
+	case "idem":
+		body := redteam6IdemBody
+		c, err := net.DialTimeout("unix", f.sock, 2*time.Second)
+		if err != nil {
+			r.DialErrors++
+			break
+		}
+		st, answer, replay := floodIdem(c, fmt.Sprint("job-", n), body)
+		c.Close()
+		if replay {
+			st += " replay"
+		}
+		r.Statuses[st]++
+		var rc struct{ ID, Token string }
+		if strings.HasPrefix(st, "201") && json.Unmarshal(answer, &rc) == nil {
+			r.IDs = append(r.IDs, rc.ID)
+			r.Tokens = append(r.Tokens, rc.Token)
 		}
 	case "drop":
 		f.drop()

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -158,8 +159,9 @@ func scStopAll(q *scProc) {
 
 // scStopAtKey SIGSTOPs the sidecar q as soon as it has written down Idempotency-Key key in dir (its
 // sidecar-keys directory: it does so after reading the request, before the launch); false after a minute.
+// The key is the test's uid's own, as the gateway program runs as the test's uid.
 func scStopAtKey(t *testing.T, q *scProc, dir, key string) bool {
-	h := sha256.Sum256([]byte(key))
+	h := sha256.Sum256(fmt.Appendf(nil, "%d:%s", os.Geteuid(), key))
 	entry := filepath.Join(dir, hex.EncodeToString(h[:16])+".json")
 	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Microsecond) {
 		if _, err := os.Stat(entry); err == nil {

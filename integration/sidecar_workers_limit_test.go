@@ -16,8 +16,8 @@ import (
 // 2 are kept for root and the sidecar's uid): a throw-away socket-group user gets 2 workers and then 429
 // too_many; a second such user gets 503 busy (the socket group holds all but the reserve); root (the
 // gateway) still gets its 2. A stopped worker's slot comes free once the sidecar sees it end, and a new
-// sidecar on the same state directory counts the workers it adopts: full, it answers root 503 busy. On the
-// old code every spawn was served.
+// sidecar on the same state directory counts the workers it adopts, each against the share of the uid
+// that spawned it: root's 2 hold root's share (429 too_many). On the old code every spawn was served.
 func TestSidecarWorkerLimits(t *testing.T) {
 	requireRoot(t)
 	requireCgroup2(t)
@@ -68,20 +68,21 @@ func TestSidecarWorkerLimits(t *testing.T) {
 		t.Errorf("the sidecar's log does not name uid %d's refusal at workers_per_uid:\n%s", userA, p.log.String())
 	}
 
-	// A new sidecar adopts the 4 running workers: they fill --max-workers, whoever started them.
+	// A new sidecar adopts the 4 running workers, each into the share of the uid that spawned it: root
+	// holds its 2 again (429 too_many), and they fill --max-workers.
 	p.stop()
 	p2 := startSidecarProc(t, e, sock, limits...)
-	if st, body := p2.do("POST", "/v1/workers", scSpec("a", "/bin/sleep", "300")); st != 503 || scErrCode(body) != "busy" {
-		t.Fatalf("root's spawn to a restarted sidecar that adopted 4 running workers: %d %s, want 503 busy", st, body)
+	if st, body := p2.do("POST", "/v1/workers", scSpec("a", "/bin/sleep", "300")); st != 429 || scErrCode(body) != "too_many" {
+		t.Fatalf("root's spawn to a restarted sidecar that adopted 4 running workers, 2 of them root's: %d %s, want 429 too_many", st, body)
 	}
 	p2.mustDo("POST", "/v1/workers/"+root1+"/stop", `{"grace":"1s"}`, 200, nil)
-	// The slot comes free once the sidecar's watcher sees the end: bounded, a spawn refused 503 meanwhile.
+	// The slot comes free once the sidecar's watcher sees the end: bounded, a spawn refused 429 meanwhile.
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		st, body := p2.do("POST", "/v1/workers", scSpec("a", "/bin/true"))
 		if st == 201 {
 			break
 		}
-		if st != 503 || time.Now().After(deadline) {
+		if st != 429 || time.Now().After(deadline) {
 			t.Fatalf("root's spawn after an adopted worker was stopped: %d %s, want 201 within 10s", st, body)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync"
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/state"
@@ -35,6 +36,7 @@ func IndexName(s string) string {
 // readRaw reads worker id's record file as it is: ErrNotFound when there is none, the read's or decode's
 // error (state.ErrDamaged ...) when it cannot be read; nothing in it is checked (CheckRecord does that).
 func (l *Store) readRaw(id string) (worker.Receipt, error) {
+	l.reads.Add(1)
 	var rc worker.Receipt
 	if err := (&state.Dir{Path: l.WorkersDir()}).Read(id, &rc); err != nil {
 		if errors.Is(err, state.ErrNotFound) {
@@ -87,7 +89,8 @@ func writeEntry(dir, s string, e IndexEntry, durable bool) error {
 
 // byToken returns the record carrying exactly token (ADR 0009's rule (a)), found through the token index
 // and confirmed; ok is false when no record carries it. A missing or wrong entry is rebuilt from a scan of
-// the records: rewritten when a record carries the token, removed when none does.
+// the records this store has not indexed yet (scanToken): rewritten when a record carries the token,
+// removed when none does.
 func (l *Store) byToken(token string) (worker.Receipt, bool) {
 	dir := l.indexDir()
 	if e, ok := readEntry(dir, token); ok && e.Token == token {
@@ -96,29 +99,80 @@ func (l *Store) byToken(token string) (worker.Receipt, bool) {
 		}
 	}
 	rc, found := l.scanToken(token)
-	if found {
-		_ = writeEntry(dir, token, IndexEntry{Token: token, ID: rc.ID}, false)
-	} else {
+	if !found {
 		_ = (&state.Dir{Path: dir}).Remove(IndexName(token))
 	}
 	return rc, found
 }
 
-// scanToken reads every record for the one carrying exactly token.
+// tokenIndexed is what a long-lived store (the sidecar's) knows of its records' tokens: each record a scan
+// has read, with its token. A token no record carries (anyone can mint one: the codec is public) then costs
+// one listing of the records' names and a read of only the records not seen before, instead of a read of
+// every record on every lookup; a token whose index entry was lost or overwritten is found through the
+// record it was seen in.
+type tokenIndexed struct {
+	mu     sync.Mutex
+	seen   map[string]string // worker id -> the token its record carried when read
+	tokens map[string]string // token -> worker id
+}
+
+// scanToken finds the record carrying exactly token: the one this store saw carrying it, else one among
+// the records it has not read yet, indexing (in memory and in the index directory) each token it reads on
+// the way. A record that cannot be read is read again by the next scan; ids no longer listed are
+// forgotten.
 func (l *Store) scanToken(token string) (worker.Receipt, bool) {
+	x := &l.tokenIdx
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.seen == nil {
+		x.seen, x.tokens = map[string]string{}, map[string]string{}
+	}
+	if id, ok := x.tokens[token]; ok {
+		if rc, err := l.ReadRecord(id); err == nil && rc.Token == token {
+			_ = writeEntry(l.indexDir(), token, IndexEntry{Token: token, ID: id}, false)
+			return rc, true
+		}
+		delete(x.tokens, token)
+		delete(x.seen, id)
+	}
 	ids, err := (&state.Dir{Path: l.WorkersDir()}).Names("w-")
 	if err != nil {
 		return worker.Receipt{}, false
 	}
+	listed := make(map[string]struct{}, len(ids))
+	var found worker.Receipt
+	ok := false
 	for _, id := range ids {
 		if !worker.IsID(id) {
 			continue
 		}
-		if rc, err := l.ReadRecord(id); err == nil && rc.Token == token {
-			return rc, true
+		listed[id] = struct{}{}
+		if _, done := x.seen[id]; done {
+			continue
+		}
+		rc, err := l.ReadRecord(id)
+		if err != nil {
+			continue
+		}
+		x.seen[id] = rc.Token
+		if rc.Token == "" {
+			continue
+		}
+		x.tokens[rc.Token] = id
+		_ = writeEntry(l.indexDir(), rc.Token, IndexEntry{Token: rc.Token, ID: id}, false)
+		if rc.Token == token {
+			found, ok = rc, true
 		}
 	}
-	return worker.Receipt{}, false
+	for id, tok := range x.seen {
+		if _, ok := listed[id]; !ok {
+			delete(x.seen, id)
+			if x.tokens[tok] == id {
+				delete(x.tokens, tok)
+			}
+		}
+	}
+	return found, ok
 }
 
 // IndexToken adds a started worker's token to the index. A failure leaves the entry missing, which the

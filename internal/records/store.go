@@ -3,6 +3,7 @@ package records
 import (
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
@@ -15,8 +16,14 @@ type Store struct {
 	LedgerPath string // ledger directory
 	Src        fingerprint.Sources
 
-	ledgerIdx ledgerIndex // the ledger as the last collection left it (PruneLedger)
+	ledgerIdx ledgerIndex   // the ledger as the last collection left it (PruneLedger)
+	tokenIdx  tokenIndexed  // the records a token scan has indexed (scanToken)
+	reads     atomic.Uint64 // record files read (RecordReads)
 }
+
+// RecordReads is how many record files this store has read since it was made: what a caller's lookups
+// cost the state directory (the sidecar's metrics show it).
+func (l *Store) RecordReads() uint64 { return l.reads.Load() }
 
 // WorkersDir is the directory that holds one record per detached worker; a watcher (the sidecar) may
 // watch it for changes. Its files are the launcher's: read them through Get and List.

@@ -9,7 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"slices"
+	"sort"
 	"strconv"
 	"time"
 
@@ -240,27 +240,113 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		writeError(w, fmt.Errorf("%w: after %q is not a worker id (w-<12 hex>)", worker.ErrInvalid, after))
 		return
 	}
-	var recs []worker.Record
-	var err error
-	if limit == 0 && after == "" {
-		recs, err = s.b.List(r.Context())
-	} else {
-		recs, err = s.b.ListPage(r.Context(), after, limit)
-	}
+	s.writeList(r.Context(), w, after, limit, q.Get("state"))
+}
+
+// listPage is how many records GET /v1/workers reads and holds at once.
+const listPage = 32
+
+// writeList answers GET /v1/workers: the records of the workers whose ids sort after after, at most
+// limit of them (0: every one), read and written a page (listPage) at a time, so that what one answer
+// holds while its client reads slowly, or not at all, is one page however many records are kept or
+// asked for. A full page's cursor (NextAfterHeader) is the limit-th id after after: it is known from the
+// directory's names before a record is read. A failure before the first byte is an error answer; a
+// failure after it cuts the answer off (its JSON never ends), so a client never takes a part of the list
+// for all of it.
+func (s *Server) writeList(ctx context.Context, w http.ResponseWriter, after string, limit int, state string) {
+	last, err := s.pageEnd(ctx, after, limit)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
-	if limit > 0 && len(recs) == limit {
-		w.Header().Set(NextAfterHeader, recs[len(recs)-1].ID)
+	next := func(after string, read int) ([]worker.Record, error) {
+		n := listPage
+		if limit > 0 {
+			n = min(n, limit-read)
+		}
+		if n <= 0 {
+			return nil, nil
+		}
+		return s.b.ListPage(ctx, after, n)
 	}
-	if st := q.Get("state"); st != "" {
-		recs = slices.DeleteFunc(recs, func(rec worker.Record) bool { return string(rec.State) != st })
+	recs, err := next(after, 0)
+	if err != nil {
+		writeError(w, err)
+		return
 	}
-	if recs == nil {
-		recs = []worker.Record{} // [] not null: clients iterate it
+	if last != "" {
+		w.Header().Set(NextAfterHeader, last)
 	}
-	writeJSON(w, http.StatusOK, recs)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	lw := &listWriter{last: last, state: state}
+	lw.enc = json.NewEncoder(&lw.buf)
+	lw.enc.SetEscapeHTML(false) // as writeJSON
+	lw.buf.WriteByte('[')
+	for len(recs) > 0 {
+		more := lw.add(recs)
+		if _, err := w.Write(lw.buf.Bytes()); err != nil {
+			return // the client is gone
+		}
+		lw.buf.Reset()
+		if !more {
+			break
+		}
+		if recs, err = next(recs[len(recs)-1].ID, lw.read); err != nil {
+			s.logf("sidecar: list of workers cut off: %v", err)
+			panic(http.ErrAbortHandler)
+		}
+	}
+	lw.buf.WriteString("]\n")
+	_, _ = w.Write(lw.buf.Bytes())
+}
+
+// pageEnd is the last id a page of limit records after after may hold: the limit-th id of the
+// directory's names after after, or "" when limit is 0 or they all fit.
+func (s *Server) pageEnd(ctx context.Context, after string, limit int) (string, error) {
+	if limit <= 0 {
+		return "", nil
+	}
+	ids, err := s.b.IDs(ctx)
+	if err != nil {
+		return "", err
+	}
+	if ids = ids[sort.SearchStrings(ids, after+"\x00"):]; len(ids) >= limit {
+		return ids[limit-1], nil
+	}
+	return "", nil
+}
+
+// listWriter encodes a list's records into buf, one read page at a time.
+type listWriter struct {
+	last, state string // the page's last id ("" none), the state filter ("" none)
+	buf         bytes.Buffer
+	enc         *json.Encoder
+	read        int // records read so far, the filtered ones included
+	some        bool
+}
+
+// add encodes recs that are within the page and pass the filter; more is false once the page's last
+// record is reached or passed (a record before it may have been removed while the page was read).
+func (lw *listWriter) add(recs []worker.Record) (more bool) {
+	for i := range recs {
+		if lw.last != "" && recs[i].ID > lw.last {
+			return false
+		}
+		lw.read++
+		if lw.state != "" && string(recs[i].State) != lw.state {
+			continue
+		}
+		if lw.some {
+			lw.buf.WriteByte(',')
+		}
+		lw.some = true
+		if err := lw.enc.Encode(&recs[i]); err != nil {
+			panic(http.ErrAbortHandler)
+		}
+		lw.buf.Truncate(lw.buf.Len() - 1) // Encode's newline
+	}
+	return lw.last == "" || recs[len(recs)-1].ID < lw.last
 }
 
 func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {

@@ -92,6 +92,7 @@ func (f *fakeBackend) IDs(ctx context.Context) ([]string, error) {
 		return nil, f.listErr
 	}
 	ids := append([]string(nil), f.order...)
+	slices.Sort(ids) // in name order, as the launcher's
 	delay := f.listDelay
 	f.mu.Unlock()
 	time.Sleep(delay)

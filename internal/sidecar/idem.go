@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,7 +15,8 @@ import (
 )
 
 // Bounds of the idempotency keys a sidecar remembers (POST /v1/workers with Idempotency-Key). A key is
-// forgotten IdemMaxAge after its first spawn, or earlier when IdemMaxKeys newer ones are kept.
+// forgotten IdemMaxAge after its first spawn, or earlier when IdemMaxKeys are kept: then the peer uid that
+// holds the most keys loses its oldest, so that a peer sending new keys without end evicts its own.
 const (
 	IdemMaxKeys   = 10000
 	IdemMaxAge    = 24 * time.Hour
@@ -37,11 +37,13 @@ var (
 	errBadIdemKey = errors.New("bad idempotency key")
 )
 
-// idemEntry is one remembered key, a file of its own in the key directory, written atomically: first
+// idemEntry is one remembered key of one peer uid (a key is its peer's own: another uid's same key is
+// another entry), a file of its own in the key directory, written atomically: first
 // before the launch (ID set, Receipt empty), then with the receipt once the launch answered. An entry
 // without a receipt after a restart is a launch the sidecar did not see the end of; the worker record
 // under ID says whether it started.
 type idemEntry struct {
+	UID     uint32          `json:"uid"` // the peer that sent the key
 	Key     string          `json:"key"`
 	Body    string          `json:"body_sha256"`
 	ID      string          `json:"id"`
@@ -49,8 +51,8 @@ type idemEntry struct {
 	Receipt json.RawMessage `json:"receipt,omitempty"`
 }
 
-// idemStore remembers idempotency keys in dir (one file per key, named by the key's hash) and serializes
-// the spawns of one key in this process: a retry that arrives while the first spawn with its key is still
+// idemStore remembers idempotency keys in dir (one file per peer uid and key, named by their hash) and
+// serializes the spawns of one uid's key in this process: a retry that arrives while the first spawn with its key is still
 // in flight waits for that spawn's end and then gets its answer.
 type idemStore struct {
 	dir string
@@ -60,8 +62,14 @@ type idemStore struct {
 	maxAge  time.Duration
 
 	mu    sync.Mutex
-	locks map[string]*idemLock
-	known map[string]time.Time // file name -> created, for the bounds
+	locks map[string]*idemLock // by file name
+	known map[string]idemKnown // by file name, for the bounds
+}
+
+// idemKnown is what the bounds need of one kept key.
+type idemKnown struct {
+	uid     uint32
+	created time.Time
 }
 
 type idemLock struct {
@@ -74,7 +82,7 @@ func newIdemStore(dir string, now func() time.Time) (*idemStore, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("idempotency keys: %w", err)
 	}
-	st := &idemStore{dir: dir, now: now, maxKeys: IdemMaxKeys, maxAge: IdemMaxAge, locks: map[string]*idemLock{}, known: map[string]time.Time{}}
+	st := &idemStore{dir: dir, now: now, maxKeys: IdemMaxKeys, maxAge: IdemMaxAge, locks: map[string]*idemLock{}, known: map[string]idemKnown{}}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("idempotency keys: %w", err)
@@ -86,11 +94,12 @@ func newIdemStore(dir string, now func() time.Time) (*idemStore, error) {
 			continue
 		}
 		ent, err := st.read(name)
-		if err != nil {
+		if err != nil || name != idemFile(ent.UID, ent.Key) {
+			// Unreadable, or not found under its name (a key kept before keys were per uid).
 			_ = os.Remove(filepath.Join(dir, name))
 			continue
 		}
-		st.known[name] = ent.Created
+		st.known[name] = idemKnown{ent.UID, ent.Created}
 	}
 	st.mu.Lock()
 	st.pruneLocked()
@@ -111,8 +120,10 @@ func checkIdemKey(k string) error {
 	return nil
 }
 
-func idemFile(key string) string {
-	h := sha256.Sum256([]byte(key))
+// idemFile names uid's key's file: a key is printable ASCII and a uid decimal digits, so "uid:key" is
+// never another pair's.
+func idemFile(uid uint32, key string) string {
+	h := sha256.Sum256(fmt.Appendf(nil, "%d:%s", uid, key))
 	return hex.EncodeToString(h[:16]) + ".json"
 }
 
@@ -122,8 +133,9 @@ func bodyHash(body []byte) string {
 	return hex.EncodeToString(h[:])
 }
 
-// lock serializes key's spawns in this process; the returned func releases it.
-func (st *idemStore) lock(key string) func() {
+// lock serializes uid's spawns with key in this process; the returned func releases it.
+func (st *idemStore) lock(uid uint32, key string) func() {
+	key = idemFile(uid, key)
 	st.mu.Lock()
 	l := st.locks[key]
 	if l == nil {
@@ -143,10 +155,10 @@ func (st *idemStore) lock(key string) func() {
 	}
 }
 
-// get returns key's entry, or nil when the key is not remembered (never, or past IdemMaxAge). Call it
-// under lock(key).
-func (st *idemStore) get(key string) (*idemEntry, error) {
-	name := idemFile(key)
+// get returns uid's entry of key, or nil when uid's key is not remembered (never, or past IdemMaxAge).
+// Call it under lock(uid, key).
+func (st *idemStore) get(uid uint32, key string) (*idemEntry, error) {
+	name := idemFile(uid, key)
 	ent, err := st.read(name)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -154,7 +166,7 @@ func (st *idemStore) get(key string) (*idemEntry, error) {
 	if err != nil {
 		return nil, err
 	}
-	if ent.Key != key || st.now().Sub(ent.Created) > st.maxAge {
+	if ent.UID != uid || ent.Key != key || st.now().Sub(ent.Created) > st.maxAge {
 		return nil, nil // another key of the same hash prefix, or expired: this key starts afresh
 	}
 	return ent, nil
@@ -173,13 +185,13 @@ func (st *idemStore) read(name string) (*idemEntry, error) {
 }
 
 // put writes ent atomically (a temp file, synced, renamed over the old one, the directory synced) so that
-// a crash leaves the old entry or the new one. Call it under lock(ent.Key).
+// a crash leaves the old entry or the new one. Call it under lock(ent.UID, ent.Key).
 func (st *idemStore) put(ent *idemEntry) error {
 	b, err := json.Marshal(ent)
 	if err != nil {
 		return err
 	}
-	name := idemFile(ent.Key)
+	name := idemFile(ent.UID, ent.Key)
 	tmp, err := os.CreateTemp(st.dir, ".tmp-")
 	if err != nil {
 		return fmt.Errorf("idempotency key: %w", err)
@@ -203,36 +215,53 @@ func (st *idemStore) put(ent *idemEntry) error {
 		d.Close()
 	}
 	st.mu.Lock()
-	st.known[name] = ent.Created
+	st.known[name] = idemKnown{ent.UID, ent.Created}
 	st.pruneLocked()
 	st.mu.Unlock()
 	return nil
 }
 
-// forget removes key's entry (a launch that failed is not remembered: a retry launches again).
-func (st *idemStore) forget(key string) {
-	name := idemFile(key)
+// forget removes uid's entry of key (a launch that failed is not remembered: a retry launches again).
+func (st *idemStore) forget(uid uint32, key string) {
+	name := idemFile(uid, key)
 	_ = os.Remove(filepath.Join(st.dir, name))
 	st.mu.Lock()
 	delete(st.known, name)
 	st.mu.Unlock()
 }
 
-// pruneLocked drops entries older than maxAge, then the oldest past maxKeys.
+// pruneLocked drops entries older than maxAge, then, while more than maxKeys are kept, the oldest of the
+// uid that holds the most (of two that hold as many, the one whose oldest is older): one uid's flood of
+// keys evicts its own, never another uid's while it holds more than that uid.
 func (st *idemStore) pruneLocked() {
 	now := st.now()
-	for name, at := range st.known {
-		if now.Sub(at) > st.maxAge {
+	for name, k := range st.known {
+		if now.Sub(k.created) > st.maxAge {
 			_ = os.Remove(filepath.Join(st.dir, name))
 			delete(st.known, name)
 		}
 	}
-	if len(st.known) <= st.maxKeys {
+	over := len(st.known) - st.maxKeys
+	if over <= 0 {
 		return
 	}
-	names := slices.SortedFunc(maps.Keys(st.known), func(a, b string) int { return st.known[a].Compare(st.known[b]) })
-	for _, n := range names[:len(names)-st.maxKeys] {
-		_ = os.Remove(filepath.Join(st.dir, n))
-		delete(st.known, n)
+	byUID := map[uint32][]string{}
+	for name, k := range st.known {
+		byUID[k.uid] = append(byUID[k.uid], name)
+	}
+	for _, names := range byUID {
+		slices.SortFunc(names, func(a, b string) int { return st.known[a].created.Compare(st.known[b].created) })
+	}
+	for range over {
+		var most uint32
+		var top []string
+		for uid, names := range byUID {
+			if len(names) > len(top) || (len(names) == len(top) && st.known[names[0]].created.Before(st.known[top[0]].created)) {
+				most, top = uid, names
+			}
+		}
+		_ = os.Remove(filepath.Join(st.dir, top[0]))
+		delete(st.known, top[0])
+		byUID[most] = top[1:]
 	}
 }

@@ -31,11 +31,11 @@ func TestIdemStoreBounds(t *testing.T) {
 		t.Fatalf("%d key files, want %d", len(ents), maxKeys)
 	}
 	for _, k := range []string{"k0", "k1"} {
-		if e, _ := st.get(k); e != nil {
+		if e, _ := st.get(0, k); e != nil {
 			t.Fatalf("%s, among the oldest past the bound, is still remembered", k)
 		}
 	}
-	if e, _ := st.get("k2"); e == nil || e.ID != "w-000000000001" {
+	if e, _ := st.get(0, "k2"); e == nil || e.ID != "w-000000000001" {
 		t.Fatalf("k2: %+v, want it remembered", e)
 	}
 	if err := os.WriteFile(dir+"/.tmp-123", []byte("{"), 0o600); err != nil {
@@ -46,15 +46,59 @@ func TestIdemStoreBounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e, _ := st2.get(fmt.Sprint("k", maxKeys+1)); e == nil {
+	if e, _ := st2.get(0, fmt.Sprint("k", maxKeys+1)); e == nil {
 		t.Fatal("the newest key is lost across a reopen")
 	}
 	if _, err := os.Stat(dir + "/.tmp-123"); !os.IsNotExist(err) {
 		t.Fatalf("a temp file survives a reopen: %v", err)
 	}
 	now = now.Add(time.Hour)
-	if e, _ := st2.get(fmt.Sprint("k", maxKeys+1)); e != nil {
+	if e, _ := st2.get(0, fmt.Sprint("k", maxKeys+1)); e != nil {
 		t.Fatal("a key past IdemMaxAge is still remembered")
+	}
+}
+
+// TestIdemStoreEvictsTheFlooder: one peer uid sending new keys without end (each a worker that ended at
+// once) fills the count bound with its own keys and loses its oldest, never the gateway's older key; and
+// the same key of two uids is two entries. On the old code the flood evicted the gateway's key (the
+// oldest of all), so the gateway's retry of that spawn launched a second worker.
+func TestIdemStoreEvictsTheFlooder(t *testing.T) {
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	st, err := newIdemStore(t.TempDir(), func() time.Time { return now })
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.maxKeys = 20
+	const gateway, flooder = 0, 1002
+	put := func(uid uint32, key, id string) {
+		t.Helper()
+		now = now.Add(time.Millisecond)
+		if err := st.put(&idemEntry{UID: uid, Key: key, Body: "h", ID: id, Created: now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(gateway, "job-1", "w-00000000000a")
+	put(flooder, "job-1", "w-00000000000b")
+	for i := range 3 * st.maxKeys {
+		put(flooder, fmt.Sprint("flood-", i), "w-00000000000c")
+	}
+	if e, _ := st.get(gateway, "job-1"); e == nil || e.ID != "w-00000000000a" {
+		t.Fatalf("the gateway's job-1 after another uid's flood of new keys: %+v, want it kept", e)
+	}
+	if e, _ := st.get(flooder, "job-1"); e != nil {
+		t.Fatalf("the flooder's own oldest key job-1 is still kept past the bound: %+v", e)
+	}
+	if e, _ := st.get(flooder, fmt.Sprint("flood-", 3*st.maxKeys-1)); e == nil {
+		t.Fatal("the flooder's newest key is not kept")
+	}
+	if len(st.known) != st.maxKeys {
+		t.Fatalf("%d keys kept, want the bound %d", len(st.known), st.maxKeys)
+	}
+	// Two uids at one count each past a bound of one: the older key goes, whoever holds it.
+	st.maxKeys = 1
+	put(gateway, "job-2", "w-00000000000d")
+	if e, _ := st.get(gateway, "job-2"); e == nil || len(st.known) != 1 {
+		t.Fatalf("a bound of 1: job-2 %+v, %d kept; want only the newest key kept", e, len(st.known))
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 // spawnIdempotent is POST /v1/workers with an Idempotency-Key: the first spawn with a key is remembered
 // (its id before the launch, its receipt after it), and a repeat with the same key and the same body is
 // answered that receipt (201, Idempotent-Replay: true) without a second launch; the same key with another
-// body is 422 idempotency_mismatch. A repeat that arrives while the first is in flight waits for its end.
+// body is 422 idempotency_mismatch. A key is the peer uid's own: another uid's same key is another spawn. A repeat that arrives while the first is in flight waits for its end.
 // A launch that failed is not remembered: its repeat launches again.
 func (s *Server) spawnIdempotent(ctx context.Context, w http.ResponseWriter, uid uint32, key string, body []byte, spec worker.Spec, stdio worker.Stdio) {
 	if s.idem == nil {
@@ -25,10 +25,10 @@ func (s *Server) spawnIdempotent(ctx context.Context, w http.ResponseWriter, uid
 		writeError(w, fmt.Errorf("%w: %w", worker.ErrInvalid, err))
 		return
 	}
-	unlock := s.idem.lock(key)
+	unlock := s.idem.lock(uid, key)
 	defer unlock()
 	hash := bodyHash(body)
-	ent, err := s.idem.get(key)
+	ent, err := s.idem.get(uid, key)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -47,14 +47,14 @@ func (s *Server) spawnIdempotent(ctx context.Context, w http.ResponseWriter, uid
 			return
 		}
 	}
-	ent = &idemEntry{Key: key, Body: hash, Created: s.now()}
+	ent = &idemEntry{UID: uid, Key: key, Body: hash, Created: s.now()}
 	rc, err := s.spawn(ctx, uid, spec, stdio, func(id string) error {
 		ent.ID = id
 		return s.idem.put(ent) // on disk before the worker can exist
 	})
 	if err != nil {
 		if ent.ID != "" {
-			s.idem.forget(key)
+			s.idem.forget(uid, key)
 		}
 		writeError(w, err)
 		return

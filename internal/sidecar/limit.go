@@ -33,9 +33,9 @@ const RetryAfter = 1
 // any uid's, and are refused (403) on their first request.
 const unknownUID = ^uint32(0)
 
-// adoptedUID is the bucket of the running workers this sidecar did not start (adopted after a restart, or
-// started by the CLI in the same state directory): they count against the total, never against a peer's
-// share, since no record says which peer asked for them.
+// adoptedUID is the bucket of the running workers no peer's spawn is known for (started by the CLI in the
+// same state directory, or adopted after a restart without their peerStore file): they count against the
+// total, never against a peer's share.
 const adoptedUID = ^uint32(0) - 1
 
 // limiter counts what each peer uid holds (connections, or event streams) against a total and a per-uid
@@ -96,15 +96,20 @@ func (l *limiter) acquire(uid uint32) (release func(), err error) {
 	return func() { once.Do(func() { l.put(uid, kept) }) }, nil
 }
 
-// hold takes one slot for uid whatever the bounds say, as one of the reserve's holders: for what already
-// exists (an adopted worker), which a bound can count but not refuse.
+// hold takes one slot for uid whatever the bounds say: for what already exists (an adopted worker), which
+// a bound can count but not refuse. A peer uid's slot counts against its share as acquire's would;
+// adoptedUID's count as the reserve's holders do, against the total only.
 func (l *limiter) hold(uid uint32) (release func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	kept := uid == adoptedUID || slices.Contains(l.keptFor, uid)
 	l.held++
+	if !kept {
+		l.others++
+	}
 	l.byUID[uid]++
 	var once sync.Once
-	return func() { once.Do(func() { l.put(uid, true) }) }
+	return func() { once.Do(func() { l.put(uid, kept) }) }
 }
 
 func (l *limiter) put(uid uint32, kept bool) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"io"
 	"log/slog"
 	"net"
@@ -131,6 +132,11 @@ type Config struct {
 	// IdemMaxAge), so that a repeat is answered the first receipt across a restart of the sidecar. Empty with
 	// a Launcher means "sidecar-keys" in its state directory; empty otherwise means no idempotent spawns.
 	IdempotencyDir string
+	// PeersDir is the directory that keeps the peer uid of each worker the sidecar spawned while it may
+	// run, so that a restarted sidecar counts an adopted worker against its peer's --max-workers-per-uid
+	// (peerStore). Empty with a Launcher means "sidecar-peers" in its state directory; empty otherwise
+	// means adopted workers count against no peer's share.
+	PeersDir string
 }
 
 // backend is what the server needs from a launcher. *launcher.Launcher is the production implementation;
@@ -164,6 +170,7 @@ type Server struct {
 	slots   map[string]func()
 	pool    *warmPool  // nil without Config.Warm
 	idem    *idemStore // nil without Config.IdempotencyDir
+	peers   *peerStore // nil without Config.PeersDir
 	obs     *observer
 	now     func() time.Time
 	start   time.Time
@@ -208,6 +215,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.IdempotencyDir == "" {
 		cfg.IdempotencyDir = filepath.Join(cfg.Launcher.StateDir(), "sidecar-keys")
+	}
+	if cfg.PeersDir == "" {
+		cfg.PeersDir = filepath.Join(cfg.Launcher.StateDir(), "sidecar-peers")
 	}
 	return newServer(cfg, cfg.Launcher)
 }
@@ -273,6 +283,11 @@ func newServer(cfg Config, b backend) (*Server, error) {
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
 	}
+	if cfg.PeersDir != "" {
+		if s.peers, err = newPeerStore(cfg.PeersDir); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+	}
 	if s.selfNS, err = os.Readlink("/proc/self/ns/pid"); err != nil {
 		return nil, fmt.Errorf("%w: own pid namespace: %w", ErrConfig, err)
 	}
@@ -281,6 +296,12 @@ func newServer(cfg Config, b backend) (*Server, error) {
 		logger = NewLogger(cfg.Log)
 	}
 	s.obs = newObserver(logger, s.counts, s.warmReady)
+	if rr, ok := b.(interface{ RecordReads() uint64 }); ok {
+		s.obs.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "hlaunch_sidecar_record_reads_total",
+			Help: "Worker record files read from the state directory (what lookups, lists and the watcher cost it).",
+		}, func() float64 { return float64(rr.RecordReads()) }))
+	}
 	// The gateway runs as root or as the sidecar's own uid: a reserve of each total is kept for them.
 	gateway := []uint32{0}
 	if s.auth.ownerUID != 0 {
@@ -376,6 +397,14 @@ func (s *Server) serveListener(ctx context.Context, ln net.Listener) error {
 	// after connecting already sees every re-adopted worker; its events are in the ring for ?since=0.
 	if err := s.poll(ctx, true); err != nil {
 		s.logf("sidecar: initial list of workers failed (will retry): %v", err)
+	} else if s.peers != nil {
+		// Only the running workers the first pass adopted keep their peer's uid.
+		s.mu.Lock()
+		err := s.peers.sweep(func(id string) bool { _, ok := s.slots[id]; return ok })
+		s.mu.Unlock()
+		if err != nil {
+			s.logf("sidecar: %v", err)
+		}
 	}
 	s.checkPlacement(ctx)
 	if p := s.placementNote(); p != "" {

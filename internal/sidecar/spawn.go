@@ -19,8 +19,27 @@ func (s *Server) spawn(ctx context.Context, uid uint32, spec worker.Spec, stdio 
 	}
 	ticket := s.beginSpawn()
 	began := time.Now()
+	var id string
+	if s.peers != nil {
+		// The peer's uid is on disk before the worker can exist, so that a restarted sidecar counts the
+		// worker against uid's share again.
+		next := before
+		before = func(wid string) error {
+			if err := s.peers.put(wid, uid); err != nil {
+				return err
+			}
+			id = wid
+			if next != nil {
+				return next(wid)
+			}
+			return nil
+		}
+	}
 	rc, err := s.startWorker(ctx, spec, stdio, before)
 	s.obs.spawned(&spec, rc, time.Since(began), err)
+	if rc == nil && id != "" {
+		s.peers.forget(id)
+	}
 	s.endSpawn(ticket, rc, release)
 	s.noteSpawn(err)
 	return rc, err

@@ -312,16 +312,26 @@ func (s *Server) endSpawn(ticket uint64, rc *worker.Receipt, release func()) {
 }
 
 // trackSlot keeps worker id's slot of --max-workers while it runs: a running worker the sidecar did not
-// start (adopted) takes one in adoptedUID's bucket; an ended or removed one gives its slot back. Called
-// with mu held.
+// start in this process (adopted) takes one in its peer's share when the peer store names the uid that
+// asked for it (a spawn before a restart), else in adoptedUID's bucket; an ended or removed one gives its
+// slot back, and its peer's uid is forgotten. Called with mu held.
 func (s *Server) trackSlot(id string, running bool) {
 	release, ok := s.slots[id]
 	switch {
 	case running && !ok:
-		s.slots[id] = s.workers.hold(adoptedUID)
+		uid := adoptedUID
+		if s.peers != nil {
+			if u, known := s.peers.get(id); known {
+				uid = u
+			}
+		}
+		s.slots[id] = s.workers.hold(uid)
 	case !running && ok:
 		release()
 		delete(s.slots, id)
+		if s.peers != nil {
+			s.peers.forget(id)
+		}
 	}
 }
 

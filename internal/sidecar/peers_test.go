@@ -1,0 +1,68 @@
+package sidecar
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestPeerStore: a worker's peer uid is read back as written, a damaged or foreign file names no uid, and
+// a sweep keeps only the workers it is told to (and no temp file).
+func TestPeerStore(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sidecar-peers")
+	p, err := newPeerStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const a, b = "w-00000000000a", "w-00000000000b"
+	if err := p.put(a, 1002); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.put("../x", 1002); err == nil {
+		t.Fatal("put of a name that is no worker id was accepted")
+	}
+	if uid, ok := p.get(a); !ok || uid != 1002 {
+		t.Fatalf("get(%s) = %d, %v; want 1002", a, uid, ok)
+	}
+	for _, bad := range []string{"", "x", "-1", "4294967296", "4294967294"} {
+		if err := os.WriteFile(filepath.Join(dir, b), []byte(bad), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if uid, ok := p.get(b); ok {
+			t.Fatalf("a file holding %q names uid %d", bad, uid)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".tmp-1"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.sweep(func(id string) bool { return id == a }); err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(dir)
+	if len(ents) != 1 || ents[0].Name() != a {
+		t.Fatalf("after a sweep keeping %s: %v", a, ents)
+	}
+	p.forget(a)
+	if _, err := os.Stat(filepath.Join(dir, a)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("forget left %s: %v", a, err)
+	}
+}
+
+// An adopted worker whose peer is known (hold of that uid) counts against the peer's share and the
+// others' part, as its spawn's slot did.
+func TestLimiterHoldPeer(t *testing.T) {
+	l := newLimiter("running workers", 4, 2, 0)
+	r1, r2 := l.hold(100), l.hold(100)
+	if _, err := l.acquire(100); !errors.Is(err, ErrTooMany) {
+		t.Fatalf("a peer's spawn beside its 2 adopted workers: %v, want ErrTooMany", err)
+	}
+	if _, err := l.acquire(101); !errors.Is(err, ErrBusy) {
+		t.Fatalf("another peer's spawn while the others' part (2 of 4) is held: %v, want ErrBusy", err)
+	}
+	r1()
+	r2()
+	if all, _ := l.counts(100); all != 0 {
+		t.Fatalf("%d held after both were given back, want 0", all)
+	}
+}
