@@ -47,7 +47,12 @@ func checkWorkerDirs(spec Spec, env profile.Environ, cwd string, id identity) er
 	if spec.Log != "" {
 		dirs = append(dirs, dir{"--log", filepath.Dir(spec.Log), "--log FILE", filepath.Dir(spec.Log)})
 	}
+	walked := map[string]bool{} // TMPDIR, TMP and TEMP are often one directory: walk it once
 	for _, d := range dirs {
+		if walked[d.resolved] {
+			continue
+		}
+		walked[d.resolved] = true
 		err := trustpath.Check(d.resolved, id.uid)
 		var u *trustpath.Untrusted
 		switch {
