@@ -28,9 +28,8 @@ type childStart struct {
 	cred  *syscall.Credential // an unsandboxed worker's ids (identity.credential); nil keeps ours
 }
 
-// start starts c placed by p. The fast path is one clone3(CLONE_INTO_CGROUP)+execve of the target, forked
-// from a thread that joined the worker's v1 hierarchies, if any, for the fork. A target that must be placed
-// by PID first (a scope naming it) is held by the kernel at its traced exec
+// start starts c placed by p. The fast path is one clone3(CLONE_INTO_CGROUP)+execve of the target. A target
+// that must be placed by PID first (v1 joins, a scope naming it) is held by the kernel at its traced exec
 // and detached once placed; a sandboxed one is started as the init stub and released once placed (ADR
 // 0001). It returns the running target (a sandbox's init).
 func (l *Launcher) start(ctx context.Context, spec Spec, id string, p placement, c childStart) (*hproc.Proc, error) {
@@ -56,16 +55,8 @@ func (l *Launcher) start(ctx context.Context, spec Spec, id string, p placement,
 			return nil, execError(err)
 		}
 		cmd := hproc.Command{Path: path, Args: c.argv, Env: c.env, Dir: c.cwd, Files: files, Sys: &attr, CPUs: l.cfg.ChildCPUs}
-		if cg, ok := p.(*cgroupPlacement); ok && cg.g.NeedsJoin() {
-			// Its v1 hierarchies: the forking thread joins them for the fork, so the target starts in
-			// them and is not held (cgroup.Group.EnterThread).
-			cmd.Cgroups = cg.g
-		}
-		if cmd.Cgroups != nil || !p.needsHold(fd != nil) {
+		if !p.needsHold(fd != nil) {
 			proc, err := hproc.Spawn(cmd)
-			if errors.Is(err, hproc.ErrNotPlaced) {
-				return nil, err
-			}
 			if err != nil {
 				return nil, execError(err)
 			}
@@ -92,13 +83,7 @@ func (l *Launcher) start(ctx context.Context, spec Spec, id string, p placement,
 func (l *Launcher) startStub(ctx context.Context, spec Spec, id string, p placement, c childStart, files []*os.File, attr *syscall.SysProcAttr, cloned bool) (_ *hproc.Proc, retErr error) {
 	// The stub keeps our pin, if any, while it starts (a Go start is cheaper on one CPU) and gives the
 	// target ChildCPUs back itself (handshake.Config.CPUs).
-	cmd := hproc.Command{Path: l.cfg.Self, Args: []string{l.cfg.Self, handshake.InitArg}, Files: files, Sys: attr}
-	if cg, ok := p.(*cgroupPlacement); ok && cg.g.NeedsJoin() {
-		// The stub starts in its v1 hierarchies from the forking thread (cgroup.Group.EnterThread), not
-		// joined by PID once it is a multi-threaded Go process.
-		cmd.Cgroups = cg.g
-	}
-	child, err := handshake.Start(cmd)
+	child, err := handshake.Start(hproc.Command{Path: l.cfg.Self, Args: []string{l.cfg.Self, handshake.InitArg}, Files: files, Sys: attr})
 	if err != nil {
 		return nil, fmt.Errorf("start init stub %s: %w", l.cfg.Self, err)
 	}
@@ -107,10 +92,8 @@ func (l *Launcher) startStub(ctx context.Context, spec Spec, id string, p placem
 			child.Abort()
 		}
 	}()
-	if cmd.Cgroups == nil {
-		if err := p.place(ctx, spec, id, child.PID(), cloned); err != nil {
-			return nil, err
-		}
+	if err := p.place(ctx, spec, id, child.PID(), cloned); err != nil {
+		return nil, err
 	}
 	if err := child.Release(handshake.Config{Argv: c.argv, Env: c.env, Cwd: c.cwd, Sandbox: c.sb, CPUs: l.cfg.ChildCPUs}); err != nil {
 		return nil, execError(err)

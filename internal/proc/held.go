@@ -40,9 +40,6 @@ var ErrEndedBeforeExec = errors.New("the child ended before its exec")
 // before the program's first instruction. Exec errors are returned as Spawn returns them, EPERM wrapped
 // with ErrNotHeld; on any error no child is left.
 func Hold(c Command) (*Held, error) {
-	if c.Cgroups != nil {
-		return nil, errors.New("proc: a held child is placed by its PID, not by Command.Cgroups")
-	}
 	runtime.LockOSThread()
 	if ok, err := canTraceExec(); !ok {
 		runtime.UnlockOSThread()
@@ -58,7 +55,7 @@ func Hold(c Command) (*Held, error) {
 	sys.Ptrace = true
 	c.Sys = &sys
 	if dropsUID(c.Sys) {
-		// The tracer must be this thread, so it takes the fresh session keyring (Spawn's spawnOnThread) and
+		// The tracer must be this thread, so it takes the fresh session keyring (Spawn's spawnDropped) and
 		// stays this goroutine's for good: locked once more, never unlocked, it ends with the goroutine.
 		runtime.LockOSThread()
 		if err := joinFreshSessionKeyring(); err != nil {

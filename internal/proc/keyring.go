@@ -3,6 +3,7 @@ package proc
 import (
 	"errors"
 	"os"
+	"runtime"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -25,4 +26,33 @@ func joinFreshSessionKeyring() error {
 		return os.NewSyscallError("keyctl(KEYCTL_JOIN_SESSION_KEYRING)", errno)
 	}
 	return nil
+}
+
+// spawnDropped is Spawn for a child that drops to another uid: it forks from a thread of its own whose
+// session keyring is a fresh one. The thread stays, parked, until the child is reaped (a parent-death
+// signal is the forking thread's death, not the process's), and then ends with its goroutine, so no other
+// goroutine ever runs on it.
+func spawnDropped(c Command) (*Proc, error) {
+	type started struct {
+		p   *Proc
+		err error
+	}
+	ch := make(chan started)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		if err := joinFreshSessionKeyring(); err != nil {
+			ch <- started{err: err}
+			return
+		}
+		p, err := forkExec(c)
+		if err != nil {
+			ch <- started{err: err}
+			return
+		}
+		p.reapedCh = make(chan struct{})
+		ch <- started{p: p}
+		<-p.reapedCh
+	}()
+	s := <-ch
+	return s.p, s.err
 }

@@ -28,9 +28,6 @@ type Command struct {
 	// A CLI that pinned itself (internal/affinity) passes the set it started with, so the pin is not
 	// inherited.
 	CPUs affinity.Set
-	// Cgroups, when set, places the child in cgroups before its first instruction through the thread that
-	// forks it (see ThreadCgroups); Hold refuses it.
-	Cgroups ThreadCgroups
 }
 
 // Proc is a started child, owned by the parent until Wait reaps it.
@@ -45,20 +42,17 @@ type Proc struct {
 	reaped bool
 	// status, when set (ReportedBy), is where the child may leave the status Wait returns.
 	status *os.File
-	// reapedCh, when not nil, is closed once the child is reaped: the thread that forked it (spawnOnThread)
+	// reapedCh, when not nil, is closed once the child is reaped: the thread that forked it (spawnDropped)
 	// waits for it to end.
 	reapedCh chan struct{}
-	// forker, when not 0, is that thread when it forked from inside the child's cgroups: Wait waits for
-	// its end, so that no thread of ours is left in their parent after the child.
-	forker int
 }
 
 // Spawn starts c. Errors from the kernel's execve (ENOENT, EACCES, ENOEXEC) are returned as they are. A
 // child that drops to another uid (c.Sys.Credential) starts with a fresh, empty session keyring of its
-// own rather than ours; one with c.Cgroups starts in them.
+// own rather than ours.
 func Spawn(c Command) (*Proc, error) {
-	if dropsUID(c.Sys) || c.Cgroups != nil {
-		return spawnOnThread(c)
+	if dropsUID(c.Sys) {
+		return spawnDropped(c)
 	}
 	return forkExec(c)
 }
@@ -139,9 +133,6 @@ func (p *Proc) Wait() (syscall.WaitStatus, error) {
 	}
 	if p.reapedCh != nil {
 		close(p.reapedCh)
-		if p.forker != 0 {
-			awaitThreadEnd(p.forker)
-		}
 	}
 	return ws, nil
 }
