@@ -28,31 +28,16 @@ func joinFreshSessionKeyring() error {
 	return nil
 }
 
-// spawnDropped is Spawn for a child that drops to another uid: it forks from a thread of its own whose
-// session keyring is a fresh one. The thread stays, parked, until the child is reaped (a parent-death
-// signal is the forking thread's death, not the process's), and then ends with its goroutine, so no other
-// goroutine ever runs on it.
+// spawnDropped is Spawn for a child that drops to another uid: it forks from the calling thread after
+// that thread joined a fresh session keyring, and locks the calling goroutine to the thread for good (no
+// other goroutine ever runs with that keyring; the runtime ends the thread with the goroutine). The child's
+// parent-death signal, if any, therefore comes when the calling goroutine ends, as for a caller that
+// locked its thread to keep it (the foreground Run); no thread is started for the fork.
 func spawnDropped(c Command) (*Proc, error) {
-	type started struct {
-		p   *Proc
-		err error
+	runtime.LockOSThread()
+	if err := joinFreshSessionKeyring(); err != nil {
+		runtime.UnlockOSThread() // the keyring is unchanged: the thread may serve others
+		return nil, err
 	}
-	ch := make(chan started)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
-		if err := joinFreshSessionKeyring(); err != nil {
-			ch <- started{err: err}
-			return
-		}
-		p, err := forkExec(c)
-		if err != nil {
-			ch <- started{err: err}
-			return
-		}
-		p.reapedCh = make(chan struct{})
-		ch <- started{p: p}
-		<-p.reapedCh
-	}()
-	s := <-ch
-	return s.p, s.err
+	return forkExec(c)
 }

@@ -36,14 +36,11 @@ type Proc struct {
 	reaped bool
 	// status, when set (ReportedBy), is where the child may leave the status Wait returns.
 	status *os.File
-	// reapedCh, when not nil, is closed once the child is reaped: the thread that forked it (spawnDropped)
-	// waits for it to end.
-	reapedCh chan struct{}
 }
 
 // Spawn starts c. Errors from the kernel's execve (ENOENT, EACCES, ENOEXEC) are returned as they are. A
 // child that drops to another uid (c.Sys.Credential) starts with a fresh, empty session keyring of its
-// own rather than ours.
+// own rather than ours, and then the calling goroutine stays locked to its thread (spawnDropped).
 func Spawn(c Command) (*Proc, error) {
 	if dropsUID(c.Sys) {
 		return spawnDropped(c)
@@ -110,9 +107,6 @@ func (p *Proc) Wait() (syscall.WaitStatus, error) {
 		}
 		p.status.Close()
 		p.status = nil
-	}
-	if p.reapedCh != nil {
-		close(p.reapedCh)
 	}
 	return ws, nil
 }

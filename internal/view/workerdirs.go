@@ -48,7 +48,12 @@ func CheckWorkerDirs(spec worker.Spec, env profile.Environ, cwd string, id worke
 	if spec.Log != "" {
 		dirs = append(dirs, dir{"--log", filepath.Dir(spec.Log), "--log FILE", filepath.Dir(spec.Log)})
 	}
+	walked := map[string]bool{} // TMPDIR, TMP and TEMP are often one directory: walk it once
 	for _, d := range dirs {
+		if walked[d.resolved] {
+			continue
+		}
+		walked[d.resolved] = true
 		err := trustpath.Check(d.resolved, id.UID)
 		var u *trustpath.Untrusted
 		switch {
