@@ -7,7 +7,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -72,7 +72,7 @@ func Run(ctx context.Context, l *placement.Host, defaults worker.Spec, environ [
 				r.Controllers = append(r.Controllers, "v1:"+c)
 			}
 		}
-		sort.Strings(r.Controllers)
+		slices.Sort(r.Controllers)
 	}
 	if fd, err := linux.PidfdOpen(os.Getpid()); err == nil {
 		unix.Close(fd)

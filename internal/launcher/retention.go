@@ -5,7 +5,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -83,7 +84,7 @@ func (l *Launcher) GC(ctx context.Context, r Retention) (GCReport, error) {
 		}
 	}
 	// Most recently ended first; an end not recorded (a killed shim) counts as its start.
-	sort.SliceStable(ended, func(i, j int) bool { return endOf(ended[i]) > endOf(ended[j]) })
+	slices.SortStableFunc(ended, func(a, b worker.Record) int { return strings.Compare(endOf(b), endOf(a)) })
 	cutoff := ""
 	if r.MaxAge > 0 {
 		cutoff = time.Now().Add(-r.MaxAge).UTC().Format(time.RFC3339Nano)

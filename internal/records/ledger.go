@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
@@ -94,6 +95,6 @@ func (l *Store) Ledger(ctx context.Context, q LedgerQuery) ([]worker.Record, err
 		}
 		out = append(out, rec)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].StartedAt < out[j].StartedAt })
+	slices.SortStableFunc(out, func(a, b worker.Record) int { return strings.Compare(a.StartedAt, b.StartedAt) })
 	return out, nil
 }

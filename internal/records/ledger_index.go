@@ -4,7 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -56,7 +56,7 @@ func (x *ledgerIndex) scan(dir string) error {
 			x.order = append(x.order, ledgerEnt{strings.TrimSuffix(n, ".json"), info.ModTime()})
 		}
 	}
-	sort.Slice(x.order, func(i, j int) bool { return x.order[i].mod.Before(x.order[j].mod) })
+	slices.SortFunc(x.order, func(a, b ledgerEnt) int { return a.mod.Compare(b.mod) })
 	x.count = len(x.order)
 	x.scanned = time.Now()
 	return nil

@@ -1,12 +1,13 @@
 package records
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"sort"
+	"slices"
 	"syscall"
 	"time"
 
@@ -110,7 +111,7 @@ func (l *Store) OpenLog(ctx context.Context, id, log string) ([]LogSeg, error) {
 			}
 		}
 		if !retry {
-			sort.Slice(segs, func(a, b int) bool { return segs[a].Base < segs[b].Base })
+			slices.SortFunc(segs, func(a, b LogSeg) int { return cmp.Compare(a.Base, b.Base) })
 			return segs, nil
 		}
 		CloseSegs(segs)

@@ -6,7 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -84,7 +84,7 @@ func (l *Store) boundQuarantine(keep int) (int, error) {
 			names = append(names, n)
 		}
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	n := 0
 	for len(names)-n > keep {
 		old := names[n]

@@ -48,14 +48,10 @@ type logCopy struct {
 
 // startLogCopy opens the log at path (rotated at max bytes, 0: workerlog.RotateSize) and a pipe, and starts
 // copying what the pipe's write end receives into the log. The write end is the worker's stdout and
-// stderr; the caller closes its own copy once the worker has it.
-func startLogCopy(path string, max int64) (*logCopy, *os.File, error) {
-	return startLogCopyPos(path, max, nil)
-}
-
-// startLogCopyPos is startLogCopy that tells onPos (nil: none) where the log's files start in the
-// worker's output (internal/records/logpos.go): now, and after each rotation before anything is written into the new file.
-func startLogCopyPos(path string, max int64, onPos func(records.LogPos)) (*logCopy, *os.File, error) {
+// stderr; the caller closes its own copy once the worker has it. onPos (nil: none) is told where the
+// log's files start in the worker's output (internal/records/logpos.go): now, and after each rotation
+// before anything is written into the new file.
+func startLogCopy(path string, max int64, onPos func(records.LogPos)) (*logCopy, *os.File, error) {
 	if max <= 0 {
 		max = workerlog.RotateSize
 	}

@@ -18,7 +18,7 @@ import (
 func TestLogCopyRotates(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "w.log")
 	const max = 256 << 10
-	c, w, err := startLogCopy(path, max)
+	c, w, err := startLogCopy(path, max, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestLogCopyRotationRefusesLink(t *testing.T) {
 	}
 	path := filepath.Join(logs, "w.log")
 	const max = 64 << 10
-	c, w, err := startLogCopy(path, max)
+	c, w, err := startLogCopy(path, max, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestLogCopyRotationRefusesLink(t *testing.T) {
 func TestLogCopyPublishes(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "w.log")
 	const max = 64 << 10
-	c, w, err := startLogCopy(path, max)
+	c, w, err := startLogCopy(path, max, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -211,7 +211,7 @@ func shimStart(sc *WorkerConfig) (proc *hproc.Proc, release func() error, logs *
 	if sc.Log != "" {
 		var c *logCopy
 		var w *os.File
-		if c, w, err = startLogCopyPos(sc.Log, sc.LogMax, records.LogPosWriter(sc.Workers, sc.ID)); err != nil {
+		if c, w, err = startLogCopy(sc.Log, sc.LogMax, records.LogPosWriter(sc.Workers, sc.ID)); err != nil {
 			return nil, nil, nil, err
 		}
 		defer w.Close() // the worker's: the copy ends when its last writer is gone

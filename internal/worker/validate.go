@@ -17,94 +17,123 @@ const MaxKeyBytes = 256
 const DefaultGrace = 5 * time.Second
 
 // Validate checks spec once, before anything is created. Every error wraps ErrInvalid and names the flag
-// (or spec field) at fault.
+// (or spec field) at fault. The checks run in a fixed order, a group at a time, so that a spec with several
+// faults is always told the same first one.
 func (s *Spec) Validate() error {
-	// Every refusal is a FieldError: the sentence names flags, and the sidecar words it with spec fields.
-	bad := func(format string, args ...any) error {
-		return &FieldError{Msg: fmt.Sprintf(format, args...)}
+	for _, check := range []func() error{s.checkCommand, s.checkPlacement, s.checkSandbox, s.checkIdentity, s.checkLifetime, s.checkOutput} {
+		if err := check(); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// checkCommand: the profile, the command, and what of the launcher's credentials it gets.
+func (s *Spec) checkCommand() error {
 	if strings.TrimSpace(s.Profile) == "" {
-		return bad("-p/--profile is required")
+		return badField("-p/--profile is required")
 	}
 	if len(s.Argv) == 0 || s.Argv[0] == "" {
-		return bad("no command given (hlaunch exec -p NAME -- CMD [ARGS...])")
+		return badField("no command given (hlaunch exec -p NAME -- CMD [ARGS...])")
 	}
 	if _, err := ParseSecrets(string(s.Secrets)); err != nil {
 		return err
 	}
 	if len(s.Pass) > 0 && s.Secrets != SecretsNone {
-		return bad("--pass only makes sense with --secrets none")
+		return badField("--pass only makes sense with --secrets none")
 	}
+	return nil
+}
+
+// checkPlacement: the scope, what it can hold (limits, a unit or slice), and the raw cgroup's parent.
+func (s *Spec) checkPlacement() error {
 	if err := CheckScope(string(s.Scope)); err != nil {
 		return err
 	}
 	if s.Scope == ScopeNone && HasLimit(s.Limits) {
-		return bad("limits (--memory, --pids, ...) need --scope cgroup, systemd or auto")
+		return badField("limits (--memory, --pids, ...) need --scope cgroup, systemd or auto")
 	}
 	if s.Scope == ScopeNone && s.RequireScope {
-		return bad("--require-scope contradicts --scope none")
+		return badField("--require-scope contradicts --scope none")
 	}
 	if (s.Unit != "" || s.Slice != "") && (s.Scope == ScopeCgroup || s.Scope == ScopeNone) {
-		return bad("--unit and --slice need --scope systemd or auto")
+		return badField("--unit and --slice need --scope systemd or auto")
 	}
 	if err := CheckLimits(s.Limits); err != "" {
-		return bad("%s", err)
+		return badField("%s", err)
 	}
-	if err := CheckCgroupParent(s.CgroupParent); err != nil {
-		return err
-	}
+	return CheckCgroupParent(s.CgroupParent)
+}
+
+// checkSandbox: the options only a sandbox has (its network, its filter, its writable paths).
+func (s *Spec) checkSandbox() error {
 	if _, err := ParseNet(string(s.Net)); err != nil {
 		return err
 	}
 	if s.Net == NetNone && !s.Sandbox {
-		return bad("--net none needs --sandbox")
+		return badField("--net none needs --sandbox")
 	}
 	if _, err := ParseSeccomp(string(s.Seccomp)); err != nil {
 		return err
 	}
 	if s.Seccomp != "" && !s.Sandbox {
-		return bad("--seccomp needs --sandbox (the filter is part of the sandbox)")
+		return badField("--seccomp needs --sandbox (the filter is part of the sandbox)")
 	}
 	if len(s.RW) > 0 && !s.Sandbox {
-		return bad("--rw needs --sandbox")
+		return badField("--rw needs --sandbox")
 	}
+	return nil
+}
+
+// checkIdentity: who the worker runs as (--as), and the terminal a sandboxed foreground worker is given.
+func (s *Spec) checkIdentity() error {
 	if s.User != "" {
 		if _, _, err := ParseUser(s.User); err != nil {
-			return bad("--as %q: %v", s.User, err)
+			return badField("--as %q: %v", s.User, err)
 		}
 	}
 	if s.TTYTitles && (!s.Sandbox || s.Detach) {
-		return bad("--tty-titles needs --sandbox in the foreground (only that worker's terminal is relayed)")
+		return badField("--tty-titles needs --sandbox in the foreground (only that worker's terminal is relayed)")
 	}
+	return nil
+}
+
+// checkLifetime: the deadline and the grace before the whole-cgroup kill.
+func (s *Spec) checkLifetime() error {
 	if _, err := s.TimeoutDuration(); err != nil {
-		return bad("--timeout %q: %v", s.Timeout, err)
+		return badField("--timeout %q: %v", s.Timeout, err)
 	}
 	if _, err := s.GraceDuration(); err != nil {
-		return bad("--grace %q: %v", s.Grace, err)
+		return badField("--grace %q: %v", s.Grace, err)
 	}
+	return nil
+}
+
+// checkOutput: where a worker's output goes and what a detached one is recorded under (its log, its key).
+func (s *Spec) checkOutput() error {
 	if _, err := ParseStdio(string(s.Stdio)); err != nil {
 		return err
 	}
 	if s.Stdio == StdioInherit && !s.Detach {
-		return bad("--stdio inherit needs --detach (a foreground child always has hlaunch's stdio)")
+		return badField("--stdio inherit needs --detach (a foreground child always has hlaunch's stdio)")
 	}
 	if s.LogMax < 0 {
-		return bad("--log-max: negative")
+		return badField("--log-max: negative")
 	}
 	// A detached worker's log path and key travel to its shim, and into its record, as JSON strings,
 	// which cannot hold other bytes (argv and the environ travel byte for byte).
 	if s.Detach && !utf8.ValidString(s.Log) {
-		return bad("--log %q: a detached worker's log path must be UTF-8", s.Log)
+		return badField("--log %q: a detached worker's log path must be UTF-8", s.Log)
 	}
 	if len(s.Key) > MaxKeyBytes {
 		// Not echoed: the value is what is too large.
-		return bad("--key: %d bytes; at most %d (a key is kept in its worker's record, its ledger entry and every event of it)", len(s.Key), MaxKeyBytes)
+		return badField("--key: %d bytes; at most %d (a key is kept in its worker's record, its ledger entry and every event of it)", len(s.Key), MaxKeyBytes)
 	}
 	if s.Key != "" && !s.Detach {
-		return bad("--key needs --detach (a key is held by a recorded worker)")
+		return badField("--key needs --detach (a key is held by a recorded worker)")
 	}
 	if strings.ContainsAny(s.Key, "/\x00") || !utf8.ValidString(s.Key) {
-		return bad("--key %q: must be UTF-8 without '/' or NUL", s.Key)
+		return badField("--key %q: must be UTF-8 without '/' or NUL", s.Key)
 	}
 	return nil
 }
