@@ -14,7 +14,6 @@ import (
 	"github.com/hlaunch/hlaunch/internal/cgroup"
 	"github.com/hlaunch/hlaunch/internal/launchflag"
 	"github.com/hlaunch/hlaunch/internal/nsenv/profile"
-	"github.com/hlaunch/hlaunch/internal/sysfile"
 	"github.com/hlaunch/hlaunch/internal/trust"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
@@ -277,7 +276,7 @@ func loadSpec(name string, stdin io.Reader) (worker.Spec, error) {
 		}
 		var f *os.File
 		if err == nil {
-			f, err = sysfile.Open(path, syscall.O_NONBLOCK|syscall.O_NOCTTY)
+			f, err = os.OpenFile(path, syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 		}
 		if err != nil {
 			return worker.Spec{}, invalidf("--spec %s: %s (want a JSON launch spec file, or - for stdin)", name, fileProblem(err))

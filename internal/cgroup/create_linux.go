@@ -11,14 +11,12 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/hlaunch/hlaunch/internal/sysfile"
 )
 
 // Detect reads /proc/self/mountinfo once and returns this mount namespace's cgroup layout. Callers keep
 // the result for the life of the process; Create never re-reads mountinfo.
 func Detect() (*Host, error) {
-	f, err := sysfile.Open("/proc/self/mountinfo", 0)
+	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return nil, err
 	}

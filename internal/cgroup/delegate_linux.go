@@ -12,7 +12,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hlaunch/hlaunch/internal/linux"
-	"github.com/hlaunch/hlaunch/internal/sysfile"
 )
 
 // ErrSystemdTree is returned by DefaultParent where systemd manages the cgroup tree and the caller is not
@@ -85,7 +84,7 @@ func ProcCgroup2(pid int) (string, error) {
 	if pid != 0 {
 		name = fmt.Sprintf("/proc/%d/cgroup", pid)
 	}
-	b, err := sysfile.ReadFile(name)
+	b, err := os.ReadFile(name)
 	if err != nil {
 		return "", err
 	}

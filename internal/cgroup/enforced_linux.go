@@ -2,12 +2,12 @@ package cgroup
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/hlaunch/hlaunch/internal/linux"
-	"github.com/hlaunch/hlaunch/internal/sysfile"
 )
 
 // unlimitedV1 is the smallest v1 memory value read as "no limit": the kernel shows an unset limit as
@@ -44,7 +44,7 @@ func (h *Host) inEffect(pid int, want Limits) (Limits, []string, error) {
 	if want.IsZero() {
 		return want, nil, nil
 	}
-	b, err := sysfile.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
 	if err != nil {
 		return Limits{}, nil, fmt.Errorf("cgroup: checking limits: %w", err)
 	}
@@ -73,7 +73,7 @@ func (h *Host) controllerDir(c, v2 string, v1 map[string]string) (string, bool) 
 	if h.Unified != "" && v2 != "" {
 		d := filepath.Join(h.Unified, v2)
 		// A controller is enabled for a v2 cgroup exactly when its interface files exist there.
-		if _, err := sysfile.ReadFile(filepath.Join(d, c+".max")); err == nil {
+		if _, err := os.ReadFile(filepath.Join(d, c+".max")); err == nil {
 			return d, true
 		}
 	}
@@ -94,7 +94,7 @@ type limitCheck struct {
 }
 
 func (c limitCheck) inEffect(dir string) bool {
-	b, err := sysfile.ReadFile(filepath.Join(dir, c.file))
+	b, err := os.ReadFile(filepath.Join(dir, c.file))
 	return err == nil && c.ok(strings.TrimSpace(string(b)))
 }
 

@@ -11,7 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hlaunch/hlaunch/internal/linux"
-	"github.com/hlaunch/hlaunch/internal/sysfile"
 )
 
 // Ownership marker. cgroupfs (kernfs) stores trusted.* extended attributes on cgroup directories in both v1
@@ -49,7 +48,7 @@ func writeFile(path, data string) error {
 
 // readUint reads a file holding one unsigned number ("max" reads as 0).
 func readUint(path string) (uint64, error) {
-	b, err := sysfile.ReadFile(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, err
 	}
@@ -63,7 +62,7 @@ func readUint(path string) (uint64, error) {
 // readKey returns the number key holds in a flat-keyed file (memory.events, cpu.stat, memory.oom_control),
 // and whether it is there.
 func readKey(path, key string) (uint64, bool, error) {
-	b, err := sysfile.ReadFile(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return 0, false, err
 	}
@@ -73,7 +72,7 @@ func readKey(path, key string) (uint64, bool, error) {
 // readEvents reads the cgroup.events of the v2 directory dir.
 func readEvents(dir string) (linux.Events, error) {
 	name := filepath.Join(dir, "cgroup.events")
-	b, err := sysfile.ReadFile(name)
+	b, err := os.ReadFile(name)
 	if err != nil {
 		return linux.Events{}, err
 	}
@@ -86,7 +85,7 @@ func readEvents(dir string) (linux.Events, error) {
 
 // readPids returns the PIDs listed in a cgroup.procs file.
 func readPids(path string, into map[int]struct{}) error {
-	b, err := sysfile.ReadFile(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}

@@ -5,7 +5,7 @@
 // cgroup.procs (ParseProcs) and flat-keyed cgroup files such as cgroup.events (ParseEvents, KeyedValue).
 //
 // Parsers take the file's bytes (or an io.Reader) and never read files themselves, so they are pure and
-// fuzzed; callers read through internal/sysfile (blocking descriptors, no runtime poller) or a directory
+// fuzzed; callers read the files (os.ReadFile) or through a directory
 // descriptor. /proc/<pid>/mountinfo has its own parser, internal/mountinfo.
 //
 // Go installs its signal handlers with SA_RESTART, but the kernel does not restart every call

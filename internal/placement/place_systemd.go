@@ -12,7 +12,6 @@ import (
 
 	"github.com/hlaunch/hlaunch/internal/cgroup"
 	"github.com/hlaunch/hlaunch/internal/linux"
-	"github.com/hlaunch/hlaunch/internal/sysfile"
 	"github.com/hlaunch/hlaunch/internal/systemd"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
@@ -275,7 +274,7 @@ func scopeEmpty(events string) bool {
 	if events == "" {
 		return false
 	}
-	b, err := sysfile.ReadFile(events)
+	b, err := os.ReadFile(events)
 	if err != nil {
 		return false
 	}

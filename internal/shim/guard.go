@@ -5,11 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"syscall"
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
-	"github.com/hlaunch/hlaunch/internal/sysfile"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
@@ -62,7 +62,7 @@ func Probe(rc worker.Receipt) (alive, stopped bool) {
 	if rc.ShimPID <= 0 {
 		return false, false
 	}
-	b, err := sysfile.ReadFile(fmt.Sprintf("/proc/%d/stat", rc.ShimPID))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", rc.ShimPID))
 	if err != nil {
 		return false, false
 	}

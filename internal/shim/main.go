@@ -18,7 +18,6 @@ import (
 	"github.com/hlaunch/hlaunch/internal/records"
 	"github.com/hlaunch/hlaunch/internal/selfguard"
 	"github.com/hlaunch/hlaunch/internal/state"
-	"github.com/hlaunch/hlaunch/internal/sysfile"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
@@ -111,7 +110,7 @@ func Main() {
 	rc.SetIdentity(ident, sc.Unit, sc.InvocationID)
 	rc.ShimPID = os.Getpid()
 	rc.SetDeadline(sc.Timeout, sc.Grace)
-	if b, err := sysfile.ReadFile("/proc/self/stat"); err == nil {
+	if b, err := os.ReadFile("/proc/self/stat"); err == nil {
 		rc.ShimStart, _ = fingerprint.ReadStartTime(bytes.NewReader(b))
 	}
 	workers, err := state.Open(sc.Workers)

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 
 	"github.com/hlaunch/hlaunch/internal/cgroup"
-	"github.com/hlaunch/hlaunch/internal/sysfile"
 )
 
 // The built-in default limits, applied to every worker that has a cgroup (a raw cgroup or a systemd scope)
@@ -155,7 +155,7 @@ func pickFloat(cfg, builtin float64) float64 {
 
 // ReadMemTotal is the host's MemTotal in bytes, from /proc/meminfo.
 func ReadMemTotal() (int64, error) {
-	f, err := sysfile.Open("/proc/meminfo", 0)
+	f, err := os.Open("/proc/meminfo")
 	if err != nil {
 		return 0, err
 	}

@@ -10,7 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/hlaunch/hlaunch/internal/beneath"
-	"github.com/hlaunch/hlaunch/internal/sysfile"
+	"github.com/hlaunch/hlaunch/internal/linux"
 )
 
 // maxDotenvSize bounds how much of a .env is read. hermes has no limit; a 16 MiB secrets file is not a
@@ -51,7 +51,7 @@ func readDotenv(p *Profile) ([]DotenvEntry, uint32, error) {
 		return nil, 0, fmt.Errorf("%s: %w: %w", path, ErrUnreadable, os.NewSyscallError("fstat", err))
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, 0, fmt.Errorf("%s: %w: not a regular file (%s)", path, ErrUnreadable, sysfile.Kind(st.Mode))
+		return nil, 0, fmt.Errorf("%s: %w: not a regular file (%s)", path, ErrUnreadable, linux.FileKind(st.Mode))
 	}
 	if st.Size > maxDotenvSize {
 		return nil, 0, fmt.Errorf("%s: %w: larger than %d bytes", path, ErrUnreadable, maxDotenvSize)
@@ -60,8 +60,7 @@ func readDotenv(p *Profile) ([]DotenvEntry, uint32, error) {
 	if err != nil {
 		return nil, 0, fmt.Errorf("%s: %w: %w", path, ErrUnreadable, err)
 	}
-	// A blocking descriptor made by os.NewFile is never registered with the runtime's poller (see
-	// internal/sysfile).
+	// A descriptor opened beneath the home, made an *os.File to be read to its end.
 	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
 	data, err := io.ReadAll(io.LimitReader(f, maxDotenvSize+1))

@@ -11,7 +11,6 @@ import (
 	"syscall"
 
 	"github.com/hlaunch/hlaunch/internal/strictjson"
-	"github.com/hlaunch/hlaunch/internal/sysfile"
 	"github.com/hlaunch/hlaunch/internal/trust"
 )
 
@@ -176,7 +175,7 @@ func LoadPolicyFile(path string) (*Policy, error) {
 	}
 	var f *os.File
 	if err == nil {
-		f, err = sysfile.Open(file, syscall.O_NONBLOCK|syscall.O_NOCTTY)
+		f, err = os.OpenFile(file, syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("--policy %s: %w: %w", path, ErrUnreadable, err)

@@ -7,9 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/hlaunch/hlaunch/internal/linux"
 	"golang.org/x/sys/unix"
-
-	"github.com/hlaunch/hlaunch/internal/sysfile"
 )
 
 // The host's shared places, made the worker's own (docs/security.md, "The sandbox view"). The host is
@@ -210,7 +209,7 @@ func (s *Spec) checkProtected(home int, name string) (int, error) {
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink != 1 {
 		unix.Close(fd)
-		return -1, fmt.Errorf("%w: %s, which the worker may read but not change, is not a regular file with one link (%s, %d links)", ErrInvalid, p, sysfile.Kind(st.Mode), st.Nlink)
+		return -1, fmt.Errorf("%w: %s, which the worker may read but not change, is not a regular file with one link (%s, %d links)", ErrInvalid, p, linux.FileKind(st.Mode), st.Nlink)
 	}
 	return fd, nil
 }

@@ -7,8 +7,6 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/hlaunch/hlaunch/internal/sysfile"
 )
 
 // dropTerminal gives up the controlling terminal the child inherited from its launcher's session, if it
@@ -95,7 +93,7 @@ func resetInherited() error {
 // raiseOOMScoreAdj sets a negative oom_score_adj to 0.
 func raiseOOMScoreAdj() error {
 	const p = "/proc/self/oom_score_adj"
-	b, err := sysfile.ReadFile(p)
+	b, err := os.ReadFile(p)
 	if err != nil {
 		return err
 	}
@@ -103,7 +101,7 @@ func raiseOOMScoreAdj() error {
 	if err != nil || n >= 0 {
 		return err
 	}
-	f, err := sysfile.Open(p, unix.O_WRONLY)
+	f, err := os.OpenFile(p, unix.O_WRONLY, 0)
 	if err != nil {
 		return err
 	}

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-
-	"github.com/hlaunch/hlaunch/internal/sysfile"
 )
 
 // UserNS is the one decision whether this process may build a sandbox, as far as user namespaces go:
@@ -21,7 +19,7 @@ type UserNS struct {
 }
 
 // UserNamespaces decides for this process (its effective uid, the knobs of its kernel).
-func UserNamespaces() UserNS { return decideUserNS(os.Geteuid(), sysfile.ReadFile) }
+func UserNamespaces() UserNS { return decideUserNS(os.Geteuid(), os.ReadFile) }
 
 // decideUserNS decides for effective uid euid, reading the knobs with read.
 func decideUserNS(euid int, read func(string) ([]byte, error)) UserNS {

@@ -1,4 +1,4 @@
-package sysfile
+package linux
 
 import (
 	"net"
@@ -9,9 +9,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// TestKind names the type of real files of each kind (lstat, so a link is a link), and of the modes no
+// TestFileKind names the type of real files of each kind (lstat, so a link is a link), and of the modes no
 // test file here has: a block device and a type the kernel does not define.
-func TestKind(t *testing.T) {
+func TestFileKind(t *testing.T) {
 	dir := t.TempDir()
 	reg := filepath.Join(dir, "reg")
 	if err := os.WriteFile(reg, nil, 0o600); err != nil {
@@ -39,13 +39,13 @@ func TestKind(t *testing.T) {
 		if err := unix.Lstat(path, &st); err != nil {
 			t.Fatal(err)
 		}
-		if got := Kind(st.Mode); got != want {
-			t.Errorf("Kind(lstat %s) = %q, want %q", path, got, want)
+		if got := FileKind(st.Mode); got != want {
+			t.Errorf("FileKind(lstat %s) = %q, want %q", path, got, want)
 		}
 	}
 	for mode, want := range map[uint32]string{unix.S_IFBLK | 0o660: "a block device", 0o030000: "mode 030000"} {
-		if got := Kind(mode); got != want {
-			t.Errorf("Kind(%#o) = %q, want %q", mode, got, want)
+		if got := FileKind(mode); got != want {
+			t.Errorf("FileKind(%#o) = %q, want %q", mode, got, want)
 		}
 	}
 }

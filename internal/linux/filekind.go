@@ -1,4 +1,4 @@
-package sysfile
+package linux
 
 import (
 	"fmt"
@@ -6,10 +6,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Kind names the file type in a stat mode (its S_IFMT bits) for a message: "a regular file", "a
+// FileKind names the file type in a stat mode (its S_IFMT bits) for a message: "a regular file", "a
 // directory", "a symbolic link", "a FIFO", "a character device", "a block device", "a socket"; a type
 // the kernel does not define reads as its bits ("mode 030000").
-func Kind(mode uint32) string {
+func FileKind(mode uint32) string {
 	switch mode & unix.S_IFMT {
 	case unix.S_IFREG:
 		return "a regular file"
