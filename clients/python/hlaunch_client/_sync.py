@@ -71,8 +71,10 @@ class Client(Base):
                 Not after a local timeout (the sidecar is stuck: AnswerLost).
 
         Raises:
-            InvalidSpec, KeyHeld, Degraded, CannotRun, CommandNotFound, TooLarge, ...;
-            SidecarUnavailable (nothing started), AnswerLost (a worker may have started).
+            InvalidSpec, KeyHeld, Degraded, CannotRun, CommandNotFound, TooLarge, ...; TooMany (this
+            uid's spawns hold their share of running workers) or Busy (the sidecar runs as many as it
+            may), nothing started; SidecarUnavailable (nothing started), AnswerLost (a worker may have
+            started).
         """
         return _run(self._async.spawn(spec, stdin, stdout, stderr, idempotency_key, retry))
 
