@@ -108,10 +108,10 @@ func TestRedteam6IdemKeysArePerPeer(t *testing.T) {
 }
 
 // Red team 6 (issue 24, class 8): --max-workers-per-uid forgot who ran what when the sidecar restarted.
-// A new sidecar adopts the running workers into a bucket of their own (no record says which peer asked
-// for them), so a throw-away socket-group user that holds its share of running workers gets a whole new
+// A new sidecar adopted the running workers into a bucket of their own (no record said which peer asked
+// for them), so a throw-away socket-group user that held its share of running workers got a whole new
 // share after each restart (an upgrade, a crash, a host's unit restarted): with enough restarts its
-// workers fill --max-workers and the gateway is answered 503 busy. On the old code the user's spawns
+// workers filled --max-workers and the gateway was answered 503 busy. On the old code the user's spawns
 // after the restart were served past its share; now the sidecar keeps the peer uid of each worker it
 // spawns (sidecar-peers/) and an adopted worker counts against that uid's share again.
 func TestRedteam6WorkerShareSurvivesRestart(t *testing.T) {
