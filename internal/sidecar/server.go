@@ -114,8 +114,9 @@ type Config struct {
 	// MaxWorkers and MaxWorkersPerUID bound the workers running at once from this sidecar's spawns, in all
 	// (503 busy past it) and per peer uid (429 too_many); zero means DefaultMaxWorkers and
 	// DefaultMaxWorkersPerUID. A spawn holds its slot from its request until the watcher sees the worker
-	// end; running workers the sidecar adopted count against the total. A reserve is kept for root and the
-	// sidecar's uid as one of MaxConns is.
+	// end; running workers the sidecar adopted count against the total, and against the share of the peer
+	// that spawned them when PeersDir remembers it. A reserve is kept for root and the sidecar's uid as
+	// one of MaxConns is.
 	MaxWorkers, MaxWorkersPerUID int
 	// HeaderTimeout, BodyTimeout and IdleTimeout bound the reading of a request's headers, of its body, and
 	// a kept-alive connection's wait for its next request; zero means their defaults.
