@@ -194,7 +194,7 @@ func (st *idemStore) put(ent *idemEntry) error {
 	name := idemFile(ent.UID, ent.Key)
 	tmp, err := os.CreateTemp(st.dir, ".tmp-")
 	if err != nil {
-		return fmt.Errorf("idempotency key: %w", err)
+		return recordWriteError("idempotency key", st.dir, err)
 	}
 	_, err = tmp.Write(b)
 	if err == nil {
@@ -208,7 +208,7 @@ func (st *idemStore) put(ent *idemEntry) error {
 	}
 	if err != nil {
 		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("idempotency key: %w", err)
+		return recordWriteError("idempotency key", st.dir, err)
 	}
 	if d, err := os.Open(st.dir); err == nil {
 		_ = d.Sync()

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/hlaunch/hlaunch/internal/records"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
@@ -34,9 +35,12 @@ func (p *peerStore) put(id string, uid uint32) error {
 	if !worker.IsID(id) {
 		return fmt.Errorf("peer uid of %q: not a worker id", id)
 	}
+	if err := records.CheckRecordSpace("state directory", filepath.Dir(p.dir)); err != nil {
+		return err // the spawn is refused (no_space) as the launch itself would refuse it
+	}
 	tmp, err := os.CreateTemp(p.dir, ".tmp-")
 	if err != nil {
-		return fmt.Errorf("peer uid: %w", err)
+		return recordWriteError("peer uid", p.dir, err)
 	}
 	_, err = tmp.WriteString(strconv.FormatUint(uint64(uid), 10))
 	if cerr := tmp.Close(); err == nil {
@@ -47,9 +51,18 @@ func (p *peerStore) put(id string, uid uint32) error {
 	}
 	if err != nil {
 		_ = os.Remove(tmp.Name())
-		return fmt.Errorf("peer uid: %w", err)
+		return recordWriteError("peer uid", p.dir, err)
 	}
 	return nil
+}
+
+// recordWriteError words a failed write of one of the sidecar's own files in dir: one for want of space
+// is worker.ErrNoSpace (503 no_space, the spawn refused, nothing started), as a launch's records are.
+func recordWriteError(what, dir string, err error) error {
+	if records.NoSpace(err) {
+		return fmt.Errorf("%w: %s in %s: %w (free space there, or name another with --state-dir)", worker.ErrNoSpace, what, dir, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 // get returns the uid that asked for worker id, when one is remembered.
