@@ -11,12 +11,15 @@ child-side packages marked; the last row is the module's total from COVER_OUT. S
 import re
 import sys
 
-# The code that runs in hlaunch's re-executed roles (the init stub, the shim) and in its workers' setup.
+# The code that runs in hlaunch's re-executed roles (the init stub, the shim and the records and log it
+# writes) and in its workers' setup.
 CHILD_SIDE = {
     "internal/nsenv/sandbox",
     "internal/selfguard",
     "internal/handshake",
     "internal/shim",
+    "internal/records",
+    "internal/workerlog",
     "internal/seccomp",
     "internal/landlock",
 }
@@ -51,25 +54,6 @@ def total(profile):
     return 100.0 * hit / all_ if all_ else 0.0
 
 
-def shim_files(profile):
-    """Per file named shim*.go (the shim's life, inside a package of wider use): covered, all statements."""
-    blocks = {}
-    with open(profile) as f:
-        next(f)
-        for line in f:
-            pos, stmts, count = line.rsplit(" ", 2)
-            path = pos.split(":", 1)[0]
-            if not path.rsplit("/", 1)[-1].startswith("shim"):
-                continue
-            prev = blocks.get(pos, (path, int(stmts), 0))
-            blocks[pos] = (path, int(stmts), prev[2] + int(count))
-    files = {}
-    for path, stmts, count in blocks.values():
-        hit, all_ = files.get(path, (0, 0))
-        files[path] = (hit + (stmts if count > 0 else 0), all_ + stmts)
-    return files
-
-
 def main():
     mod, profile, self_, child, all_ = sys.argv[1:6]
     cols = [read_percent(p) for p in (self_, child, all_)]
@@ -85,9 +69,6 @@ def main():
         short = pkg[len(mod) + 1:] if pkg.startswith(mod + "/") else pkg
         name = f"**{short}** (child side)" if short in CHILD_SIDE else short
         print(f"| {name} | " + " | ".join(cell(c, pkg) for c in cols) + " |")
-    for path, (hit, stmts) in sorted(shim_files(profile).items()):
-        short = path[len(mod) + 1:] if path.startswith(mod + "/") else path
-        print(f"| **{short}** (the shim's life) | | | {100.0 * hit / stmts if stmts else 0:.1f}% |")
     print(f"| total (all statements) | | | {total(profile):.1f}% |")
 
 
