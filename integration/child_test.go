@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bufio"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -103,6 +104,13 @@ func childMain(args []string) int {
 		return 0
 	case "query-da":
 		fmt.Printf("da:x%s\n", hex.EncodeToString(queryDA()))
+		return 0
+	case "da-canonical":
+		// A DA query from a terminal left canonical (as `printf '\e[c'` in a shell), then the next line
+		// the terminal gives: what a shell would read as its command.
+		fmt.Print("\x1b[cMARK>")
+		line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+		fmt.Printf("line:x%s\n", hex.EncodeToString([]byte(line)))
 		return 0
 	case "sleep":
 		d, _ := time.ParseDuration(args[1])

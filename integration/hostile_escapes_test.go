@@ -163,6 +163,39 @@ func TestSandboxTerminalAnswersDA(t *testing.T) {
 	}
 }
 
+// A DA query from a worker whose terminal is canonical (a shell's, where `printf '\e[c'` asks) is not
+// answered: the answer would be typed into the worker's line, a shell's command, and echoed to the caller.
+// The test types a line once the relay has passed the query's marker: the worker reads exactly that line,
+// and the caller sees no answer echoed. On the old code the line read "\x1b[?62;22cgo\n" and the caller's
+// terminal showed "^[[?62;22c" (seen in the guest lane, where the worker was still running when the relay
+// answered).
+func TestSandboxTerminalCanonicalDAUnanswered(t *testing.T) {
+	requireRoot(t)
+	e := newEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, hlaunchBin, "--root", e.Root, "--state-dir", e.State, "exec", "-p", "b", "--sandbox",
+		"--scope", "none", "--", selfBin, "child", "da-canonical")
+	cmd.Env = e.Launcher
+	typed := false
+	r := onPTY(t, cmd, 0, 0, func(shown string, _ *os.File) string {
+		if !typed && strings.Contains(shown, "MARK>") {
+			typed = true
+			return "go\n"
+		}
+		return ""
+	})
+	if r.err != nil {
+		t.Fatalf("%v: %q", r.err, r.shown)
+	}
+	if want := "line:x" + hex.EncodeToString([]byte("go\n")) + "\n"; !strings.Contains(r.shown, want) {
+		t.Errorf("the worker read %q, want the line typed alone (%q)", r.shown, want)
+	}
+	if strings.Contains(r.shown, "62;22c") {
+		t.Errorf("the relay's answer was echoed to the caller's terminal: %q", r.shown)
+	}
+}
+
 // queryDA is the child's side of TestSandboxTerminalAnswersDA: as a program does, it puts its terminal
 // out of canonical mode and echo, asks, and reads the answer up to its final "c".
 func queryDA() []byte {

@@ -231,11 +231,17 @@ func (r *ptyRelay) copyIn(in, stop int) {
 
 // answerWriter writes the relay's own answers to the worker's queries (termfilter.DAAnswer) into the
 // worker's input, once and without waiting: a worker that does not read its input fills it, and the
-// output copy must not wait on it. An answer that does not fit is dropped.
+// output copy must not wait on it. An answer that does not fit is dropped. So is an answer while the
+// worker's terminal is in canonical mode: a program that waits for the answer puts its terminal out of it
+// first, and into a canonical terminal the answer would be typed into the worker's line (a shell's
+// command line) and echoed to the caller.
 type answerWriter int
 
-// Write writes p to the master's descriptor once.
+// Write writes p to the master's descriptor once, unless the worker's terminal is canonical.
 func (fd answerWriter) Write(p []byte) (int, error) {
+	if t, err := unix.IoctlGetTermios(int(fd), unix.TCGETS); err == nil && t.Lflag&unix.ICANON != 0 {
+		return len(p), nil
+	}
 	n, err := linux.Retry(func() (int, error) { return unix.Write(int(fd), p) })
 	if err != nil {
 		return 0, os.NewSyscallError("write", err)
