@@ -79,8 +79,9 @@ func TestDamagedRecordsServeTheRest(t *testing.T) {
 	requireRoot(t)
 	requireCgroup2(t)
 	e := newEnv(t)
-	held := e.detach([]string{"--key", "ka"}, "sleep", "300")
-	other := e.detach(nil, "sleep", "300")
+	place := []string{"--scope", "cgroup", "--cgroup-parent", e.Parent} // the test's own parent, not the default
+	held := e.detach(append([]string{"--key", "ka"}, place...), "sleep", "300")
+	other := e.detach(place, "sleep", "300")
 	workers := filepath.Join(e.State, "workers")
 	plantDamaged(t, workers)
 
@@ -109,7 +110,7 @@ func TestDamagedRecordsServeTheRest(t *testing.T) {
 		}
 	}
 	for key, want := range map[string]int{"ka": 73, "kf": 73, "k6": 73, "kc": 0} {
-		r := e.run("exec", "-p", "b", "--detach", "--key", key, "--", "true")
+		r := e.run(append(append([]string{"exec", "-p", "b", "--detach", "--key", key}, place...), "--", "true")...)
 		if r.Code != want {
 			t.Errorf("exec --key %s: exit %d, want %d: %s", key, r.Code, want, r.Stderr)
 		}

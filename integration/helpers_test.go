@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -124,7 +125,33 @@ func setupAndRun(m *testing.M) (int, error) {
 	} else if abs, err := filepath.Abs(hlaunchBin); err == nil {
 		hlaunchBin = abs
 	}
-	return m.Run(), nil
+	before := defaultParents()
+	code := m.Run()
+	if left := newEntries(defaultParents(), before); len(left) > 0 && code == 0 && !systemdIsPID1() { // a guest's shipped units use the default on purpose
+		// Every test places its workers under a parent of its own (env.Parent), removed after it; the
+		// default parent of a launch without --cgroup-parent is the host's, and a test must not leave it.
+		fmt.Fprintf(os.Stderr, "integration: the tests left the default cgroup parent behind (a launch without --cgroup-parent): %v\n", left)
+		code = 1
+	}
+	return code, nil
+}
+
+// defaultParents lists the default cgroup parent (hlaunch) in every hierarchy where it exists now.
+func defaultParents() []string {
+	found, _ := filepath.Glob("/sys/fs/cgroup/hlaunch")
+	more, _ := filepath.Glob("/sys/fs/cgroup/*/hlaunch")
+	return append(found, more...)
+}
+
+// newEntries is what now holds that before did not.
+func newEntries(now, before []string) []string {
+	var out []string
+	for _, p := range now {
+		if !slices.Contains(before, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func copyExecutable(src, dst string) error {
