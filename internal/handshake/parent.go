@@ -19,6 +19,12 @@ type Child struct {
 	conn *msgpipe.Conn
 }
 
+// RoleEnv is the whole environ of a process hlaunch re-executes itself as (the init stub, the shim): one P
+// from the runtime's start, so that it neither counts more threads against the worker's --pids nor keeps
+// the memory of the Ps it would make on a host of many CPUs and drop at once (runtime.GOMAXPROCS after the
+// start frees neither). It names nothing of the launcher's: a target's environ travels in its Config.
+func RoleEnv() []string { return []string{"GOMAXPROCS=1"} }
+
 // Start starts cmd as the stub. The caller sets Path to an hlaunch binary, Args to {path, InitArg}, Sys,
 // the three stdio Files and Env (the stub's env should be empty: the target's environ travels in the
 // Config). Start adds the two protocol pipes as fds 3 and 4 and the status pipe as fd 5: a stub that stays

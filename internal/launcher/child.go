@@ -81,7 +81,7 @@ func (l *Launcher) start(ctx context.Context, spec worker.Spec, id string, p pla
 // target. On failure no stub is left: its one cleanup kills and reaps it (one whose target failed to
 // start is exiting anyway; one that did not answer must never reach the target).
 func (l *Launcher) startStub(ctx context.Context, spec worker.Spec, id string, p placement.Placement, c childStart, files []*os.File, attr *syscall.SysProcAttr, cloned bool) (_ *hproc.Proc, retErr error) {
-	child, err := handshake.Start(hproc.Command{Path: l.cfg.Self, Args: []string{l.cfg.Self, handshake.InitArg}, Files: files, Sys: attr})
+	child, err := handshake.Start(hproc.Command{Path: l.cfg.Self, Args: []string{l.cfg.Self, handshake.InitArg}, Env: handshake.RoleEnv(), Files: files, Sys: attr})
 	if err != nil {
 		return nil, fmt.Errorf("start init stub %s: %w", l.cfg.Self, err)
 	}

@@ -168,7 +168,7 @@ func (l *Launcher) holdShim(ctx context.Context, spec worker.Spec, id string, p 
 	if fd != nil {
 		attr.UseCgroupFD, attr.CgroupFD = true, int(fd.Fd())
 	}
-	child, err := shim.Start(hproc.Command{Path: l.cfg.Self, Args: []string{l.cfg.Self, shim.Arg}, Files: files, Sys: attr})
+	child, err := shim.Start(hproc.Command{Path: l.cfg.Self, Args: []string{l.cfg.Self, shim.Arg}, Env: handshake.RoleEnv(), Files: files, Sys: attr})
 	if err != nil {
 		return nil, fmt.Errorf("start shim %s: %w", l.cfg.Self, err)
 	}

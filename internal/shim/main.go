@@ -248,7 +248,7 @@ func startWorker(sc *WorkerConfig, files []*os.File) (proc *hproc.Proc, release 
 			return nil, nil, err
 		}
 	}
-	child, err := handshake.Start(hproc.Command{Path: "/proc/self/exe", Args: []string{"/proc/self/exe", handshake.InitArg}, Files: files, Sys: attr})
+	child, err := handshake.Start(hproc.Command{Path: "/proc/self/exe", Args: []string{"/proc/self/exe", handshake.InitArg}, Env: handshake.RoleEnv(), Files: files, Sys: attr})
 	if err != nil {
 		return nil, nil, err
 	}
