@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/hlaunch/hlaunch/internal/sidecar/idemkeys"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
@@ -53,7 +54,7 @@ type errorDetail struct {
 func errDetail(err error) errorDetail {
 	d := errorDetail{Code: Code(err), Message: worker.SpecMessage(err)}
 	d.Reason, d.Field = worker.ErrorReason(err)
-	if errors.Is(err, errBadIdemKey) {
+	if errors.Is(err, idemkeys.ErrBadKey) {
 		d.Reason = "bad_idempotency_key"
 	}
 	return d

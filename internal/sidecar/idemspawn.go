@@ -8,8 +8,18 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/hlaunch/hlaunch/internal/sidecar/idemkeys"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
+
+// Headers of an idempotent spawn.
+const (
+	headerIdemKey    = idemkeys.Header
+	headerIdemReplay = "Idempotent-Replay"
+)
+
+// ErrIdemMismatch: an Idempotency-Key came again with another body (422 idempotency_mismatch).
+var ErrIdemMismatch = errors.New("idempotency key reused with another body")
 
 // spawnIdempotent is POST /v1/workers with an Idempotency-Key: the first spawn with a key is remembered
 // (its id before the launch, its receipt after it), and a repeat with the same key and the same body is
@@ -21,14 +31,14 @@ func (s *Server) spawnIdempotent(ctx context.Context, w http.ResponseWriter, uid
 		writeError(w, fmt.Errorf("%w: header %s: this sidecar keeps no idempotency keys", ErrNotImplemented, headerIdemKey))
 		return
 	}
-	if err := checkIdemKey(key); err != nil {
+	if err := idemkeys.CheckKey(key); err != nil {
 		writeError(w, fmt.Errorf("%w: %w", worker.ErrInvalid, err))
 		return
 	}
-	unlock := s.idem.lock(uid, key)
+	unlock := s.idem.Lock(uid, key)
 	defer unlock()
-	hash := bodyHash(body)
-	ent, err := s.idem.get(uid, key)
+	hash := idemkeys.BodyHash(body)
+	ent, err := s.idem.Get(uid, key)
 	if err != nil {
 		writeError(w, err)
 		return
@@ -47,14 +57,14 @@ func (s *Server) spawnIdempotent(ctx context.Context, w http.ResponseWriter, uid
 			return
 		}
 	}
-	ent = &idemEntry{UID: uid, Key: key, Body: hash, Created: s.now()}
+	ent = &idemkeys.Entry{UID: uid, Key: key, Body: hash, Created: s.now()}
 	rc, err := s.spawn(ctx, uid, spec, stdio, func(id string) error {
 		ent.ID = id
-		return s.idem.put(ent) // on disk before the worker can exist
+		return s.idem.Put(ent) // on disk before the worker can exist
 	})
 	if err != nil {
 		if ent.ID != "" {
-			s.idem.forget(uid, key)
+			s.idem.Forget(uid, key)
 		}
 		writeError(w, err)
 		return
@@ -62,7 +72,7 @@ func (s *Server) spawnIdempotent(ctx context.Context, w http.ResponseWriter, uid
 	if raw, err := json.Marshal(rc); err == nil {
 		ent.Receipt = raw
 		// Without it a repeat still finds the worker by the id written before the launch.
-		_ = s.idem.put(ent)
+		_ = s.idem.Put(ent)
 	}
 	writeReceipt(w, rc, false)
 }
@@ -70,7 +80,7 @@ func (s *Server) spawnIdempotent(ctx context.Context, w http.ResponseWriter, uid
 // idemReceipt is the receipt of ent's launch: the one it answered, or, for a launch whose answer was not
 // kept (the sidecar ended during it), the receipt of the record under its id. ok is false when no worker
 // was recorded under that id: that launch never started one.
-func (s *Server) idemReceipt(ctx context.Context, ent *idemEntry) (*worker.Receipt, bool, error) {
+func (s *Server) idemReceipt(ctx context.Context, ent *idemkeys.Entry) (*worker.Receipt, bool, error) {
 	if len(ent.Receipt) > 0 {
 		var rc worker.Receipt
 		if err := json.Unmarshal(ent.Receipt, &rc); err != nil {
@@ -91,7 +101,7 @@ func (s *Server) idemReceipt(ctx context.Context, ent *idemEntry) (*worker.Recei
 	rc := rec.Receipt
 	if raw, err := json.Marshal(&rc); err == nil {
 		ent.Receipt = raw
-		_ = s.idem.put(ent)
+		_ = s.idem.Put(ent)
 	}
 	return &rc, true, nil
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/coreos/go-systemd/v22/daemon"
 
 	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/sidecar/idemkeys"
 	"github.com/hlaunch/hlaunch/internal/version"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
@@ -129,8 +130,8 @@ type Config struct {
 	// "off"). Zero value: they are refused (400 invalid), because the sidecar's clients pass it work for
 	// hostile code and the filter is the sandbox's defence in depth; the receipt says which a worker got.
 	AllowSeccompOff bool
-	// IdempotencyDir is the directory that keeps the Idempotency-Key of spawns (IdemMaxKeys keys for
-	// IdemMaxAge), so that a repeat is answered the first receipt across a restart of the sidecar. Empty with
+	// IdempotencyDir is the directory that keeps the Idempotency-Key of spawns (idemkeys.MaxKeys keys for
+	// idemkeys.MaxAge), so that a repeat is answered the first receipt across a restart of the sidecar. Empty with
 	// a Launcher means "sidecar-keys" in its state directory; empty otherwise means no idempotent spawns.
 	IdempotencyDir string
 	// PeersDir is the directory that keeps the peer uid of each worker the sidecar spawned while it may
@@ -169,9 +170,9 @@ type Server struct {
 	// id (guarded by mu), given back when the watcher sees it end or its record go.
 	workers *limiter
 	slots   map[string]func()
-	pool    *warmPool  // nil without Config.Warm
-	idem    *idemStore // nil without Config.IdempotencyDir
-	peers   *peerStore // nil without Config.PeersDir
+	pool    *warmPool       // nil without Config.Warm
+	idem    *idemkeys.Store // nil without Config.IdempotencyDir
+	peers   *peerStore      // nil without Config.PeersDir
 	obs     *observer
 	now     func() time.Time
 	start   time.Time
@@ -280,7 +281,7 @@ func newServer(cfg Config, b backend) (*Server, error) {
 		shutdown: make(chan struct{}),
 	}
 	if cfg.IdempotencyDir != "" {
-		if s.idem, err = newIdemStore(cfg.IdempotencyDir, func() time.Time { return s.now() }); err != nil {
+		if s.idem, err = idemkeys.Open(cfg.IdempotencyDir, func() time.Time { return s.now() }); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
 	}

@@ -1,4 +1,4 @@
-package sidecar
+package idemkeys
 
 import (
 	"crypto/sha256"
@@ -12,37 +12,33 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/hlaunch/hlaunch/internal/records"
+	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // Bounds of the idempotency keys a sidecar remembers (POST /v1/workers with Idempotency-Key). A key is
-// forgotten IdemMaxAge after its first spawn, or earlier when IdemMaxKeys are kept: then the peer uid that
+// forgotten MaxAge after its first spawn, or earlier when MaxKeys are kept: then the peer uid that
 // holds the most keys loses its oldest, so that a peer sending new keys without end evicts its own.
 const (
-	IdemMaxKeys   = 10000
-	IdemMaxAge    = 24 * time.Hour
-	idemMaxKeyLen = 128
+	MaxKeys   = 10000
+	MaxAge    = 24 * time.Hour
+	maxKeyLen = 128
 )
 
-// Headers of an idempotent spawn.
-const (
-	headerIdemKey    = "Idempotency-Key"
-	headerIdemReplay = "Idempotent-Replay"
-)
+// Header is the request header that names a spawn's idempotency key.
+const Header = "Idempotency-Key"
 
-var (
-	// ErrIdemMismatch: an Idempotency-Key came again with another body (422 idempotency_mismatch).
-	ErrIdemMismatch = errors.New("idempotency key reused with another body")
-	// errBadIdemKey: an Idempotency-Key header that is not 1..128 printable ASCII (400 invalid, reason
-	// bad_idempotency_key).
-	errBadIdemKey = errors.New("bad idempotency key")
-)
+// ErrBadKey: an Idempotency-Key header that is not 1..128 printable ASCII (400 invalid, reason
+// bad_idempotency_key).
+var ErrBadKey = errors.New("bad idempotency key")
 
-// idemEntry is one remembered key of one peer uid (a key is its peer's own: another uid's same key is
+// Entry is one remembered key of one peer uid (a key is its peer's own: another uid's same key is
 // another entry), a file of its own in the key directory, written atomically: first
 // before the launch (ID set, Receipt empty), then with the receipt once the launch answered. An entry
 // without a receipt after a restart is a launch the sidecar did not see the end of; the worker record
 // under ID says whether it started.
-type idemEntry struct {
+type Entry struct {
 	UID     uint32          `json:"uid"` // the peer that sent the key
 	Key     string          `json:"key"`
 	Body    string          `json:"body_sha256"`
@@ -51,13 +47,13 @@ type idemEntry struct {
 	Receipt json.RawMessage `json:"receipt,omitempty"`
 }
 
-// idemStore remembers idempotency keys in dir (one file per peer uid and key, named by their hash) and
+// Store remembers idempotency keys in dir (one file per peer uid and key, named by their hash) and
 // serializes the spawns of one uid's key in this process: a retry that arrives while the first spawn with its key is still
 // in flight waits for that spawn's end and then gets its answer.
-type idemStore struct {
+type Store struct {
 	dir string
 	now func() time.Time
-	// maxKeys and maxAge are the bounds: IdemMaxKeys and IdemMaxAge.
+	// maxKeys and maxAge are the bounds: MaxKeys and MaxAge.
 	maxKeys int
 	maxAge  time.Duration
 
@@ -77,12 +73,12 @@ type idemLock struct {
 	refs int
 }
 
-// newIdemStore opens (making it 0700) dir and reads what keys it holds, dropping those past the bounds.
-func newIdemStore(dir string, now func() time.Time) (*idemStore, error) {
+// Open opens (making it 0700) dir and reads what keys it holds, dropping those past the bounds.
+func Open(dir string, now func() time.Time) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("idempotency keys: %w", err)
 	}
-	st := &idemStore{dir: dir, now: now, maxKeys: IdemMaxKeys, maxAge: IdemMaxAge, locks: map[string]*idemLock{}, known: map[string]idemKnown{}}
+	st := &Store{dir: dir, now: now, maxKeys: MaxKeys, maxAge: MaxAge, locks: map[string]*idemLock{}, known: map[string]idemKnown{}}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("idempotency keys: %w", err)
@@ -107,14 +103,14 @@ func newIdemStore(dir string, now func() time.Time) (*idemStore, error) {
 	return st, nil
 }
 
-// checkIdemKey checks an Idempotency-Key header: 1 to 128 printable ASCII characters.
-func checkIdemKey(k string) error {
-	if k == "" || len(k) > idemMaxKeyLen {
-		return fmt.Errorf("%w: header %s: want 1 to %d printable ASCII characters, got %d bytes", errBadIdemKey, headerIdemKey, idemMaxKeyLen, len(k))
+// CheckKey checks an Idempotency-Key header: 1 to 128 printable ASCII characters.
+func CheckKey(k string) error {
+	if k == "" || len(k) > maxKeyLen {
+		return fmt.Errorf("%w: header %s: want 1 to %d printable ASCII characters, got %d bytes", ErrBadKey, Header, maxKeyLen, len(k))
 	}
 	for i := 0; i < len(k); i++ {
 		if k[i] < 0x20 || k[i] > 0x7e {
-			return fmt.Errorf("%w: header %s: byte %d (0x%02x) is not printable ASCII", errBadIdemKey, headerIdemKey, i, k[i])
+			return fmt.Errorf("%w: header %s: byte %d (0x%02x) is not printable ASCII", ErrBadKey, Header, i, k[i])
 		}
 	}
 	return nil
@@ -127,14 +123,14 @@ func idemFile(uid uint32, key string) string {
 	return hex.EncodeToString(h[:16]) + ".json"
 }
 
-// bodyHash is the hash a repeat's body is compared by: byte for byte.
-func bodyHash(body []byte) string {
+// BodyHash is the hash a repeat's body is compared by: byte for byte.
+func BodyHash(body []byte) string {
 	h := sha256.Sum256(body)
 	return hex.EncodeToString(h[:])
 }
 
-// lock serializes uid's spawns with key in this process; the returned func releases it.
-func (st *idemStore) lock(uid uint32, key string) func() {
+// Lock serializes uid's spawns with key in this process; the returned func releases it.
+func (st *Store) Lock(uid uint32, key string) func() {
 	key = idemFile(uid, key)
 	st.mu.Lock()
 	l := st.locks[key]
@@ -155,9 +151,9 @@ func (st *idemStore) lock(uid uint32, key string) func() {
 	}
 }
 
-// get returns uid's entry of key, or nil when uid's key is not remembered (never, or past IdemMaxAge).
-// Call it under lock(uid, key).
-func (st *idemStore) get(uid uint32, key string) (*idemEntry, error) {
+// Get returns uid's entry of key, or nil when uid's key is not remembered (never, or past MaxAge).
+// Call it under Lock(uid, key).
+func (st *Store) Get(uid uint32, key string) (*Entry, error) {
 	name := idemFile(uid, key)
 	ent, err := st.read(name)
 	if errors.Is(err, os.ErrNotExist) {
@@ -172,21 +168,21 @@ func (st *idemStore) get(uid uint32, key string) (*idemEntry, error) {
 	return ent, nil
 }
 
-func (st *idemStore) read(name string) (*idemEntry, error) {
+func (st *Store) read(name string) (*Entry, error) {
 	b, err := os.ReadFile(filepath.Join(st.dir, name))
 	if err != nil {
 		return nil, err
 	}
-	var ent idemEntry
+	var ent Entry
 	if err := json.Unmarshal(b, &ent); err != nil {
 		return nil, fmt.Errorf("idempotency key file %s: %w", name, err)
 	}
 	return &ent, nil
 }
 
-// put writes ent atomically (a temp file, synced, renamed over the old one, the directory synced) so that
-// a crash leaves the old entry or the new one. Call it under lock(ent.UID, ent.Key).
-func (st *idemStore) put(ent *idemEntry) error {
+// Put writes ent atomically (a temp file, synced, renamed over the old one, the directory synced) so that
+// a crash leaves the old entry or the new one. Call it under Lock(ent.UID, ent.Key).
+func (st *Store) Put(ent *Entry) error {
 	b, err := json.Marshal(ent)
 	if err != nil {
 		return err
@@ -194,7 +190,7 @@ func (st *idemStore) put(ent *idemEntry) error {
 	name := idemFile(ent.UID, ent.Key)
 	tmp, err := os.CreateTemp(st.dir, ".tmp-")
 	if err != nil {
-		return recordWriteError("idempotency key", st.dir, err)
+		return writeError("idempotency key", st.dir, err)
 	}
 	_, err = tmp.Write(b)
 	if err == nil {
@@ -208,7 +204,7 @@ func (st *idemStore) put(ent *idemEntry) error {
 	}
 	if err != nil {
 		_ = os.Remove(tmp.Name())
-		return recordWriteError("idempotency key", st.dir, err)
+		return writeError("idempotency key", st.dir, err)
 	}
 	if d, err := os.Open(st.dir); err == nil {
 		_ = d.Sync()
@@ -221,8 +217,8 @@ func (st *idemStore) put(ent *idemEntry) error {
 	return nil
 }
 
-// forget removes uid's entry of key (a launch that failed is not remembered: a retry launches again).
-func (st *idemStore) forget(uid uint32, key string) {
+// Forget removes uid's entry of key (a launch that failed is not remembered: a retry launches again).
+func (st *Store) Forget(uid uint32, key string) {
 	name := idemFile(uid, key)
 	_ = os.Remove(filepath.Join(st.dir, name))
 	st.mu.Lock()
@@ -233,7 +229,7 @@ func (st *idemStore) forget(uid uint32, key string) {
 // pruneLocked drops entries older than maxAge, then, while more than maxKeys are kept, the oldest of the
 // uid that holds the most (of two that hold as many, the one whose oldest is older): one uid's flood of
 // keys evicts its own, never another uid's while it holds more than that uid.
-func (st *idemStore) pruneLocked() {
+func (st *Store) pruneLocked() {
 	now := st.now()
 	for name, k := range st.known {
 		if now.Sub(k.created) > st.maxAge {
@@ -264,4 +260,13 @@ func (st *idemStore) pruneLocked() {
 		delete(st.known, top[0])
 		byUID[most] = top[1:]
 	}
+}
+
+// writeError words a failed write of a key's file in dir as the sidecar words its other files': one for
+// want of space is worker.ErrNoSpace (503 no_space, the spawn refused, nothing started).
+func writeError(what, dir string, err error) error {
+	if records.NoSpace(err) {
+		return fmt.Errorf("%w: %s in %s: %w (free space there, or name another with --state-dir)", worker.ErrNoSpace, what, dir, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }

@@ -1,4 +1,4 @@
-package sidecar
+package idemkeys
 
 import (
 	"fmt"
@@ -15,14 +15,14 @@ func TestIdemStoreBounds(t *testing.T) {
 	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 	const maxKeys = 50
-	st, err := newIdemStore(dir, clock)
+	st, err := Open(dir, clock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	st.maxKeys = maxKeys
 	for i := range maxKeys + 2 {
 		now = now.Add(time.Millisecond)
-		if err := st.put(&idemEntry{Key: fmt.Sprint("k", i), Body: "h", ID: "w-000000000001", Created: now}); err != nil {
+		if err := st.Put(&Entry{Key: fmt.Sprint("k", i), Body: "h", ID: "w-000000000001", Created: now}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -31,30 +31,30 @@ func TestIdemStoreBounds(t *testing.T) {
 		t.Fatalf("%d key files, want %d", len(ents), maxKeys)
 	}
 	for _, k := range []string{"k0", "k1"} {
-		if e, _ := st.get(0, k); e != nil {
+		if e, _ := st.Get(0, k); e != nil {
 			t.Fatalf("%s, among the oldest past the bound, is still remembered", k)
 		}
 	}
-	if e, _ := st.get(0, "k2"); e == nil || e.ID != "w-000000000001" {
+	if e, _ := st.Get(0, "k2"); e == nil || e.ID != "w-000000000001" {
 		t.Fatalf("k2: %+v, want it remembered", e)
 	}
 	if err := os.WriteFile(dir+"/.tmp-123", []byte("{"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	now = now.Add(IdemMaxAge - time.Second)
-	st2, err := newIdemStore(dir, clock)
+	now = now.Add(MaxAge - time.Second)
+	st2, err := Open(dir, clock)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e, _ := st2.get(0, fmt.Sprint("k", maxKeys+1)); e == nil {
+	if e, _ := st2.Get(0, fmt.Sprint("k", maxKeys+1)); e == nil {
 		t.Fatal("the newest key is lost across a reopen")
 	}
 	if _, err := os.Stat(dir + "/.tmp-123"); !os.IsNotExist(err) {
 		t.Fatalf("a temp file survives a reopen: %v", err)
 	}
 	now = now.Add(time.Hour)
-	if e, _ := st2.get(0, fmt.Sprint("k", maxKeys+1)); e != nil {
-		t.Fatal("a key past IdemMaxAge is still remembered")
+	if e, _ := st2.Get(0, fmt.Sprint("k", maxKeys+1)); e != nil {
+		t.Fatal("a key past MaxAge is still remembered")
 	}
 }
 
@@ -64,7 +64,7 @@ func TestIdemStoreBounds(t *testing.T) {
 // oldest of all), so the gateway's retry of that spawn launched a second worker.
 func TestIdemStoreEvictsTheFlooder(t *testing.T) {
 	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	st, err := newIdemStore(t.TempDir(), func() time.Time { return now })
+	st, err := Open(t.TempDir(), func() time.Time { return now })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestIdemStoreEvictsTheFlooder(t *testing.T) {
 	put := func(uid uint32, key, id string) {
 		t.Helper()
 		now = now.Add(time.Millisecond)
-		if err := st.put(&idemEntry{UID: uid, Key: key, Body: "h", ID: id, Created: now}); err != nil {
+		if err := st.Put(&Entry{UID: uid, Key: key, Body: "h", ID: id, Created: now}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -82,13 +82,13 @@ func TestIdemStoreEvictsTheFlooder(t *testing.T) {
 	for i := range 3 * st.maxKeys {
 		put(flooder, fmt.Sprint("flood-", i), "w-00000000000c")
 	}
-	if e, _ := st.get(gateway, "job-1"); e == nil || e.ID != "w-00000000000a" {
+	if e, _ := st.Get(gateway, "job-1"); e == nil || e.ID != "w-00000000000a" {
 		t.Fatalf("the gateway's job-1 after another uid's flood of new keys: %+v, want it kept", e)
 	}
-	if e, _ := st.get(flooder, "job-1"); e != nil {
+	if e, _ := st.Get(flooder, "job-1"); e != nil {
 		t.Fatalf("the flooder's own oldest key job-1 is still kept past the bound: %+v", e)
 	}
-	if e, _ := st.get(flooder, fmt.Sprint("flood-", 3*st.maxKeys-1)); e == nil {
+	if e, _ := st.Get(flooder, fmt.Sprint("flood-", 3*st.maxKeys-1)); e == nil {
 		t.Fatal("the flooder's newest key is not kept")
 	}
 	if len(st.known) != st.maxKeys {
@@ -97,7 +97,7 @@ func TestIdemStoreEvictsTheFlooder(t *testing.T) {
 	// Two uids at one count each past a bound of one: the older key goes, whoever holds it.
 	st.maxKeys = 1
 	put(gateway, "job-2", "w-00000000000d")
-	if e, _ := st.get(gateway, "job-2"); e == nil || len(st.known) != 1 {
+	if e, _ := st.Get(gateway, "job-2"); e == nil || len(st.known) != 1 {
 		t.Fatalf("a bound of 1: job-2 %+v, %d kept; want only the newest key kept", e, len(st.known))
 	}
 }
@@ -108,8 +108,8 @@ func TestCheckIdemKey(t *testing.T) {
 		"a": true, "cron-42 run/7": true, strings.Repeat("k", 128): true,
 		"": false, strings.Repeat("k", 129): false, "tab\t": false, "é": false, "nl\n": false, "\x7f": false,
 	} {
-		if err := checkIdemKey(k); (err == nil) != ok {
-			t.Errorf("checkIdemKey(%q) = %v, want ok %v", k, err, ok)
+		if err := CheckKey(k); (err == nil) != ok {
+			t.Errorf("CheckKey(%q) = %v, want ok %v", k, err, ok)
 		}
 	}
 }
