@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/doctor"
+	"github.com/hlaunch/hlaunch/internal/sidecar/events"
 	"github.com/hlaunch/hlaunch/internal/version"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
@@ -458,8 +459,8 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	sub, backlog, gap := s.events.subscribe(since, replay, s.cfg.StreamQueue)
-	defer s.events.unsubscribe(sub)
+	sub, backlog, gap := s.events.Subscribe(since, replay, s.cfg.StreamQueue)
+	defer s.events.Unsubscribe(sub)
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
@@ -471,13 +472,13 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	defer func() { _ = rc.SetWriteDeadline(time.Now().Add(s.cfg.StreamWriteTimeout)) }()
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
-	write := func(e Event) bool {
+	write := func(e events.Event) bool {
 		_ = rc.SetWriteDeadline(time.Now().Add(s.cfg.StreamWriteTimeout))
 		return enc.Encode(e) == nil
 	}
-	send := func(e Event) bool { return write(e) && rc.Flush() == nil }
+	send := func(e events.Event) bool { return write(e) && rc.Flush() == nil }
 	if gap {
-		write(Event{Type: EventLost, Time: s.now().UTC().Format(time.RFC3339Nano),
+		write(events.Event{Type: events.Lost, Time: s.now().UTC().Format(time.RFC3339Nano),
 			Reason: "events before the backlog were dropped or came from an earlier sidecar; re-list workers"})
 	}
 	for _, e := range backlog {
@@ -497,14 +498,14 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return
 		case <-idle.C:
-			if !send(Event{Type: EventHeartbeat, Time: s.now().UTC().Format(time.RFC3339Nano)}) {
+			if !send(events.Event{Type: events.Heartbeat, Time: s.now().UTC().Format(time.RFC3339Nano)}) {
 				return
 			}
 			idle.Reset(heartbeat)
-		case e, ok := <-sub.ch:
+		case e, ok := <-sub.C():
 			if !ok {
-				if sub.lost {
-					send(Event{Type: EventLost, Time: s.now().UTC().Format(time.RFC3339Nano),
+				if sub.Lost() {
+					send(events.Event{Type: events.Lost, Time: s.now().UTC().Format(time.RFC3339Nano),
 						Reason: fmt.Sprintf("this stream fell behind (more than %d events unread); re-list workers and reconnect with since", s.cfg.StreamQueue)})
 				}
 				return
@@ -542,7 +543,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	total, running := s.counts()
 	s.mu.Lock()
 	h := Health{Status: "ok", Version: version.Version, PID: os.Getpid(), UID: os.Geteuid(), Workers: total, Running: running,
-		LastEvent: s.events.lastSeq()}
+		LastEvent: s.events.LastSeq()}
 	if !s.lastPoll.IsZero() {
 		h.LastPoll = s.lastPoll.UTC().Format(time.RFC3339Nano)
 	}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hlaunch/hlaunch/internal/sidecar/events"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
@@ -160,16 +161,16 @@ func (ts *testServer) events(t *testing.T, query string) *eventStream {
 }
 
 // next returns the next event of one of the wanted types (any type when none is named).
-func (es *eventStream) next(t *testing.T, types ...string) Event {
+func (es *eventStream) next(t *testing.T, types ...string) events.Event {
 	t.Helper()
 	type res struct {
-		e   Event
+		e   events.Event
 		err error
 	}
 	ch := make(chan res, 1)
 	go func() {
 		for es.sc.Scan() {
-			var e Event
+			var e events.Event
 			if err := json.Unmarshal(es.sc.Bytes(), &e); err != nil {
 				ch <- res{err: fmt.Errorf("bad event line %q: %w", es.sc.Text(), err)}
 				return
@@ -191,7 +192,7 @@ func (es *eventStream) next(t *testing.T, types ...string) Event {
 		es.body.Close()
 		t.Fatalf("no %v event within 5s", types)
 	}
-	return Event{}
+	return events.Event{}
 }
 
 func TestAPI(t *testing.T) {
@@ -207,7 +208,7 @@ func TestAPI(t *testing.T) {
 	if spec := f.spec(); !spec.Detach || spec.Limits.Pids != 5 {
 		t.Fatalf("spec reached the launcher as %+v; want detached with its limits", spec)
 	}
-	if e := es.next(t); e.Type != EventStarted || e.ID != rc.ID || e.PID != rc.PID || e.Seq == 0 {
+	if e := es.next(t); e.Type != events.Started || e.ID != rc.ID || e.PID != rc.PID || e.Seq == 0 {
 		t.Fatalf("first event %+v, want started for %s", e, rc.ID)
 	}
 
@@ -274,7 +275,7 @@ func TestAPI(t *testing.T) {
 	}
 
 	f.exit(rc.ID, 3, "", false)
-	if e := es.next(t); e.Type != EventExited || e.ID != rc.ID || e.ExitCode == nil || *e.ExitCode != 3 || e.Initial {
+	if e := es.next(t); e.Type != events.Exited || e.ID != rc.ID || e.ExitCode == nil || *e.ExitCode != 3 || e.Initial {
 		t.Fatalf("event after exit %+v, want exited with code 3", e)
 	}
 	if st, _ := ts.do(t, "GET", "/v1/workers/"+rc.ID+"/wait", "", &rec); st != 200 || rec.ExitCode == nil || *rec.ExitCode != 3 {
@@ -287,12 +288,12 @@ func TestAPI(t *testing.T) {
 	// An OOM kill: oom then exited.
 	var rc2 worker.Receipt
 	ts.do(t, "POST", "/v1/workers", `{"profile":"beta","argv":["x"]}`, &rc2)
-	es.next(t, EventStarted)
+	es.next(t, events.Started)
 	f.exit(rc2.ID, 0, "SIGKILL", true)
-	if e := es.next(t); e.Type != EventOOM || e.ID != rc2.ID {
+	if e := es.next(t); e.Type != events.OOM || e.ID != rc2.ID {
 		t.Fatalf("want oom, got %+v", e)
 	}
-	if e := es.next(t); e.Type != EventExited || e.Signal != "SIGKILL" || !e.OOMKilled {
+	if e := es.next(t); e.Type != events.Exited || e.Signal != "SIGKILL" || !e.OOMKilled {
 		t.Fatalf("want exited by SIGKILL, got %+v", e)
 	}
 
@@ -364,25 +365,25 @@ func TestRestartReconcile(t *testing.T) {
 	f.add(worker.Record{Receipt: worker.Receipt{ID: "w-00000000000c"}, State: "foreign-boot", Reason: "boot id differs"})
 	ts := startTest(t, f, Config{})
 	es := ts.events(t, "?since=0")
-	want := map[string]string{"w-00000000000a": EventAdopted, "w-00000000000b": EventExited, "w-00000000000c": EventRefused}
+	want := map[string]string{"w-00000000000a": events.Adopted, "w-00000000000b": events.Exited, "w-00000000000c": events.Refused}
 	for range want {
 		e := es.next(t)
 		if want[e.ID] != e.Type || !e.Initial {
 			t.Fatalf("event %+v, want %s with initial", e, want[e.ID])
 		}
-		if e.Type == EventExited && (e.ExitCode == nil || *e.ExitCode != 7) {
+		if e.Type == events.Exited && (e.ExitCode == nil || *e.ExitCode != 7) {
 			t.Fatalf("exited event lost the code: %+v", e)
 		}
-		if e.Type == EventRefused && e.Reason != "foreign-boot: boot id differs" {
+		if e.Type == events.Refused && e.Reason != "foreign-boot: boot id differs" {
 			t.Fatalf("refused reason %q", e.Reason)
 		}
 	}
 	f.exit("w-00000000000a", 0, "", false)
-	if e := es.next(t); e.Type != EventExited || e.ID != "w-00000000000a" || e.Initial {
+	if e := es.next(t); e.Type != events.Exited || e.ID != "w-00000000000a" || e.Initial {
 		t.Fatalf("want a live exited event, got %+v", e)
 	}
 	// A reconnect with a seq from an earlier sidecar process says that it lost events.
-	if e := ts.events(t, "?since=999999").next(t); e.Type != EventLost {
+	if e := ts.events(t, "?since=999999").next(t); e.Type != events.Lost {
 		t.Fatalf("since from an earlier process: first event %+v, want lost", e)
 	}
 }
@@ -415,7 +416,7 @@ func testSpawnNeverAdopted(t *testing.T, listDelay time.Duration) {
 	seen := map[string]bool{}
 	for range n {
 		e := es.next(t)
-		if e.Type != EventStarted || seen[e.ID] {
+		if e.Type != events.Started || seen[e.ID] {
 			t.Fatalf("event %+v: want one started per spawn and nothing else", e)
 		}
 		seen[e.ID] = true
@@ -450,7 +451,7 @@ func TestExitWaitsForStatus(t *testing.T) {
 	setState("w-00000000000a", func(r *worker.Record) { r.State = "exited" }) // leader gone, no status yet
 	ts.awaitPolls(t, 4)                                                       // three whole polls saw it without a status
 	setState("w-00000000000a", func(r *worker.Record) { r.ExitCode = intp(9) })
-	if e := es.next(t); e.Type != EventExited || e.ID != "w-00000000000a" || e.ExitCode == nil || *e.ExitCode != 9 {
+	if e := es.next(t); e.Type != events.Exited || e.ID != "w-00000000000a" || e.ExitCode == nil || *e.ExitCode != 9 {
 		t.Fatalf("first event %+v, want exited w-...a with code 9", e)
 	}
 	// A shim that died without writing: the exit is reported without a code rather than never.
@@ -458,7 +459,7 @@ func TestExitWaitsForStatus(t *testing.T) {
 	mu.Lock()
 	shims[4343] = false
 	mu.Unlock()
-	if e := es.next(t); e.Type != EventExited || e.ID != "w-00000000000b" || e.ExitCode != nil {
+	if e := es.next(t); e.Type != events.Exited || e.ID != "w-00000000000b" || e.ExitCode != nil {
 		t.Fatalf("event %+v, want exited w-...b without a code", e)
 	}
 }
@@ -504,7 +505,7 @@ func TestAdoptionWaitsForSpawnsInFlight(t *testing.T) {
 		e := es.next(t)
 		got[e.ID] = e.Type
 	}
-	if got["w-000000000001"] != EventStarted || got["w-0000000000ee"] != EventAdopted {
+	if got["w-000000000001"] != events.Started || got["w-0000000000ee"] != events.Adopted {
 		t.Fatalf("events %v, want started for the spawn and adopted for the other", got)
 	}
 }
@@ -541,7 +542,7 @@ func TestPollSkipsFinalRecords(t *testing.T) {
 	f.mu.Unlock()
 	for {
 		e := es.next(t)
-		if e.ID == "w-00000000000a" && e.Type == EventExited && !e.Initial {
+		if e.ID == "w-00000000000a" && e.Type == events.Exited && !e.Initial {
 			break
 		}
 		if e.ID == "w-00000000000a" && !e.Initial {

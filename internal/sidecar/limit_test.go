@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/internal/sidecar/events"
 )
 
 // The limiter counts per uid and in all, tells a uid over its share (ErrTooMany) from a full sidecar
@@ -377,11 +379,9 @@ func TestSlowEventReader(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	reason := strings.Repeat("r", 1000)
 	for i := range 20000 {
-		ts.Server.events.publish(Event{Type: EventRefused, Reason: reason, PeerPID: int32(i)})
+		ts.Server.events.Publish(events.Event{Type: events.Refused, Reason: reason, PeerPID: int32(i)})
 	}
-	ts.Server.events.mu.Lock()
-	subs := len(ts.Server.events.subs)
-	ts.Server.events.mu.Unlock()
+	subs := ts.Server.events.Subscribers()
 	if subs != 0 {
 		t.Fatalf("%d subscribers are still queued after 20000 unread events, want 0 (the slow one dropped)", subs)
 	}

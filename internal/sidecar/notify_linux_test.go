@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hlaunch/hlaunch/internal/sidecar/events"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
@@ -23,7 +24,7 @@ func TestWatchDirWakesWatcher(t *testing.T) {
 
 	// No directory yet: plain polling notices the exit.
 	f.exit("w-00000000000a", 1, "", false)
-	if e := es.next(t); e.Type != EventExited || e.ID != "w-00000000000a" {
+	if e := es.next(t); e.Type != events.Exited || e.ID != "w-00000000000a" {
 		t.Fatalf("while polling: %+v", e)
 	}
 	if err := os.Mkdir(dir, 0o700); err != nil {
@@ -42,7 +43,7 @@ func TestWatchDirWakesWatcher(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "w-00000000000b.exit.json"), []byte("{}"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if e := es.next(t); e.Type != EventExited || e.ID != "w-00000000000b" || *e.ExitCode != 2 {
+	if e := es.next(t); e.Type != events.Exited || e.ID != "w-00000000000b" || *e.ExitCode != 2 {
 		t.Fatalf("after the exit file: %+v", e)
 	}
 }

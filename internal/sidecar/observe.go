@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/hlaunch/hlaunch/internal/sidecar/events"
 	"github.com/hlaunch/hlaunch/internal/version"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
@@ -120,7 +121,7 @@ func newObserver(l *slog.Logger, counts func() (int, int), warm func() int) *obs
 	for _, m := range []worker.Mode{worker.ModeScoped, worker.ModeCgroup, worker.ModeNone, worker.ModeDegraded} {
 		o.spawns.WithLabelValues(string(m))
 	}
-	for _, t := range []string{EventStarted, EventExited, EventOOM, EventAdopted, EventRefused, EventLost} {
+	for _, t := range []string{events.Started, events.Exited, events.OOM, events.Adopted, events.Refused, events.Lost} {
 		o.events.WithLabelValues(t)
 	}
 	return o
@@ -150,10 +151,10 @@ func (o *observer) spawned(spec *worker.Spec, rc *worker.Receipt, took time.Dura
 
 // event records one published event: every type is counted; what an operator acts on is logged (a
 // started event is logged by spawned, with its latency).
-func (o *observer) event(e Event) {
+func (o *observer) event(e events.Event) {
 	o.events.WithLabelValues(e.Type).Inc()
 	switch e.Type {
-	case EventExited:
+	case events.Exited:
 		args := []any{"id", e.ID, "pid", e.PID, "profile", e.Profile}
 		switch {
 		case e.ExitCode != nil:
@@ -168,18 +169,18 @@ func (o *observer) event(e Event) {
 			args = append(args, "initial", true)
 		}
 		o.log.Info("exited", args...)
-	case EventOOM:
+	case events.OOM:
 		o.log.Warn("oom kill", "id", e.ID, "pid", e.PID, "profile", e.Profile)
-	case EventAdopted:
+	case events.Adopted:
 		o.log.Info("adopted", "id", e.ID, "pid", e.PID, "profile", e.Profile, "initial", e.Initial)
-	case EventRefused:
+	case events.Refused:
 		if e.ID != "" {
 			o.log.Warn("record refused", "id", e.ID, "state", e.State, "reason", e.Reason)
 		} else {
 			o.peers.Inc()
 			o.log.Warn("connection refused", "peer_pid", e.PeerPID, "uid", derefUID(e.UID), "reason", e.Reason)
 		}
-	case EventLost:
+	case events.Lost:
 		o.log.Warn("event stream lost", "reason", e.Reason)
 	}
 }

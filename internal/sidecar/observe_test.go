@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/hlaunch/hlaunch/internal/sidecar/events"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
@@ -81,7 +82,7 @@ func TestMetricsAndLog(t *testing.T) {
 		if st, code := ts.do(t, "POST", "/v1/workers", `{"profile":"alpha","argv":["sleep","9"]}`, &rc); st != 201 {
 			t.Fatalf("spawn: %d %s", st, code)
 		}
-		es.next(t, EventStarted)
+		es.next(t, events.Started)
 	}
 	if st, _ := ts.do(t, "POST", "/v1/workers", `{"profile":"alpha","argv":[]}`, nil); st != 400 {
 		t.Fatalf("bad spawn: %d", st)
@@ -96,7 +97,7 @@ func TestMetricsAndLog(t *testing.T) {
 	f.startErr = nil
 	f.mu.Unlock()
 	f.exit(rc.ID, 3, "", false)
-	es.next(t, EventExited)
+	es.next(t, events.Exited)
 
 	after := ts.metrics(t)
 	for series, want := range map[string]string{

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hlaunch/hlaunch/internal/cgroup"
 	"github.com/hlaunch/hlaunch/internal/schematest"
+	"github.com/hlaunch/hlaunch/internal/sidecar/events"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
@@ -63,7 +64,7 @@ func TestSchemasMatchTypes(t *testing.T) {
 		{"spec.limits", spec["properties"].(map[string]any)["limits"].(map[string]any), reflect.TypeFor[cgroup.Limits]()},
 		{"receipt", receipt, reflect.TypeFor[worker.Receipt]()},
 		{"record", record, reflect.TypeFor[worker.Record]()},
-		{"event", loadSchema(t, "event.schema.json"), reflect.TypeFor[Event]()},
+		{"event", loadSchema(t, "event.schema.json"), reflect.TypeFor[events.Event]()},
 	} {
 		if got, want := propNames(c.schema), jsonNames(c.typ); !slices.Equal(got, want) {
 			t.Errorf("%s schema properties %v\n  differ from the Go type's JSON fields %v", c.name, got, want)
@@ -88,17 +89,17 @@ func TestSchemaValidator(t *testing.T) {
 	if errs := schematest.Validate(receipt, receipt, recJSON, "receipt"); len(errs) == 0 {
 		t.Fatal("a record with state must not pass as a bare receipt (additionalProperties false)")
 	}
-	events := loadSchema(t, "event.schema.json")
-	ev := eventFor("exited", rec, true)
+	evSchema := loadSchema(t, "event.schema.json")
+	ev := events.For("exited", rec, true)
 	ev.Seq, ev.Time = 7, "2026-01-01T00:00:00.000000001Z"
 	var evJSON map[string]any
 	b, _ = json.Marshal(ev)
 	_ = json.Unmarshal(b, &evJSON)
-	if errs := schematest.Validate(events, events, evJSON, "event"); len(errs) > 0 {
+	if errs := schematest.Validate(evSchema, evSchema, evJSON, "event"); len(errs) > 0 {
 		t.Fatalf("an exited event fails its schema: %v", errs)
 	}
 	evJSON["type"] = "exploded"
-	if errs := schematest.Validate(events, events, evJSON, "event"); len(errs) == 0 {
+	if errs := schematest.Validate(evSchema, evSchema, evJSON, "event"); len(errs) == 0 {
 		t.Fatal("an event of an unknown type passes its schema")
 	}
 	for _, c := range []struct {

@@ -21,6 +21,7 @@ import (
 	"github.com/coreos/go-systemd/v22/daemon"
 
 	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/sidecar/events"
 	"github.com/hlaunch/hlaunch/internal/sidecar/idemkeys"
 	"github.com/hlaunch/hlaunch/internal/version"
 	"github.com/hlaunch/hlaunch/internal/worker"
@@ -163,7 +164,7 @@ type Server struct {
 	b      backend
 	auth   authPolicy
 	selfNS string // this process's pid namespace (/proc/self/ns/pid): peers in another are sandboxed
-	events *broker
+	events *events.Broker
 	// conns counts the connections per peer uid (fdListener), streams the open /v1/events streams.
 	conns, streams *limiter
 	// workers counts the running workers per spawning peer uid; slots holds each running worker's slot by
@@ -313,8 +314,8 @@ func newServer(cfg Config, b backend) (*Server, error) {
 	s.conns = newLimiter("connections", cfg.MaxConns, cfg.MaxConnsPerUID, gateway...)
 	s.workers = newLimiter("running workers", cfg.MaxWorkers, cfg.MaxWorkersPerUID, gateway...)
 	s.obs.limits(s.conns, s.streams, s.workers)
-	s.events = newBroker(cfg.EventRing, s.now)
-	s.events.observe = s.obs.event
+	s.events = events.NewBroker(cfg.EventRing, s.now)
+	s.events.Observe = s.obs.event
 	if w, ok := b.(warmer); ok && cfg.Warm > 0 {
 		s.pool = newWarmPool(w, cfg.Warm, s.logf)
 	}
@@ -463,7 +464,7 @@ func (s *Server) serveListener(ctx context.Context, ln net.Listener) error {
 	}()
 	_, _ = daemon.SdNotify(false, daemon.SdNotifyStopping)
 	close(s.shutdown)
-	s.events.close() // ends every /events stream so Shutdown does not wait for them
+	s.events.Close() // ends every /events stream so Shutdown does not wait for them
 	cancel()         // ends in-flight waits
 	// Shutdown waits for requests in flight; a connection that never sent a request counts as busy for 5 s
 	// (net/http issue 22682), so after a short grace the rest are closed rather than holding up a restart.
@@ -512,7 +513,7 @@ func (s *Server) connContext(ctx context.Context, c net.Conn) context.Context {
 			reason += fmt.Sprintf(" (%d more refused connections not reported since the last one reported)", skipped)
 		}
 		s.logf("sidecar: refused connection from pid %d uid %d: %s", a.peer.PID, uid, reason)
-		s.events.publish(Event{Type: EventRefused, UID: &uid, PeerPID: a.peer.PID, Reason: reason})
+		s.events.Publish(events.Event{Type: events.Refused, UID: &uid, PeerPID: a.peer.PID, Reason: reason})
 	}
 	return withConnAuth(ctx, a)
 }

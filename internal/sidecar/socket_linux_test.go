@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/hlaunch/hlaunch/internal/sidecar/events"
 	"github.com/hlaunch/hlaunch/internal/testutil"
 	"io"
 	"net"
@@ -182,7 +183,7 @@ func TestPeerCredentials(t *testing.T) {
 				t.Fatalf("client as %+v got %q, want %q", tc.cred, got, tc.want)
 			}
 			if tc.want == "403 forbidden" {
-				e := es.next(t, EventRefused)
+				e := es.next(t, events.Refused)
 				if e.UID == nil || *e.UID != 65534 || e.PeerPID == 0 || e.Reason == "" {
 					t.Fatalf("refused event %+v, want uid 65534 with pid and reason", e)
 				}

@@ -6,36 +6,37 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
+	"github.com/hlaunch/hlaunch/internal/sidecar/events"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // transition returns the events for one record given the state the sidecar last knew (known=false: never
 // seen). It is pure so that every path of the restart semantics is table-tested.
-func transition(prev fingerprint.State, known bool, r worker.Record, initial bool) []Event {
+func transition(prev fingerprint.State, known bool, r worker.Record, initial bool) []events.Event {
 	if known && prev == r.State {
 		return nil
 	}
 	switch r.State {
 	case fingerprint.Running:
 		// never seen (a restart, or a CLI spawn), or back from another state: tracked from now on
-		return []Event{eventFor(EventAdopted, r, initial)}
+		return []events.Event{events.For(events.Adopted, r, initial)}
 	case fingerprint.Exited:
-		var evs []Event
+		var evs []events.Event
 		if r.OOMKilled {
-			evs = append(evs, eventFor(EventOOM, r, initial))
+			evs = append(evs, events.For(events.OOM, r, initial))
 		}
-		return append(evs, eventFor(EventExited, r, initial))
+		return append(evs, events.For(events.Exited, r, initial))
 	case worker.StateCorrupt, worker.StateUnknownVersion:
-		e := eventFor(EventCorrupt, r, initial)
+		e := events.For(events.Corrupt, r, initial)
 		e.Reason = string(r.State) + ": " + r.RecordError
-		return []Event{e}
+		return []events.Event{e}
 	default: // foreign-boot, foreign-machine, recycled, unverified: never signalled, reported once
-		e := eventFor(EventRefused, r, initial)
+		e := events.For(events.Refused, r, initial)
 		e.Reason = string(r.State)
 		if r.Reason != "" {
 			e.Reason = string(r.State) + ": " + r.Reason
 		}
-		return []Event{e}
+		return []events.Event{e}
 	}
 }
 
@@ -127,7 +128,7 @@ func (s *Server) poll(ctx context.Context, initial bool) error {
 	for t := range s.inflight {
 		oldest = min(oldest, t)
 	}
-	var evs []Event
+	var evs []events.Event
 	for _, r := range recs {
 		if !settled(r, s.alive) {
 			// The leader is gone but its shim has not written the exit status yet: report the exit once,
@@ -191,7 +192,7 @@ func (s *Server) poll(ctx context.Context, initial bool) error {
 	}
 	// Published under mu, so that a spawn's started event and the watcher's events for the same worker
 	// come out in the order their view changes were made.
-	s.events.publish(evs...)
+	s.events.Publish(evs...)
 	return nil
 }
 
@@ -308,7 +309,7 @@ func (s *Server) endSpawn(ticket uint64, rc *worker.Receipt, release func()) {
 	s.view[rc.ID] = viewEntry{state: fingerprint.Running, gen: s.gen}
 	s.noteScope(worker.Record{Receipt: *rc, State: fingerprint.Running})
 	delete(s.unknown, rc.ID)
-	s.events.publish(eventFor(EventStarted, worker.Record{Receipt: *rc, State: fingerprint.Running}, false))
+	s.events.Publish(events.For(events.Started, worker.Record{Receipt: *rc, State: fingerprint.Running}, false))
 }
 
 // trackSlot keeps worker id's slot of --max-workers while it runs: a running worker the sidecar did not

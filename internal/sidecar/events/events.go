@@ -1,4 +1,4 @@
-package sidecar
+package events
 
 import (
 	"sync"
@@ -10,17 +10,17 @@ import (
 
 // Event types on GET /v1/events.
 const (
-	EventStarted = "started" // a spawn through this sidecar succeeded
-	EventExited  = "exited"  // a worker ended; exit_code or signal say how
-	EventOOM     = "oom"     // a worker was killed by the OOM killer (sent before its exited event)
-	EventAdopted = "adopted" // a running worker this sidecar did not start (a restart, or the CLI) is tracked
-	EventRefused = "refused" // a record that does not verify (foreign boot or machine, recycled, unverified),
+	Started = "started" // a spawn through this sidecar succeeded
+	Exited  = "exited"  // a worker ended; exit_code or signal say how
+	OOM     = "oom"     // a worker was killed by the OOM killer (sent before its exited event)
+	Adopted = "adopted" // a running worker this sidecar did not start (a restart, or the CLI) is tracked
+	Refused = "refused" // a record that does not verify (foreign boot or machine, recycled, unverified),
 	// or a connection from a peer that may not use the socket
-	EventCorrupt = "corrupt" // a record that cannot be read or verified (state corrupt or unknown-version): never signalled
-	EventLost    = "lost"    // the requested backlog is gone or this stream fell behind: re-list, then reconnect
-	// EventHeartbeat is sent on a stream that had nothing else to send for its heartbeat period; its seq is
+	Corrupt = "corrupt" // a record that cannot be read or verified (state corrupt or unknown-version): never signalled
+	Lost    = "lost"    // the requested backlog is gone or this stream fell behind: re-list, then reconnect
+	// Heartbeat is sent on a stream that had nothing else to send for its heartbeat period; its seq is
 	// 0 (it is not in the ring and is never replayed).
-	EventHeartbeat = "heartbeat"
+	Heartbeat = "heartbeat"
 )
 
 // Event is one line of the NDJSON stream. Seq increases by one per event for the life of the process; a
@@ -47,39 +47,48 @@ type Event struct {
 	Reason  string  `json:"reason,omitempty"`
 }
 
-// eventFor fills the worker fields of an event from a record.
-func eventFor(typ string, r worker.Record, initial bool) Event {
+// For fills the worker fields of an event of type typ from a record.
+func For(typ string, r worker.Record, initial bool) Event {
 	return Event{
 		Type: typ, ID: r.ID, State: r.State, PID: r.PID, Profile: r.Profile, Key: r.Key,
 		ExitCode: r.ExitCode, Signal: r.Signal, OOMKilled: r.OOMKilled, TimedOut: r.TimedOut, Initial: initial,
 	}
 }
 
-// broker fans events out to subscribers and keeps the last ringSize of them for replay. A subscriber that
+// Broker fans events out to subscribers and keeps the last size of them for replay. A subscriber that
 // cannot keep up is cut off (its channel closed after a lost event) rather than slowing the sidecar down.
-type broker struct {
+type Broker struct {
 	mu     sync.Mutex
 	seq    uint64
-	ring   []Event // oldest first, at most ringSize
+	ring   []Event // oldest first, at most size
 	size   int
-	subs   map[*subscriber]struct{}
+	subs   map[*Subscriber]struct{}
 	now    func() time.Time
 	closed bool
-	// observe, when set, sees every event as it is published (the log and the metrics: observer.event).
-	observe func(Event)
+	// Observe, when set before the first Publish, sees every event as it is published (the sidecar's log
+	// and metrics).
+	Observe func(Event)
 }
 
-type subscriber struct {
+// Subscriber is one stream's queue of events.
+type Subscriber struct {
 	ch   chan Event
 	lost bool
 }
 
-func newBroker(size int, now func() time.Time) *broker {
-	return &broker{size: size, subs: map[*subscriber]struct{}{}, now: now}
+// C is the subscriber's queue; it is closed when the stream ends (Unsubscribe, Close, or the subscriber fell behind).
+func (s *Subscriber) C() <-chan Event { return s.ch }
+
+// Lost reports that the subscriber fell behind and was cut off; read it once C is closed.
+func (s *Subscriber) Lost() bool { return s.lost }
+
+// NewBroker returns a broker that keeps the last size events, stamping them with now.
+func NewBroker(size int, now func() time.Time) *Broker {
+	return &Broker{size: size, subs: map[*Subscriber]struct{}{}, now: now}
 }
 
-// publish stamps and delivers events in order.
-func (b *broker) publish(evs ...Event) {
+// Publish stamps and delivers events in order.
+func (b *Broker) Publish(evs ...Event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, e := range evs {
@@ -93,8 +102,8 @@ func (b *broker) publish(evs ...Event) {
 			b.ring = b.ring[:b.size-1]
 		}
 		b.ring = append(b.ring, e)
-		if b.observe != nil {
-			b.observe(e)
+		if b.Observe != nil {
+			b.Observe(e)
 		}
 		for s := range b.subs {
 			select {
@@ -107,18 +116,18 @@ func (b *broker) publish(evs ...Event) {
 }
 
 // dropLocked ends a subscriber that fell behind; its reader sees the channel close and writes a lost event.
-func (b *broker) dropLocked(s *subscriber) {
+func (b *Broker) dropLocked(s *Subscriber) {
 	s.lost = true
 	delete(b.subs, s)
 	close(s.ch)
 }
 
-// subscribe registers a subscriber and returns the backlog after since (all held events when since is 0,
+// Subscribe registers a subscriber and returns the backlog after since (all held events when since is 0,
 // none when replay is false). gap reports that events after since were already dropped from the ring.
-func (b *broker) subscribe(since uint64, replay bool, buf int) (s *subscriber, backlog []Event, gap bool) {
+func (b *Broker) Subscribe(since uint64, replay bool, buf int) (s *Subscriber, backlog []Event, gap bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	s = &subscriber{ch: make(chan Event, buf)}
+	s = &Subscriber{ch: make(chan Event, buf)}
 	if b.closed {
 		close(s.ch)
 		return s, nil, false
@@ -142,7 +151,8 @@ func (b *broker) subscribe(since uint64, replay bool, buf int) (s *subscriber, b
 	return s, backlog, gap
 }
 
-func (b *broker) unsubscribe(s *subscriber) {
+// Unsubscribe ends s's stream.
+func (b *Broker) Unsubscribe(s *Subscriber) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if _, ok := b.subs[s]; ok {
@@ -151,8 +161,8 @@ func (b *broker) unsubscribe(s *subscriber) {
 	}
 }
 
-// close ends every stream (server shutdown).
-func (b *broker) close() {
+// Close ends every stream (server shutdown).
+func (b *Broker) Close() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.closed = true
@@ -162,9 +172,16 @@ func (b *broker) close() {
 	}
 }
 
-// lastSeq returns the sequence number of the newest event.
-func (b *broker) lastSeq() uint64 {
+// LastSeq returns the sequence number of the newest event.
+func (b *Broker) LastSeq() uint64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.seq
+}
+
+// Subscribers returns how many streams are subscribed.
+func (b *Broker) Subscribers() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.subs)
 }
