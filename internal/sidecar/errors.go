@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/hlaunch/hlaunch/internal/sidecar/idemkeys"
+	"github.com/hlaunch/hlaunch/internal/sidecar/sockfile"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
@@ -22,10 +23,10 @@ var (
 	ErrNoRoute = errors.New("no such endpoint")
 	// ErrMethod: the path exists but not with that method.
 	ErrMethod = errors.New("method not allowed")
-	// ErrInUse: another process already serves the socket path.
-	ErrInUse = errors.New("socket is in use by a live server")
-	// ErrNotSocket: the socket path exists and is not a socket; it is never replaced.
-	ErrNotSocket = errors.New("socket path exists and is not a socket")
+	// ErrInUse: another process already serves the socket path (sockfile.ErrInUse).
+	ErrInUse = sockfile.ErrInUse
+	// ErrNotSocket: the socket path exists and is not a socket; it is never replaced (sockfile.ErrNotSocket).
+	ErrNotSocket = sockfile.ErrNotSocket
 	// ErrTooMany: the peer's uid already holds its share of connections, event streams or running workers (429).
 	ErrTooMany = errors.New("too many: over this uid's share")
 	// ErrBusy: the sidecar holds as many connections, event streams or running workers as it serves at once (503).
