@@ -47,6 +47,10 @@ class RetryAfterTest(unittest.TestCase):
         self.assertIsNone(retry_after_seconds(None))
 
 
+# A request that is answered and leaves the connection kept alive: held open, it is an idle connection.
+_HEALTH = b"GET /v1/health HTTP/1.1\r\nHost: sidecar\r\n\r\n"
+
+
 class _Sidecar:
     """One real sidecar with extra flags, on a socket of its own."""
 
@@ -76,29 +80,50 @@ class _Sidecar:
             except (hc.SidecarUnavailable, hc.Overloaded):
                 pass
             if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.log.flush()
+                with open(self.log.name) as f:
+                    log = f.read()
                 self.stop()
-                raise RuntimeError("sidecar did not serve: " + open(self.log.name).read())
+                raise RuntimeError("sidecar did not serve: " + log)
             time.sleep(0.02)
 
-    def hold(self, n, request=b""):
-        """n connections, each sending request (nothing by default) and answered, held open."""
+    def hold(self, n, request=_HEALTH):
+        """n connections, each sending request and answered 200, held open.
+
+        The answer is what shows the sidecar counts the connection. A connection whose peer closed a moment
+        ago may still hold its slot: an unanswered connection may be the one refused then, and the next
+        request served in its place. A held connection refused (429, 503) is closed and made again until
+        the stale slot is given back."""
         out = []
-        for _ in range(n):
+        try:
+            while len(out) < n:
+                out.append(self._served(request))
+        except BaseException:
+            for s in out:
+                s.close()
+            raise
+        return out
+
+    def _served(self, request):
+        deadline = time.monotonic() + 10
+        while True:
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             s.settimeout(10)
             s.connect(self.sock)
-            if request:
-                s.sendall(request)
-                head = b""
-                while b"\r\n\r\n" not in head:
-                    chunk = s.recv(4096)
-                    if not chunk:
-                        raise AssertionError("held connection closed: %r" % head)
-                    head += chunk
-                if not head.startswith(b"HTTP/1.1 200"):
-                    raise AssertionError("held request not served: %r" % head[:200])
-            out.append(s)
-        return out
+            s.sendall(request)
+            head = b""
+            while b"\r\n\r\n" not in head:
+                chunk = s.recv(4096)
+                if not chunk:
+                    s.close()
+                    raise AssertionError("held connection closed: %r" % head)
+                head += chunk
+            if head.startswith(b"HTTP/1.1 200"):
+                return s
+            s.close()
+            if not head.startswith((b"HTTP/1.1 429", b"HTTP/1.1 503")) or time.monotonic() > deadline:
+                raise AssertionError("held request not served: %r" % head[:200])
+            time.sleep(0.02)
 
     def stop(self):
         self.proc.terminate()
@@ -132,7 +157,7 @@ class LimitsRealTest(unittest.TestCase):
         self.sc.wait_served()
 
     def test_too_many_connections(self):
-        held = self.sc.hold(3)  # idle: the uid's share
+        held = self.sc.hold(3)  # answered, then idle: the uid's share
         try:
             # The sidecar accepts in order: the held connections are counted before this one.
             with self.assertRaises(hc.TooMany) as cm:
