@@ -202,7 +202,7 @@ func (s *Server) handleSpawn(w http.ResponseWriter, r *http.Request) {
 // not nil, sees the worker's id first.
 func (s *Server) startWorker(ctx context.Context, spec worker.Spec, stdio worker.Stdio, before func(string) error) (*worker.Receipt, error) {
 	if s.pool != nil && spec.Stdio != worker.StdioInherit {
-		if rc, ok, err := s.pool.start(ctx, spec, before); ok {
+		if rc, ok, err := s.pool.Start(ctx, spec, before); ok {
 			return rc, err
 		}
 	}
@@ -556,7 +556,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	h.Uptime = s.now().Sub(s.start).Round(time.Millisecond).String()
 	if s.pool != nil {
-		n := len(s.pool.slots)
+		n := s.pool.Ready()
 		h.Warm = &n
 	}
 	writeJSON(w, http.StatusOK, h)

@@ -23,6 +23,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/launcher"
 	"github.com/hlaunch/hlaunch/internal/sidecar/events"
 	"github.com/hlaunch/hlaunch/internal/sidecar/idemkeys"
+	"github.com/hlaunch/hlaunch/internal/sidecar/warmpool"
 	"github.com/hlaunch/hlaunch/internal/version"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
@@ -171,7 +172,7 @@ type Server struct {
 	// id (guarded by mu), given back when the watcher sees it end or its record go.
 	workers *limiter
 	slots   map[string]func()
-	pool    *warmPool       // nil without Config.Warm
+	pool    *warmpool.Pool  // nil without Config.Warm
 	idem    *idemkeys.Store // nil without Config.IdempotencyDir
 	peers   *peerStore      // nil without Config.PeersDir
 	obs     *observer
@@ -316,8 +317,8 @@ func newServer(cfg Config, b backend) (*Server, error) {
 	s.obs.limits(s.conns, s.streams, s.workers)
 	s.events = events.NewBroker(cfg.EventRing, s.now)
 	s.events.Observe = s.obs.event
-	if w, ok := b.(warmer); ok && cfg.Warm > 0 {
-		s.pool = newWarmPool(w, cfg.Warm, s.logf)
+	if w, ok := b.(warmpool.Warmer); ok && cfg.Warm > 0 {
+		s.pool = warmpool.New(w, cfg.Warm, s.logf)
 	}
 	return s, nil
 }
@@ -368,7 +369,7 @@ func (s *Server) warmReady() int {
 	if s.pool == nil {
 		return -1
 	}
-	return len(s.pool.slots)
+	return s.pool.Ready()
 }
 
 // Addr is the socket path being served (the activated socket's name when socket-activated); empty before
@@ -433,7 +434,7 @@ func (s *Server) serveListener(ctx context.Context, ln net.Listener) error {
 	go func() { defer wg.Done(); s.watch(ctx) }()
 	if s.pool != nil {
 		wg.Add(1)
-		go func() { defer wg.Done(); s.pool.run(ctx) }()
+		go func() { defer wg.Done(); s.pool.Run(ctx) }()
 	}
 	if c, ok := s.b.(collector); ok {
 		wg.Add(1)

@@ -1,4 +1,4 @@
-package sidecar
+package warmpool
 
 import (
 	"context"
@@ -10,16 +10,17 @@ import (
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
-// warmer is what a pool needs from a launcher; *launcher.Launcher implements it.
-type warmer interface {
+// Warmer is what a pool needs from a launcher; *launcher.Launcher implements it.
+type Warmer interface {
 	NewWarm(ctx context.Context) (*launcher.Warm, error)
 	StartWarm(ctx context.Context, w *launcher.Warm, spec worker.Spec) (*worker.Receipt, error)
 }
 
-// warmPool keeps up to n warm slots (launcher.Warm) ready, so that a spawn finds its worker's cgroup or
-// scope made and its shim started (Config.Warm). One goroutine refills it after every take.
-type warmPool struct {
-	w     warmer
+// Pool keeps up to n warm slots (launcher.Warm) ready, so that a spawn finds its worker's cgroup or
+// scope made and its shim started (the sidecar's Config.Warm). One goroutine (Run) refills it after every
+// take.
+type Pool struct {
+	w     Warmer
 	n     int
 	slots chan *launcher.Warm
 	need  chan struct{}
@@ -29,15 +30,16 @@ type warmPool struct {
 	closed bool // drained: slots put back now are closed instead
 }
 
-func newWarmPool(w warmer, n int, logf func(string, ...any)) *warmPool {
-	return &warmPool{w: w, n: n, slots: make(chan *launcher.Warm, n), need: make(chan struct{}, 1), logf: logf}
+// New makes a pool of n slots made by w; logf tells the operator of a slot that could not be made.
+func New(w Warmer, n int, logf func(string, ...any)) *Pool {
+	return &Pool{w: w, n: n, slots: make(chan *launcher.Warm, n), need: make(chan struct{}, 1), logf: logf}
 }
 
-// run fills the pool until ctx ends, then closes every unused slot. Missing slots are made concurrently (a
+// Run fills the pool until ctx ends, then closes every unused slot. Missing slots are made concurrently (a
 // scope's D-Bus job takes milliseconds; one spawn after another would drain a pool filled one at a time).
 // A failure to make a slot is logged once per distinct error and retried after a second; spawns meanwhile
 // take the ordinary path. A default placement that has no slots (scope none, degraded) stops the filling.
-func (p *warmPool) run(ctx context.Context) {
+func (p *Pool) Run(ctx context.Context) {
 	defer p.drain()
 	results := make(chan error, p.n)
 	inflight, lastErr, stopped := 0, "", false
@@ -93,7 +95,7 @@ func (p *warmPool) run(ctx context.Context) {
 }
 
 // drain closes the slots nobody took, and every slot put back from now on.
-func (p *warmPool) drain() {
+func (p *Pool) drain() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.closed = true
@@ -107,11 +109,11 @@ func (p *warmPool) drain() {
 	}
 }
 
-// start starts spec in a warm slot. ok is false when it did not: the pool was empty, or spec does not fit
+// Start starts spec in a warm slot. ok is false when it did not: the pool was empty, or spec does not fit
 // a slot (the slot goes back); the caller then starts spec the ordinary way.
 // before, when not nil, is called with the slot's worker id before the slot is used; its error fails the
 // start and returns the slot.
-func (p *warmPool) start(ctx context.Context, spec worker.Spec, before func(id string) error) (rc *worker.Receipt, ok bool, err error) {
+func (p *Pool) Start(ctx context.Context, spec worker.Spec, before func(id string) error) (rc *worker.Receipt, ok bool, err error) {
 	var w *launcher.Warm
 	select {
 	case w = <-p.slots:
@@ -138,7 +140,7 @@ func (p *warmPool) start(ctx context.Context, spec worker.Spec, before func(id s
 }
 
 // put returns an unused slot, or closes it when the pool is full or shut.
-func (p *warmPool) put(w *launcher.Warm) {
+func (p *Pool) put(w *launcher.Warm) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -153,9 +155,12 @@ func (p *warmPool) put(w *launcher.Warm) {
 }
 
 // refill wakes the filler.
-func (p *warmPool) refill() {
+func (p *Pool) refill() {
 	select {
 	case p.need <- struct{}{}:
 	default:
 	}
 }
+
+// Ready is how many slots are ready now.
+func (p *Pool) Ready() int { return len(p.slots) }
