@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 
+	"github.com/hlaunch/hlaunch/internal/sidecar/access"
 	"github.com/hlaunch/hlaunch/internal/sidecar/idemkeys"
 	"github.com/hlaunch/hlaunch/internal/sidecar/sockfile"
 	"github.com/hlaunch/hlaunch/internal/worker"
@@ -11,8 +12,8 @@ import (
 
 // Sentinel errors of the sidecar itself; launcher errors keep their own codes (worker.Code).
 var (
-	// ErrForbidden: the peer's credentials are not the owner's, root's, or the socket group's.
-	ErrForbidden = errors.New("forbidden: peer is not allowed on this socket")
+	// ErrForbidden: the peer's credentials are not the owner's, root's, or the socket group's (access.ErrForbidden).
+	ErrForbidden = access.ErrForbidden
 	// ErrTooLarge: the request body exceeds Config.MaxBody.
 	ErrTooLarge = errors.New("request body too large")
 	// ErrTimeout: a wait ended at its timeout while the worker still runs.

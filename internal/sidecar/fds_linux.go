@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/hlaunch/hlaunch/internal/sidecar/access"
 )
 
 // maxFDs is how many descriptors one connection may pass (stdin, stdout, stderr); more are closed.
@@ -63,7 +65,7 @@ func (l *fdListener) Accept() (net.Conn, error) {
 			return c, nil
 		}
 		fc := &fdConn{UnixConn: uc}
-		fc.peer, fc.credErr = peerOf(uc)
+		fc.peer, fc.credErr = access.PeerOf(uc)
 		if l.conns == nil {
 			return fc, nil
 		}
@@ -107,8 +109,8 @@ func (l *fdListener) signalFreed() {
 type fdConn struct {
 	*net.UnixConn
 
-	// peer is the kernel's record of who connected (peerOf), read once at accept; credErr when it failed.
-	peer    Peer
+	// peer is the kernel's record of who connected (access.PeerOf), read once at accept; credErr when it failed.
+	peer    access.Peer
 	credErr error
 	// over is the limit this connection is over (ErrTooMany, ErrBusy), nil when it is served; readCap is
 	// the latest read deadline such a connection may have, whatever net/http asks for.

@@ -39,8 +39,8 @@ func (s *Server) listen() (net.Listener, func(), error) {
 		return nil, nil, fmt.Errorf("%w: no socket path", ErrConfig)
 	}
 	mode := os.FileMode(0o600)
-	if s.auth.group >= 0 {
+	if s.auth.Group >= 0 {
 		mode = 0o660
 	}
-	return sockfile.Create(s.cfg.Socket, mode, int(s.auth.group))
+	return sockfile.Create(s.cfg.Socket, mode, int(s.auth.Group))
 }

@@ -13,36 +13,6 @@ import (
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
-func TestAuthPolicy(t *testing.T) {
-	tests := []struct {
-		name   string
-		pol    authPolicy
-		peer   Peer
-		wantOK bool
-	}{
-		{"owner", authPolicy{ownerUID: 1000, group: -1}, Peer{UID: 1000, GID: 1000}, true},
-		{"root", authPolicy{ownerUID: 1000, group: -1}, Peer{UID: 0, GID: 0}, true},
-		{"stranger", authPolicy{ownerUID: 1000, group: -1}, Peer{UID: 1001, GID: 1001}, false},
-		{"stranger with gid 0 only", authPolicy{ownerUID: 1000, group: -1}, Peer{UID: 1001, GID: 0}, false},
-		{"primary group", authPolicy{ownerUID: 0, group: 50}, Peer{UID: 1001, GID: 50}, true},
-		{"supplementary group", authPolicy{ownerUID: 0, group: 50}, Peer{UID: 1001, GID: 1001, Groups: []uint32{4, 50}}, true},
-		{"other groups", authPolicy{ownerUID: 0, group: 50}, Peer{UID: 1001, GID: 1001, Groups: []uint32{4, 51}}, false},
-		{"group 0 configured", authPolicy{ownerUID: 1000, group: 0}, Peer{UID: 1001, GID: 0}, true},
-		{"no group configured ignores groups", authPolicy{ownerUID: 1000, group: -1}, Peer{UID: 1001, Groups: []uint32{50}}, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ok, reason := tt.pol.allow(tt.peer)
-			if ok != tt.wantOK {
-				t.Fatalf("allow(%+v) = %v (%s), want %v", tt.peer, ok, reason, tt.wantOK)
-			}
-			if !ok && reason == "" {
-				t.Fatal("a refusal must say why")
-			}
-		})
-	}
-}
-
 func intp(i int) *int { return &i }
 
 func TestTransition(t *testing.T) {

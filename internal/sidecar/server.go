@@ -21,6 +21,7 @@ import (
 	"github.com/coreos/go-systemd/v22/daemon"
 
 	"github.com/hlaunch/hlaunch/internal/launcher"
+	"github.com/hlaunch/hlaunch/internal/sidecar/access"
 	"github.com/hlaunch/hlaunch/internal/sidecar/events"
 	"github.com/hlaunch/hlaunch/internal/sidecar/idemkeys"
 	"github.com/hlaunch/hlaunch/internal/sidecar/warmpool"
@@ -163,7 +164,7 @@ type backend interface {
 type Server struct {
 	cfg    Config
 	b      backend
-	auth   authPolicy
+	auth   access.Policy
 	selfNS string // this process's pid namespace (/proc/self/ns/pid): peers in another are sandboxed
 	events *events.Broker
 	// conns counts the connections per peer uid (fdListener), streams the open /v1/events streams.
@@ -267,7 +268,7 @@ func newServer(cfg Config, b backend) (*Server, error) {
 	s := &Server{
 		cfg:      cfg,
 		b:        b,
-		auth:     authPolicy{ownerUID: uint32(os.Geteuid()), group: gid},
+		auth:     access.Policy{OwnerUID: uint32(os.Geteuid()), Group: gid},
 		now:      time.Now,
 		start:    time.Now(),
 		view:     map[string]viewEntry{},
@@ -308,8 +309,8 @@ func newServer(cfg Config, b backend) (*Server, error) {
 	}
 	// The gateway runs as root or as the sidecar's own uid: a reserve of each total is kept for them.
 	gateway := []uint32{0}
-	if s.auth.ownerUID != 0 {
-		gateway = append(gateway, s.auth.ownerUID)
+	if s.auth.OwnerUID != 0 {
+		gateway = append(gateway, s.auth.OwnerUID)
 	}
 	s.streams = newLimiter("event streams", cfg.MaxStreams, cfg.MaxStreamsPerUID, gateway...)
 	s.conns = newLimiter("connections", cfg.MaxConns, cfg.MaxConnsPerUID, gateway...)
@@ -489,13 +490,13 @@ func (s *Server) connContext(ctx context.Context, c net.Conn) context.Context {
 	if a.fds != nil {
 		a.peer, a.credErr, a.over = a.fds.peer, a.fds.credErr, a.fds.over
 	} else {
-		a.peer, a.credErr = peerOf(c)
+		a.peer, a.credErr = access.PeerOf(c)
 	}
 	if a.over != nil {
 		return withConnAuth(ctx, a) // answered 429 or 503 (Handler); who it is does not matter then
 	}
 	if a.credErr == nil {
-		a.ok, a.reason = s.auth.allow(a.peer)
+		a.ok, a.reason = s.auth.Allow(a.peer)
 		if a.ok {
 			a.ok, a.reason = s.unconfined(c, a.peer)
 		}

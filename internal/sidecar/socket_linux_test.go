@@ -21,9 +21,6 @@ func TestMain(m *testing.M) {
 	if sock := os.Getenv("HLAUNCH_SIDECAR_TEST_CLIENT"); sock != "" {
 		os.Exit(peerClientMain(sock))
 	}
-	if sock := os.Getenv(envPlaceServer); sock != "" {
-		os.Exit(placeServerMain(sock))
-	}
 	os.Exit(testutil.RunWithLeakCheck(m))
 }
 

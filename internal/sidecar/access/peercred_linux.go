@@ -1,4 +1,4 @@
-package sidecar
+package access
 
 import (
 	"errors"
@@ -11,9 +11,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// peerOf reads the kernel's record of who connected c: SO_PEERCRED (pid, uid, gid) and SO_PEERGROUPS
+// PeerOf reads the kernel's record of who connected c: SO_PEERCRED (pid, uid, gid) and SO_PEERGROUPS
 // (supplementary groups, Linux 4.13+; nil where unsupported, and then only the primary gid counts).
-func peerOf(c net.Conn) (Peer, error) {
+func PeerOf(c net.Conn) (Peer, error) {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return Peer{}, fmt.Errorf("%w: %T is not a socket connection", ErrForbidden, c)

@@ -1,4 +1,4 @@
-package sidecar
+package access
 
 import (
 	"bufio"
@@ -19,11 +19,20 @@ import (
 )
 
 // envPlaceServer makes the test binary the sidecar's end of one connection, in a cgroup namespace of its
-// own: it reads where its peer runs (placeOf) and prints the cgroup, the path outside, and the error.
+// own: it reads where its peer runs (PlaceOf) and prints the cgroup, the path outside, and the error.
 const envPlaceServer = "HLAUNCH_SIDECAR_TEST_PLACE"
 
+// TestMain lets the test binary stand in for the sidecar's end of a connection (see
+// TestPeerOutsideCgroupNamespace).
+func TestMain(m *testing.M) {
+	if sock := os.Getenv(envPlaceServer); sock != "" {
+		os.Exit(placeServerMain(sock))
+	}
+	os.Exit(testutil.RunWithLeakCheck(m))
+}
+
 func placeServerMain(sock string) int {
-	// The namespace is the thread's: every read placeOf makes is on this one.
+	// The namespace is the thread's: every read PlaceOf makes is on this one.
 	runtime.LockOSThread()
 	if err := unix.Unshare(unix.CLONE_NEWCGROUP); err != nil {
 		fmt.Println("unshare:", err)
@@ -52,8 +61,8 @@ func placeServerMain(sock string) int {
 		fmt.Println("peercred:", err)
 		return 1
 	}
-	pl, err := placeOf(c, cred.Pid)
-	fmt.Printf("cgroup=%q outside=%q err=%v\n", pl.cgroup, pl.outside, err)
+	pl, err := PlaceOf(c, cred.Pid)
+	fmt.Printf("cgroup=%q outside=%q err=%v\n", pl.Cgroup, pl.Outside, err)
 	return 0
 }
 
@@ -77,7 +86,13 @@ func TestPeerOutsideCgroupNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sock := filepath.Join(shortTempDir(t), "s.sock")
+	// t.TempDir() paths can exceed the 108-byte sun_path limit once the test name is long.
+	tmp, err := os.MkdirTemp("", "hls-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
+	sock := filepath.Join(tmp, "s.sock")
 	cmd := exec.Command(self)
 	cmd.Env = append(os.Environ(), envPlaceServer+"="+sock)
 	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: int(dir.Fd())}

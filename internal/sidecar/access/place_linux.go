@@ -1,4 +1,4 @@
-package sidecar
+package access
 
 import (
 	"errors"
@@ -13,51 +13,51 @@ import (
 	"github.com/hlaunch/hlaunch/internal/linux"
 )
 
-// peerPlace is where the connecting process runs: its pid namespace and its v2 cgroup as this process's
+// Place is where the connecting process runs: its pid namespace and its v2 cgroup as this process's
 // cgroup namespace names it. Both are read while the kernel's pidfd of the connecting process shows it
 // alive, so they cannot be another process's facts.
-type peerPlace struct {
-	pidNS  string // the target of /proc/<pid>/ns/pid, e.g. "pid:[4026531836]"
-	cgroup string // the "0::" line of /proc/<pid>/cgroup, cleaned; "" when outside or none
-	// outside is that line as read when it lies outside this process's cgroup namespace ("/../x": a
+type Place struct {
+	PidNS  string // the target of /proc/<pid>/ns/pid, e.g. "pid:[4026531836]"
+	Cgroup string // the "0::" line of /proc/<pid>/cgroup, cleaned; "" when outside or none
+	// Outside is that line as read when it lies outside this process's cgroup namespace ("/../x": a
 	// client of a sidecar run in a container's or a test manager's namespace). Nothing under our mount is
 	// named by it; only the names in it can be read.
-	outside string
+	Outside string
 }
 
-// placeOf reads where c's peer (SO_PEERCRED pid) runs. With SO_PEERPIDFD (Linux 6.5+) the pidfd is the
+// PlaceOf reads where c's peer (SO_PEERCRED pid) runs. With SO_PEERPIDFD (Linux 6.5+) the pidfd is the
 // connecting process itself; before that it is opened by number, and a peer that exited and whose PID
 // was taken over in between could be read in its successor's place (docs/security.md). A peer that is not
 // visible in our pid namespace (pid 0), or that has exited, is an error: such a peer is refused.
-func placeOf(c net.Conn, pid int32) (peerPlace, error) {
+func PlaceOf(c net.Conn, pid int32) (Place, error) {
 	if pid <= 0 {
-		return peerPlace{}, errors.New("the peer's PID is not visible in the sidecar's pid namespace")
+		return Place{}, errors.New("the peer's PID is not visible in the sidecar's pid namespace")
 	}
 	pidfd, err := peerPidfd(c, int(pid))
 	if err != nil {
-		return peerPlace{}, err
+		return Place{}, err
 	}
 	defer unix.Close(pidfd)
-	var p peerPlace
-	if p.pidNS, err = os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid)); err != nil {
-		return peerPlace{}, fmt.Errorf("the peer's pid namespace: %w", err)
+	var p Place
+	if p.PidNS, err = os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid)); err != nil {
+		return Place{}, fmt.Errorf("the peer's pid namespace: %w", err)
 	}
 	// A peer outside this process's cgroup namespace reads as "/../x", which names nothing under our mount
 	// (cleaned, it would be "/x", another cgroup): kept apart by that path, as the one read gave it
 	// (cgroup.OutsideNamespaceError). A host without a v2 hierarchy has no "0::" line: no cgroup to tell.
-	p.cgroup, err = cgroup.ProcCgroup2(int(pid))
+	p.Cgroup, err = cgroup.ProcCgroup2(int(pid))
 	var outside *cgroup.OutsideNamespaceError
 	switch {
 	case errors.Is(err, cgroup.ErrNotFound):
-		p.cgroup, err = "", nil
+		p.Cgroup, err = "", nil
 	case errors.As(err, &outside):
-		p.cgroup, p.outside, err = "", outside.Path, nil
+		p.Cgroup, p.Outside, err = "", outside.Path, nil
 	}
 	if err != nil {
-		return peerPlace{}, fmt.Errorf("the peer's cgroup: %w", err)
+		return Place{}, fmt.Errorf("the peer's cgroup: %w", err)
 	}
 	if !pidfdShows(pidfd, int(pid)) {
-		return peerPlace{}, fmt.Errorf("the peer (pid %d) exited while it was looked at", pid)
+		return Place{}, fmt.Errorf("the peer (pid %d) exited while it was looked at", pid)
 	}
 	return p, nil
 }
