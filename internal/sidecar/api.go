@@ -15,6 +15,7 @@ import (
 
 	"github.com/hlaunch/hlaunch/internal/doctor"
 	"github.com/hlaunch/hlaunch/internal/sidecar/events"
+	"github.com/hlaunch/hlaunch/internal/sidecar/peerlimit"
 	"github.com/hlaunch/hlaunch/internal/version"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
@@ -71,11 +72,11 @@ func (s *Server) Handler() http.Handler {
 // this request, not to the connection (a later "stdio": "inherit" spawn on it that passed none is refused,
 // as on a fresh connection). What the handler left of the body is read first (within --max-body and
 // --body-timeout, else net/http closes the connection), since descriptors may come with any of its bytes.
-func endRequest(c *fdConn, body io.Reader, hasBody bool) {
+func endRequest(c *peerlimit.Conn, body io.Reader, hasBody bool) {
 	if hasBody {
 		_, _ = io.Copy(io.Discard, body)
 	}
-	c.dropFDs()
+	c.DropFDs()
 }
 
 // writeLimited answers a request over a limit (ErrTooMany: 429, ErrBusy: 503) with Retry-After, and closes
@@ -452,9 +453,9 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	uid := peerUID(r)
-	release, err := s.streams.acquire(uid)
+	release, err := s.streams.Acquire(uid)
 	if err != nil {
-		s.obs.limitedAt(s.streams.label(err), uid)
+		s.obs.limitedAt(s.streams.Label(err), uid)
 		writeLimited(w, err)
 		return
 	}
@@ -591,7 +592,7 @@ func passedStdio(r *http.Request, spec worker.Spec) (worker.Stdio, func(), error
 	}
 	var fds []int
 	if a := connAuthFrom(r.Context()); a != nil && a.fds != nil {
-		fds = a.fds.takeFDs()
+		fds = a.fds.TakeFDs()
 	}
 	files := make([]*os.File, len(fds))
 	for i, fd := range fds {

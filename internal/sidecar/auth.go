@@ -8,6 +8,7 @@ import (
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/sidecar/access"
+	"github.com/hlaunch/hlaunch/internal/sidecar/peerlimit"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
@@ -17,9 +18,9 @@ type connAuth struct {
 	peer    access.Peer
 	ok      bool
 	reason  string
-	credErr error   // SO_PEERCRED failed: the connection is refused
-	over    error   // the connection is over a limit (ErrTooMany, ErrBusy): every request is answered so
-	fds     *fdConn // descriptors the client passed (SCM_RIGHTS), when the listener keeps them
+	credErr error           // SO_PEERCRED failed: the connection is refused
+	over    error           // the connection is over a limit (ErrTooMany, ErrBusy): every request is answered so
+	fds     *peerlimit.Conn // descriptors the client passed (SCM_RIGHTS), when the listener keeps them
 }
 
 type connAuthKey struct{}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hlaunch/hlaunch/internal/sidecar/access"
 	"github.com/hlaunch/hlaunch/internal/sidecar/idemkeys"
+	"github.com/hlaunch/hlaunch/internal/sidecar/peerlimit"
 	"github.com/hlaunch/hlaunch/internal/sidecar/sockfile"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
@@ -28,10 +29,12 @@ var (
 	ErrInUse = sockfile.ErrInUse
 	// ErrNotSocket: the socket path exists and is not a socket; it is never replaced (sockfile.ErrNotSocket).
 	ErrNotSocket = sockfile.ErrNotSocket
-	// ErrTooMany: the peer's uid already holds its share of connections, event streams or running workers (429).
-	ErrTooMany = errors.New("too many: over this uid's share")
-	// ErrBusy: the sidecar holds as many connections, event streams or running workers as it serves at once (503).
-	ErrBusy = errors.New("busy: the sidecar is at its limit")
+	// ErrTooMany: the peer's uid already holds its share of connections, event streams or running workers
+	// (429; peerlimit.ErrTooMany).
+	ErrTooMany = peerlimit.ErrTooMany
+	// ErrBusy: the sidecar holds as many connections, event streams or running workers as it serves at once
+	// (503; peerlimit.ErrBusy).
+	ErrBusy = peerlimit.ErrBusy
 	// ErrSlowBody: a request's body did not arrive within Config.BodyTimeout (408).
 	ErrSlowBody = errors.New("request body too slow")
 	// ErrConfig: the Config is unusable (no launcher, no socket, unknown group).

@@ -3,7 +3,6 @@ package sidecar
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -15,124 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/hlaunch/hlaunch/internal/sidecar/events"
 )
-
-// The limiter counts per uid and in all, tells a uid over its share (ErrTooMany) from a full sidecar
-// (ErrBusy), gives a slot back once however often release is called, and forgets a uid that holds nothing.
-func TestLimiter(t *testing.T) {
-	l := newLimiter("connections", 5, 2)
-	var rel []func()
-	take := func(uid uint32, want error) {
-		t.Helper()
-		r, err := l.acquire(uid)
-		if !errors.Is(err, want) || (want == nil) != (r != nil) {
-			t.Fatalf("acquire(%d): %v, want %v", uid, err, want)
-		}
-		if r != nil {
-			rel = append(rel, r)
-		}
-	}
-	take(1, nil)
-	take(1, nil)
-	take(1, ErrTooMany) // uid 1's share is 2, whatever the total
-	take(2, nil)
-	take(2, nil)
-	take(3, nil)
-	take(3, ErrBusy) // 5 held: the total
-	take(4, ErrBusy)
-	if all, one := l.counts(1); all != 5 || one != 2 {
-		t.Fatalf("counts: %d in all, %d for uid 1; want 5 and 2", all, one)
-	}
-	rel[0]()
-	rel[0]() // a second release of the same slot gives nothing back
-	if all, one := l.counts(1); all != 4 || one != 1 {
-		t.Fatalf("after one release (twice): %d in all, %d for uid 1; want 4 and 1", all, one)
-	}
-	take(4, nil) // the freed slot goes to whoever asks
-	take(1, ErrBusy)
-	for _, r := range rel {
-		r()
-	}
-	if all, _ := l.counts(0); all != 0 || len(l.byUID) != 0 {
-		t.Fatalf("after every release: %d held, %d uids remembered", all, len(l.byUID))
-	}
-	take(9, nil)
-	take(9, nil)
-	if _, err := l.acquire(9); err == nil || !strings.Contains(err.Error(), "--max-conns-per-uid") {
-		t.Fatalf("a refusal does not name its flag: %v", err)
-	}
-}
-
-// The reserve: uids the limiter is not kept for (the socket group's) together hold at most the total less
-// one uid's share, however many of them there are; root and the owner (uid 7 here) still get theirs, up to
-// the total. A small total keeps half for the others. Without the reserve four uids at their share would
-// take all 8 slots and leave root busy.
-func TestLimiterReserve(t *testing.T) {
-	l := newLimiter("connections", 8, 2, 0, 7)
-	take := func(uid uint32, want error) {
-		t.Helper()
-		if _, err := l.acquire(uid); !errors.Is(err, want) {
-			t.Fatalf("acquire(%d): %v, want %v", uid, err, want)
-		}
-	}
-	for _, uid := range []uint32{100, 101, 102} {
-		take(uid, nil)
-		take(uid, nil)
-	}
-	take(103, ErrBusy) // 6 of 8 held by the others: the last 2 are kept
-	if _, err := l.acquire(104); err == nil || !strings.Contains(err.Error(), "kept for root") {
-		t.Fatalf("the refusal at the reserve does not say so: %v", err)
-	}
-	take(0, nil)
-	take(7, nil)
-	take(0, ErrBusy) // the total
-	if all, _ := l.counts(0); all != 8 {
-		t.Fatalf("%d held, want 8", all)
-	}
-
-	small := newLimiter("event streams", 3, 10, 0)
-	take2 := func(uid uint32, want error) {
-		t.Helper()
-		if _, err := small.acquire(uid); !errors.Is(err, want) {
-			t.Fatalf("small: acquire(%d): %v, want %v", uid, err, want)
-		}
-	}
-	take2(100, nil)
-	take2(101, nil) // 3 - min(10, 3/2) = 2 for the others
-	take2(102, ErrBusy)
-	take2(0, nil)
-	take2(0, ErrBusy)
-}
-
-// An adopted worker's slot (hold) counts against the total whatever the bounds say, in no peer's share
-// and not in the others' part; its release gives it back once.
-func TestLimiterHold(t *testing.T) {
-	l := newLimiter("running workers", 4, 2, 0)
-	held := []func(){l.hold(adoptedUID), l.hold(adoptedUID), l.hold(adoptedUID)}
-	if _, err := l.acquire(100); err != nil {
-		t.Fatalf("a peer's first worker beside 3 adopted of 4: %v", err)
-	}
-	if _, err := l.acquire(0); !errors.Is(err, ErrBusy) {
-		t.Fatalf("root's worker with 4 of 4 held: %v, want ErrBusy", err)
-	}
-	if err := l.flag(); err != "workers" {
-		t.Fatalf("flag %q, want workers", err)
-	}
-	if release := l.hold(adoptedUID); release != nil {
-		release() // over the total: counted while it exists, never refused
-	}
-	held[0]()
-	held[0]()
-	if all, _ := l.counts(0); all != 3 {
-		t.Fatalf("%d held after one adopted slot was given back (twice), want 3", all)
-	}
-	if _, err := l.acquire(101); err != nil {
-		t.Fatalf("a peer's worker once an adopted one ended: %v", err)
-	}
-}
 
 // rawGet sends GET path on c and returns the answer's status, its Retry-After and its error code, or err
 // when the connection was closed without an answer.
@@ -226,46 +109,6 @@ func TestConnLimitPerUID(t *testing.T) {
 			t.Errorf("the refusal is not in the metrics: %d\n%s", resp.StatusCode, m)
 		}
 		break
-	}
-}
-
-// emfileListener fails its first n Accepts with EMFILE, then hands out one end of a pipe.
-type emfileListener struct {
-	net.Listener
-	n, calls int
-}
-
-func (l *emfileListener) Accept() (net.Conn, error) {
-	l.calls++
-	if l.calls <= l.n {
-		return nil, &net.OpError{Op: "accept", Net: "unix", Err: os.NewSyscallError("accept4", unix.EMFILE)}
-	}
-	c, _ := net.Pipe()
-	return c, nil
-}
-
-// Out of descriptors, Accept neither returns the error nor spins: it retries when a connection closes (or
-// after a short wait), and logs the starvation once, and its end once.
-func TestAcceptWaitsOutEMFILE(t *testing.T) {
-	var logged []string
-	inner := &emfileListener{n: 3}
-	l := &fdListener{Listener: inner, conns: newLimiter("connections", 1, 1), rejects: make(chan struct{}, 1),
-		freed: make(chan struct{}, 1), logf: func(f string, a ...any) { logged = append(logged, fmt.Sprintf(f, a...)) }}
-	l.signalFreed() // a connection closed meanwhile: the first retry does not wait
-	start := time.Now()
-	c, err := l.Accept()
-	if err != nil {
-		t.Fatalf("Accept: %v", err)
-	}
-	c.Close()
-	if inner.calls != 4 {
-		t.Errorf("%d accept calls for 3 EMFILEs, want 4", inner.calls)
-	}
-	if took := time.Since(start); took < 80*time.Millisecond {
-		t.Errorf("3 EMFILEs took %s: the retries did not wait", took)
-	}
-	if len(logged) != 2 || !strings.Contains(logged[0], "too many open files") || !strings.Contains(logged[1], "free again") {
-		t.Errorf("log: %q, want one line for the starvation and one for its end", logged)
 	}
 }
 
@@ -395,7 +238,7 @@ func TestSlowEventReader(t *testing.T) {
 	// The stream's slot frees once its handler ends.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if _, mine := ts.streams.counts(uint32(os.Geteuid())); mine == 0 {
+		if _, mine := ts.streams.Counts(uint32(os.Geteuid())); mine == 0 {
 			break
 		}
 		if time.Now().After(deadline) {

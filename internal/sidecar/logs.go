@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/hlaunch/hlaunch/internal/sidecar/peerlimit"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
@@ -45,13 +46,13 @@ func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if follow {
-		uid := unknownUID
+		uid := peerlimit.UnknownUID
 		if a := connAuthFrom(r.Context()); a != nil {
 			uid = a.peer.UID
 		}
-		release, err := s.streams.acquire(uid)
+		release, err := s.streams.Acquire(uid)
 		if err != nil {
-			s.obs.limitedAt(s.streams.label(err), uid)
+			s.obs.limitedAt(s.streams.Label(err), uid)
 			writeLimited(w, err)
 			return
 		}

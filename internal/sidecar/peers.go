@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/hlaunch/hlaunch/internal/records"
+	"github.com/hlaunch/hlaunch/internal/sidecar/peerlimit"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
@@ -16,7 +17,7 @@ import (
 // run: one file per worker in dir (0700), named by the worker's id and holding the uid in decimal, written
 // before the launch and removed when the worker's slot of --max-workers is given back. A sidecar that
 // restarts adopts a running worker into its peer's share again, so a restart does not give a peer a new
-// share of running workers. A file that is lost or unreadable leaves its worker in adoptedUID's bucket.
+// share of running workers. A file that is lost or unreadable leaves its worker in peerlimit.AdoptedUID's bucket.
 type peerStore struct {
 	dir string
 }
@@ -75,7 +76,7 @@ func (p *peerStore) get(id string) (uint32, bool) {
 		return 0, false
 	}
 	uid, err := strconv.ParseUint(string(b), 10, 32)
-	if err != nil || uint32(uid) == adoptedUID || uint32(uid) == unknownUID {
+	if err != nil || uint32(uid) == peerlimit.AdoptedUID || uint32(uid) == peerlimit.UnknownUID {
 		return 0, false
 	}
 	return uint32(uid), true

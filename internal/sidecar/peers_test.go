@@ -48,21 +48,3 @@ func TestPeerStore(t *testing.T) {
 		t.Fatalf("forget left %s: %v", a, err)
 	}
 }
-
-// An adopted worker whose peer is known (hold of that uid) counts against the peer's share and the
-// others' part, as its spawn's slot did.
-func TestLimiterHoldPeer(t *testing.T) {
-	l := newLimiter("running workers", 4, 2, 0)
-	r1, r2 := l.hold(100), l.hold(100)
-	if _, err := l.acquire(100); !errors.Is(err, ErrTooMany) {
-		t.Fatalf("a peer's spawn beside its 2 adopted workers: %v, want ErrTooMany", err)
-	}
-	if _, err := l.acquire(101); !errors.Is(err, ErrBusy) {
-		t.Fatalf("another peer's spawn while the others' part (2 of 4) is held: %v, want ErrBusy", err)
-	}
-	r1()
-	r2()
-	if all, _ := l.counts(100); all != 0 {
-		t.Fatalf("%d held after both were given back, want 0", all)
-	}
-}

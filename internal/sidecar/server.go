@@ -24,6 +24,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/sidecar/access"
 	"github.com/hlaunch/hlaunch/internal/sidecar/events"
 	"github.com/hlaunch/hlaunch/internal/sidecar/idemkeys"
+	"github.com/hlaunch/hlaunch/internal/sidecar/peerlimit"
 	"github.com/hlaunch/hlaunch/internal/sidecar/warmpool"
 	"github.com/hlaunch/hlaunch/internal/version"
 	"github.com/hlaunch/hlaunch/internal/worker"
@@ -54,13 +55,6 @@ const (
 // maxHeaderBytes bounds a request's line and headers (a client's are a few hundred bytes): net/http's
 // default, 1 MiB, would let every connection hold a megabyte while its headers are read.
 const maxHeaderBytes = 16 << 10
-
-// rejectSlots is how many connections over a limit may be answered (429 or 503) at once; rejectRead is how
-// long one may take to send its headers. Further ones are closed unanswered.
-const (
-	rejectSlots = 64
-	rejectRead  = 2 * time.Second
-)
 
 // Config is what a Server needs; zero fields take the defaults given.
 type Config struct {
@@ -104,7 +98,7 @@ type Config struct {
 	// GCInterval is the time between two collections; zero means DefaultGCInterval.
 	GCInterval time.Duration
 	// MaxConns bounds the connections served at once, from every peer together (503 busy past it); zero
-	// means DefaultMaxConns. It is lowered, with a log line, when RLIMIT_NOFILE cannot hold it (fdBudget).
+	// means DefaultMaxConns. It is lowered, with a log line, when RLIMIT_NOFILE cannot hold it (peerlimit.Budget).
 	// Its last MaxConnsPerUID (at most half of it) are kept for root and the sidecar's own uid: the other
 	// uids together are answered 503 busy past the rest.
 	MaxConns int
@@ -167,11 +161,11 @@ type Server struct {
 	auth   access.Policy
 	selfNS string // this process's pid namespace (/proc/self/ns/pid): peers in another are sandboxed
 	events *events.Broker
-	// conns counts the connections per peer uid (fdListener), streams the open /v1/events streams.
-	conns, streams *limiter
+	// conns counts the connections per peer uid (peerlimit.Listener), streams the open /v1/events streams.
+	conns, streams *peerlimit.Limiter
 	// workers counts the running workers per spawning peer uid; slots holds each running worker's slot by
 	// id (guarded by mu), given back when the watcher sees it end or its record go.
-	workers *limiter
+	workers *peerlimit.Limiter
 	slots   map[string]func()
 	pool    *warmpool.Pool  // nil without Config.Warm
 	idem    *idemkeys.Store // nil without Config.IdempotencyDir
@@ -312,9 +306,9 @@ func newServer(cfg Config, b backend) (*Server, error) {
 	if s.auth.OwnerUID != 0 {
 		gateway = append(gateway, s.auth.OwnerUID)
 	}
-	s.streams = newLimiter("event streams", cfg.MaxStreams, cfg.MaxStreamsPerUID, gateway...)
-	s.conns = newLimiter("connections", cfg.MaxConns, cfg.MaxConnsPerUID, gateway...)
-	s.workers = newLimiter("running workers", cfg.MaxWorkers, cfg.MaxWorkersPerUID, gateway...)
+	s.streams = peerlimit.New("event streams", cfg.MaxStreams, cfg.MaxStreamsPerUID, gateway...)
+	s.conns = peerlimit.New("connections", cfg.MaxConns, cfg.MaxConnsPerUID, gateway...)
+	s.workers = peerlimit.New("running workers", cfg.MaxWorkers, cfg.MaxWorkersPerUID, gateway...)
 	s.obs.limits(s.conns, s.streams, s.workers)
 	s.events = events.NewBroker(cfg.EventRing, s.now)
 	s.events.Observe = s.obs.event
@@ -418,7 +412,7 @@ func (s *Server) serveListener(ctx context.Context, ln net.Listener) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s.conns.setTotal(s.fdBudget())
+	s.conns.SetTotal(peerlimit.Budget(s.cfg.MaxConns, s.logf))
 	hs := &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: s.cfg.HeaderTimeout,
@@ -443,8 +437,7 @@ func (s *Server) serveListener(ctx context.Context, ln net.Listener) error {
 	}
 
 	errc := make(chan error, 1)
-	fl := &fdListener{Listener: ln, conns: s.conns, rejects: make(chan struct{}, rejectSlots), rejectRead: rejectRead,
-		freed: make(chan struct{}, 1), logf: s.logf, limited: s.obs.limitedAt}
+	fl := peerlimit.NewListener(ln, s.conns, s.logf, s.obs.limitedAt)
 	go func() { errc <- hs.Serve(fl) }()
 	close(s.ready)
 	total, running := s.counts()
@@ -486,9 +479,10 @@ func (s *Server) serveListener(ctx context.Context, ln net.Listener) error {
 // connection is served. A refused peer is logged and reported as a refused event once per connection.
 func (s *Server) connContext(ctx context.Context, c net.Conn) context.Context {
 	a := &connAuth{}
-	a.fds, _ = c.(*fdConn)
+	a.fds, _ = c.(*peerlimit.Conn)
 	if a.fds != nil {
-		a.peer, a.credErr, a.over = a.fds.peer, a.fds.credErr, a.fds.over
+		a.peer, a.credErr = a.fds.Peer()
+		a.over = a.fds.Over()
 	} else {
 		a.peer, a.credErr = access.PeerOf(c)
 	}

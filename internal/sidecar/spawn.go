@@ -6,15 +6,16 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/hlaunch/hlaunch/internal/sidecar/peerlimit"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // spawn starts one worker for peer uid with the sidecar's bookkeeping (its slot of --max-workers, tickets,
 // metrics, health). before, when not nil, is called with the worker's id before it is launched.
 func (s *Server) spawn(ctx context.Context, uid uint32, spec worker.Spec, stdio worker.Stdio, before func(string) error) (*worker.Receipt, error) {
-	release, err := s.workers.acquire(uid)
+	release, err := s.workers.Acquire(uid)
 	if err != nil {
-		s.obs.limitedAt(s.workers.label(err), uid)
+		s.obs.limitedAt(s.workers.Label(err), uid)
 		return nil, err
 	}
 	ticket := s.beginSpawn()
@@ -45,13 +46,13 @@ func (s *Server) spawn(ctx context.Context, uid uint32, spec worker.Spec, stdio 
 	return rc, err
 }
 
-// peerUID is the uid of the peer that sent r, as its connection's credentials say; unknownUID when they
+// peerUID is the uid of the peer that sent r, as its connection's credentials say; peerlimit.UnknownUID when they
 // could not be read (such a peer is refused before any handler runs).
 func peerUID(r *http.Request) uint32 {
 	if a := connAuthFrom(r.Context()); a != nil {
 		return a.peer.UID
 	}
-	return unknownUID
+	return peerlimit.UnknownUID
 }
 
 // writeReceipt answers a spawn: 201 with the receipt (replay: a repeat of an idempotent spawn).

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hlaunch/hlaunch/internal/fingerprint"
 	"github.com/hlaunch/hlaunch/internal/sidecar/events"
+	"github.com/hlaunch/hlaunch/internal/sidecar/peerlimit"
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
@@ -314,19 +315,19 @@ func (s *Server) endSpawn(ticket uint64, rc *worker.Receipt, release func()) {
 
 // trackSlot keeps worker id's slot of --max-workers while it runs: a running worker the sidecar did not
 // start in this process (adopted) takes one in its peer's share when the peer store names the uid that
-// asked for it (a spawn before a restart), else in adoptedUID's bucket; an ended or removed one gives its
+// asked for it (a spawn before a restart), else in peerlimit.AdoptedUID's bucket; an ended or removed one gives its
 // slot back, and its peer's uid is forgotten. Called with mu held.
 func (s *Server) trackSlot(id string, running bool) {
 	release, ok := s.slots[id]
 	switch {
 	case running && !ok:
-		uid := adoptedUID
+		uid := peerlimit.AdoptedUID
 		if s.peers != nil {
 			if u, known := s.peers.get(id); known {
 				uid = u
 			}
 		}
-		s.slots[id] = s.workers.hold(uid)
+		s.slots[id] = s.workers.Hold(uid)
 	case !running && ok:
 		release()
 		delete(s.slots, id)

@@ -1,4 +1,4 @@
-package sidecar
+package peerlimit
 
 import "golang.org/x/sys/unix"
 
@@ -10,16 +10,15 @@ const fdsPerConn = 1 + maxFDs + 1
 // directories, workers' logs), the watcher's inotify, the manager's bus, the warm slots.
 const fdReserve = 512
 
-// fdBudget returns how many connections to serve at once: Config.MaxConns when RLIMIT_NOFILE holds them
+// Budget returns how many connections to serve at once: want (--max-conns) when RLIMIT_NOFILE holds them
 // (with the refusals in flight and fdReserve), raising the soft limit toward the hard one if it must. Go
 // already raises the soft limit to the hard one at start, so this only lowers the count where the hard
 // limit is small, and says so in the log: a sidecar that ran out of descriptors would fail every spawn.
-func (s *Server) fdBudget() int {
-	want := s.cfg.MaxConns
+func Budget(want int, logf func(string, ...any)) int {
 	need := uint64((want+rejectSlots)*fdsPerConn + fdReserve)
 	var rl unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &rl); err != nil {
-		s.logf("sidecar: RLIMIT_NOFILE: %v: serving up to %d connections unchecked", err, want)
+		logf("sidecar: RLIMIT_NOFILE: %v: serving up to %d connections unchecked", err, want)
 		return want
 	}
 	if rl.Cur < need && rl.Cur < rl.Max {
@@ -32,6 +31,6 @@ func (s *Server) fdBudget() int {
 		return want
 	}
 	fit := max((int(rl.Cur)-fdReserve)/fdsPerConn-rejectSlots, 1)
-	s.logf("sidecar: RLIMIT_NOFILE is %d (hard %d): serving at most %d connections at once, not %d (--max-conns)", rl.Cur, rl.Max, fit, want)
+	logf("sidecar: RLIMIT_NOFILE is %d (hard %d): serving at most %d connections at once, not %d (--max-conns)", rl.Cur, rl.Max, fit, want)
 	return fit
 }
