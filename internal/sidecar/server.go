@@ -25,6 +25,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/sidecar/events"
 	"github.com/hlaunch/hlaunch/internal/sidecar/idemkeys"
 	"github.com/hlaunch/hlaunch/internal/sidecar/peerlimit"
+	"github.com/hlaunch/hlaunch/internal/sidecar/peerstore"
 	"github.com/hlaunch/hlaunch/internal/sidecar/warmpool"
 	"github.com/hlaunch/hlaunch/internal/version"
 	"github.com/hlaunch/hlaunch/internal/worker"
@@ -133,7 +134,7 @@ type Config struct {
 	IdempotencyDir string
 	// PeersDir is the directory that keeps the peer uid of each worker the sidecar spawned while it may
 	// run, so that a restarted sidecar counts an adopted worker against its peer's --max-workers-per-uid
-	// (peerStore). Empty with a Launcher means "sidecar-peers" in its state directory; empty otherwise
+	// (peerstore). Empty with a Launcher means "sidecar-peers" in its state directory; empty otherwise
 	// means adopted workers count against no peer's share.
 	PeersDir string
 }
@@ -167,9 +168,9 @@ type Server struct {
 	// id (guarded by mu), given back when the watcher sees it end or its record go.
 	workers *peerlimit.Limiter
 	slots   map[string]func()
-	pool    *warmpool.Pool  // nil without Config.Warm
-	idem    *idemkeys.Store // nil without Config.IdempotencyDir
-	peers   *peerStore      // nil without Config.PeersDir
+	pool    *warmpool.Pool   // nil without Config.Warm
+	idem    *idemkeys.Store  // nil without Config.IdempotencyDir
+	peers   *peerstore.Store // nil without Config.PeersDir
 	obs     *observer
 	now     func() time.Time
 	start   time.Time
@@ -283,7 +284,7 @@ func newServer(cfg Config, b backend) (*Server, error) {
 		}
 	}
 	if cfg.PeersDir != "" {
-		if s.peers, err = newPeerStore(cfg.PeersDir); err != nil {
+		if s.peers, err = peerstore.Open(cfg.PeersDir); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
 	}
@@ -399,7 +400,7 @@ func (s *Server) serveListener(ctx context.Context, ln net.Listener) error {
 	} else if s.peers != nil {
 		// Only the running workers the first pass adopted keep their peer's uid.
 		s.mu.Lock()
-		err := s.peers.sweep(func(id string) bool { _, ok := s.slots[id]; return ok })
+		err := s.peers.Sweep(func(id string) bool { _, ok := s.slots[id]; return ok })
 		s.mu.Unlock()
 		if err != nil {
 			s.logf("sidecar: %v", err)

@@ -26,7 +26,7 @@ func (s *Server) spawn(ctx context.Context, uid uint32, spec worker.Spec, stdio 
 		// worker against uid's share again.
 		next := before
 		before = func(wid string) error {
-			if err := s.peers.put(wid, uid); err != nil {
+			if err := s.peers.Put(wid, uid); err != nil {
 				return err
 			}
 			id = wid
@@ -39,7 +39,7 @@ func (s *Server) spawn(ctx context.Context, uid uint32, spec worker.Spec, stdio 
 	rc, err := s.startWorker(ctx, spec, stdio, before)
 	s.obs.spawned(&spec, rc, time.Since(began), err)
 	if rc == nil && id != "" {
-		s.peers.forget(id)
+		s.peers.Forget(id)
 	}
 	s.endSpawn(ticket, rc, release)
 	s.noteSpawn(err)

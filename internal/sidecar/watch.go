@@ -323,7 +323,7 @@ func (s *Server) trackSlot(id string, running bool) {
 	case running && !ok:
 		uid := peerlimit.AdoptedUID
 		if s.peers != nil {
-			if u, known := s.peers.get(id); known {
+			if u, known := s.peers.Get(id); known {
 				uid = u
 			}
 		}
@@ -332,7 +332,7 @@ func (s *Server) trackSlot(id string, running bool) {
 		release()
 		delete(s.slots, id)
 		if s.peers != nil {
-			s.peers.forget(id)
+			s.peers.Forget(id)
 		}
 	}
 }

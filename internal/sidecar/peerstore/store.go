@@ -1,4 +1,4 @@
-package sidecar
+package peerstore
 
 import (
 	"errors"
@@ -13,26 +13,26 @@ import (
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
-// peerStore remembers which peer uid asked for each worker this sidecar spawned, while the worker may
+// Store remembers which peer uid asked for each worker this sidecar spawned, while the worker may
 // run: one file per worker in dir (0700), named by the worker's id and holding the uid in decimal, written
 // before the launch and removed when the worker's slot of --max-workers is given back. A sidecar that
 // restarts adopts a running worker into its peer's share again, so a restart does not give a peer a new
 // share of running workers. A file that is lost or unreadable leaves its worker in peerlimit.AdoptedUID's bucket.
-type peerStore struct {
+type Store struct {
 	dir string
 }
 
-// newPeerStore opens (making it 0700) dir.
-func newPeerStore(dir string) (*peerStore, error) {
+// Open opens (making it 0700) dir.
+func Open(dir string) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("peer uids: %w", err)
 	}
-	return &peerStore{dir: dir}, nil
+	return &Store{dir: dir}, nil
 }
 
-// put remembers that uid asked for worker id: a temp file renamed to the id, so that a crash leaves no
+// Put remembers that uid asked for worker id: a temp file renamed to the id, so that a crash leaves no
 // half-written uid under it.
-func (p *peerStore) put(id string, uid uint32) error {
+func (p *Store) Put(id string, uid uint32) error {
 	if !worker.IsID(id) {
 		return fmt.Errorf("peer uid of %q: not a worker id", id)
 	}
@@ -66,8 +66,8 @@ func recordWriteError(what, dir string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// get returns the uid that asked for worker id, when one is remembered.
-func (p *peerStore) get(id string) (uint32, bool) {
+// Get returns the uid that asked for worker id, when one is remembered.
+func (p *Store) Get(id string) (uint32, bool) {
 	if !worker.IsID(id) {
 		return 0, false
 	}
@@ -82,16 +82,16 @@ func (p *peerStore) get(id string) (uint32, bool) {
 	return uint32(uid), true
 }
 
-// forget drops worker id's uid.
-func (p *peerStore) forget(id string) {
+// Forget drops worker id's uid.
+func (p *Store) Forget(id string) {
 	if worker.IsID(id) {
 		_ = os.Remove(filepath.Join(p.dir, id))
 	}
 }
 
-// sweep drops every file but those of the workers keep names (and temp files of a write that did not
+// Sweep drops every file but those of the workers keep names (and temp files of a write that did not
 // finish): a worker that ended while no sidecar ran, or a launch that a crash cut short.
-func (p *peerStore) sweep(keep func(id string) bool) error {
+func (p *Store) Sweep(keep func(id string) bool) error {
 	ents, err := os.ReadDir(p.dir)
 	if err != nil {
 		return fmt.Errorf("peer uids: %w", err)
