@@ -33,7 +33,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /v1/events", s.handleEvents)
 	mux.HandleFunc("GET /v1/health", s.handleHealth)
 	mux.HandleFunc("GET /v1/doctor", s.handleDoctor)
-	mux.Handle("GET /v1/metrics", s.obs.handler())
+	mux.Handle("GET /v1/metrics", s.obs.Handler())
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if a := connAuthFrom(r.Context()); a != nil && a.over != nil {
 			// Over a limit: answered before anything is parsed, and the connection closed after it.
@@ -455,7 +455,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	uid := peerUID(r)
 	release, err := s.streams.Acquire(uid)
 	if err != nil {
-		s.obs.limitedAt(s.streams.Label(err), uid)
+		s.obs.LimitedAt(s.streams.Label(err), uid)
 		writeLimited(w, err)
 		return
 	}

@@ -52,7 +52,7 @@ func (s *Server) handleLogs(w http.ResponseWriter, r *http.Request) {
 		}
 		release, err := s.streams.Acquire(uid)
 		if err != nil {
-			s.obs.limitedAt(s.streams.Label(err), uid)
+			s.obs.LimitedAt(s.streams.Label(err), uid)
 			writeLimited(w, err)
 			return
 		}

@@ -24,6 +24,7 @@ import (
 	"github.com/hlaunch/hlaunch/internal/sidecar/access"
 	"github.com/hlaunch/hlaunch/internal/sidecar/events"
 	"github.com/hlaunch/hlaunch/internal/sidecar/idemkeys"
+	"github.com/hlaunch/hlaunch/internal/sidecar/metrics"
 	"github.com/hlaunch/hlaunch/internal/sidecar/peerlimit"
 	"github.com/hlaunch/hlaunch/internal/sidecar/peerstore"
 	"github.com/hlaunch/hlaunch/internal/sidecar/warmpool"
@@ -171,7 +172,7 @@ type Server struct {
 	pool    *warmpool.Pool   // nil without Config.Warm
 	idem    *idemkeys.Store  // nil without Config.IdempotencyDir
 	peers   *peerstore.Store // nil without Config.PeersDir
-	obs     *observer
+	obs     *metrics.Observer
 	now     func() time.Time
 	start   time.Time
 	// refusals bounds how many refused connections are reported (refusalBudget).
@@ -295,9 +296,9 @@ func newServer(cfg Config, b backend) (*Server, error) {
 	if logger == nil {
 		logger = NewLogger(cfg.Log)
 	}
-	s.obs = newObserver(logger, s.counts, s.warmReady)
+	s.obs = metrics.New(logger, Code, s.counts, s.warmReady)
 	if rr, ok := b.(interface{ RecordReads() uint64 }); ok {
-		s.obs.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		s.obs.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "hlaunch_sidecar_record_reads_total",
 			Help: "Worker record files read from the state directory (what lookups, lists and the watcher cost it).",
 		}, func() float64 { return float64(rr.RecordReads()) }))
@@ -310,9 +311,9 @@ func newServer(cfg Config, b backend) (*Server, error) {
 	s.streams = peerlimit.New("event streams", cfg.MaxStreams, cfg.MaxStreamsPerUID, gateway...)
 	s.conns = peerlimit.New("connections", cfg.MaxConns, cfg.MaxConnsPerUID, gateway...)
 	s.workers = peerlimit.New("running workers", cfg.MaxWorkers, cfg.MaxWorkersPerUID, gateway...)
-	s.obs.limits(s.conns, s.streams, s.workers)
+	s.obs.Limits(s.conns, s.streams, s.workers)
 	s.events = events.NewBroker(cfg.EventRing, s.now)
-	s.events.Observe = s.obs.event
+	s.events.Observe = s.obs.Event
 	if w, ok := b.(warmpool.Warmer); ok && cfg.Warm > 0 {
 		s.pool = warmpool.New(w, cfg.Warm, s.logf)
 	}
@@ -348,7 +349,7 @@ func lookupGroup(g string) (int64, error) {
 	return int64(n), nil
 }
 
-func (s *Server) logf(format string, args ...any) { s.obs.warnf(format, args...) }
+func (s *Server) logf(format string, args ...any) { s.obs.Warnf(format, args...) }
 
 // placementNote is checkPlacement's finding, "" when the configured placement can be made.
 func (s *Server) placementNote() string {
@@ -422,7 +423,7 @@ func (s *Server) serveListener(ctx context.Context, ln net.Listener) error {
 		// deadline (Handler), and each event written to a stream its own (handleEvents).
 		IdleTimeout: s.cfg.IdleTimeout,
 		ConnContext: s.connContext,
-		ErrorLog:    s.obs.errorLog(),
+		ErrorLog:    s.obs.ErrorLog(),
 		BaseContext: func(net.Listener) context.Context { return ctx },
 	}
 	var wg sync.WaitGroup
@@ -438,11 +439,11 @@ func (s *Server) serveListener(ctx context.Context, ln net.Listener) error {
 	}
 
 	errc := make(chan error, 1)
-	fl := peerlimit.NewListener(ln, s.conns, s.logf, s.obs.limitedAt)
+	fl := peerlimit.NewListener(ln, s.conns, s.logf, s.obs.LimitedAt)
 	go func() { errc <- hs.Serve(fl) }()
 	close(s.ready)
 	total, running := s.counts()
-	s.obs.log.Info("started", "version", version.Version, "pid", os.Getpid(), "socket", s.Addr(),
+	s.obs.Log().Info("started", "version", version.Version, "pid", os.Getpid(), "socket", s.Addr(),
 		"workers", total, "running", running, "warm", s.cfg.Warm)
 	if _, err := daemon.SdNotify(false, daemon.SdNotifyReady); err != nil {
 		s.logf("sidecar: sd_notify READY failed: %v", err)
@@ -456,7 +457,7 @@ func (s *Server) serveListener(ctx context.Context, ln net.Listener) error {
 	defer func() {
 		// Workers are not touched by a stop: they belong to their shims and are re-adopted by the next sidecar.
 		total, running := s.counts()
-		s.obs.log.Info("stopped", "workers", total, "running", running)
+		s.obs.Log().Info("stopped", "workers", total, "running", running)
 	}()
 	_, _ = daemon.SdNotify(false, daemon.SdNotifyStopping)
 	close(s.shutdown)
@@ -502,7 +503,7 @@ func (s *Server) connContext(ctx context.Context, c net.Conn) context.Context {
 		uid := a.peer.UID
 		ok, skipped := s.refusals.take(s.now())
 		if !ok {
-			s.obs.peers.Inc() // counted, not reported (refusalBudget)
+			s.obs.RefusedUnreported() // counted, not reported (refusalBudget)
 			return withConnAuth(ctx, a)
 		}
 		reason := a.reason

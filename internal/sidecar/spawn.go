@@ -15,7 +15,7 @@ import (
 func (s *Server) spawn(ctx context.Context, uid uint32, spec worker.Spec, stdio worker.Stdio, before func(string) error) (*worker.Receipt, error) {
 	release, err := s.workers.Acquire(uid)
 	if err != nil {
-		s.obs.limitedAt(s.workers.Label(err), uid)
+		s.obs.LimitedAt(s.workers.Label(err), uid)
 		return nil, err
 	}
 	ticket := s.beginSpawn()
@@ -37,7 +37,7 @@ func (s *Server) spawn(ctx context.Context, uid uint32, spec worker.Spec, stdio 
 		}
 	}
 	rc, err := s.startWorker(ctx, spec, stdio, before)
-	s.obs.spawned(&spec, rc, time.Since(began), err)
+	s.obs.Spawned(&spec, rc, time.Since(began), err)
 	if rc == nil && id != "" {
 		s.peers.Forget(id)
 	}

@@ -173,7 +173,7 @@ func (s *Server) poll(ctx context.Context, initial bool) error {
 		if _, ok := seen[id]; !ok && v.gen <= gen0 {
 			delete(s.view, id) // the record was removed (hlaunch gc, or by hand): nothing left to report
 			s.trackSlot(id, false)
-			s.obs.collected(id)
+			s.obs.Collected(id)
 		}
 	}
 	for cg, id := range s.scopes {

@@ -1,16 +1,12 @@
-package sidecar
+package metrics
 
 import (
 	"fmt"
-	"io"
 	"log"
 	"log/slog"
 	"net/http"
-	"os"
-	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,45 +17,14 @@ import (
 	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
-// NewLogger is the sidecar's structured log on w: one line per record, key=value (log/slog's text
-// format). When w is the systemd journal (JOURNAL_STREAM names its device and inode), the time is left
-// out, because the journal stamps every line itself.
-func NewLogger(w io.Writer) *slog.Logger {
-	opts := &slog.HandlerOptions{}
-	if isJournal(w) {
-		opts.ReplaceAttr = func(groups []string, a slog.Attr) slog.Attr {
-			if len(groups) == 0 && a.Key == slog.TimeKey {
-				return slog.Attr{}
-			}
-			return a
-		}
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
-}
-
-// isJournal reports whether w is the stream systemd connected to the journal (sd_journal_stream_fd's
-// JOURNAL_STREAM=<dev>:<ino>).
-func isJournal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	js := os.Getenv("JOURNAL_STREAM")
-	if !ok || js == "" {
-		return false
-	}
-	st, err := f.Stat()
-	if err != nil {
-		return false
-	}
-	sys, ok := st.Sys().(*syscall.Stat_t)
-	return ok && js == strconv.FormatUint(sys.Dev, 10)+":"+strconv.FormatUint(sys.Ino, 10)
-}
-
-// observer is what the sidecar tells its operator: the structured log of each start, stop, spawn,
+// Observer is what the sidecar tells its operator: the structured log of each start, stop, spawn,
 // refusal, exit, re-adoption and collection, and the same facts as Prometheus metrics (GET /v1/metrics).
 // The registry is the server's own, not the library's global one: two servers in one process (the tests)
 // keep their counts apart.
-type observer struct {
-	log *slog.Logger
-	reg *prometheus.Registry
+type Observer struct {
+	log  *slog.Logger
+	reg  *prometheus.Registry
+	code func(error) string // an error's stable code, as the sidecar answers it
 
 	spawns   *prometheus.CounterVec // started workers, by placement mode
 	failures *prometheus.CounterVec // spawns that started nothing, by error code
@@ -67,7 +32,7 @@ type observer struct {
 	events   *prometheus.CounterVec // published events, by type
 	peers    prometheus.Counter     // refused connections
 
-	limited   *prometheus.CounterVec // refusals at a limit, by bound (limits, limitedAt)
+	limited   *prometheus.CounterVec // refusals at a limit, by bound (Limits, LimitedAt)
 	limitMu   sync.Mutex
 	limitLogs map[string]*limitLog // bound -> when it was last logged, and what was refused since
 }
@@ -76,12 +41,13 @@ type observer struct {
 // under load, a systemd job that waits).
 var spawnBuckets = []float64{.001, .002, .004, .008, .016, .032, .064, .128, .256, .512, 1, 2, 4, 8}
 
-// newObserver registers the metrics; counts reports the records the watcher knows and how many run, warm
-// how many warm slots are ready (-1: no pool).
-func newObserver(l *slog.Logger, counts func() (int, int), warm func() int) *observer {
-	o := &observer{
-		log: l,
-		reg: prometheus.NewRegistry(),
+// New registers the metrics and logs to l; code gives a failed spawn's error code, counts reports the
+// records the watcher knows and how many run, warm how many warm slots are ready (-1: no pool).
+func New(l *slog.Logger, code func(error) string, counts func() (int, int), warm func() int) *Observer {
+	o := &Observer{
+		log:  l,
+		reg:  prometheus.NewRegistry(),
+		code: code,
 		spawns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hlaunch_sidecar_spawns_total", Help: "Workers started by this sidecar, by placement mode.",
 		}, []string{"mode"}),
@@ -127,18 +93,18 @@ func newObserver(l *slog.Logger, counts func() (int, int), warm func() int) *obs
 	return o
 }
 
-// handler serves the metrics in the Prometheus text format.
-func (o *observer) handler() http.Handler {
+// Handler serves the metrics in the Prometheus text format.
+func (o *Observer) Handler() http.Handler {
 	return promhttp.HandlerFor(o.reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(o.log.Handler(), slog.LevelWarn)})
 }
 
-// errorLog is the *log.Logger net/http wants, writing into the structured log.
-func (o *observer) errorLog() *log.Logger { return slog.NewLogLogger(o.log.Handler(), slog.LevelWarn) }
+// ErrorLog is the *log.Logger net/http wants, writing into the structured log.
+func (o *Observer) ErrorLog() *log.Logger { return slog.NewLogLogger(o.log.Handler(), slog.LevelWarn) }
 
-// spawned records one spawn request's outcome.
-func (o *observer) spawned(spec *worker.Spec, rc *worker.Receipt, took time.Duration, err error) {
+// Spawned records one spawn request's outcome.
+func (o *Observer) Spawned(spec *worker.Spec, rc *worker.Receipt, took time.Duration, err error) {
 	if err != nil {
-		code := Code(err)
+		code := o.code(err)
 		o.failures.WithLabelValues(code).Inc()
 		o.log.Warn("spawn refused", "code", code, "profile", spec.Profile, "error", worker.SpecMessage(err))
 		return
@@ -149,9 +115,9 @@ func (o *observer) spawned(spec *worker.Spec, rc *worker.Receipt, took time.Dura
 		"key", rc.Key, "ms", float64(took.Microseconds())/1000)
 }
 
-// event records one published event: every type is counted; what an operator acts on is logged (a
-// started event is logged by spawned, with its latency).
-func (o *observer) event(e events.Event) {
+// Event records one published event: every type is counted; what an operator acts on is logged (a
+// started event is logged by Spawned, with its latency).
+func (o *Observer) Event(e events.Event) {
 	o.events.WithLabelValues(e.Type).Inc()
 	switch e.Type {
 	case events.Exited:
@@ -185,13 +151,23 @@ func (o *observer) event(e events.Event) {
 	}
 }
 
-// collected logs a record that left the state directory (hlaunch gc, or removed by hand).
-func (o *observer) collected(id string) { o.log.Info("collected", "id", id) }
+// Collected logs a record that left the state directory (hlaunch gc, or removed by hand).
+func (o *Observer) Collected(id string) { o.log.Info("collected", "id", id) }
 
-// warnf logs a sidecar condition that is not a request's answer (a failed list, a warm slot, sd_notify).
-func (o *observer) warnf(format string, args ...any) {
+// Warnf logs a sidecar condition that is not a request's answer (a failed list, a warm slot, sd_notify).
+func (o *Observer) Warnf(format string, args ...any) {
 	o.log.Warn(strings.TrimPrefix(fmt.Sprintf(format, args...), "sidecar: "))
 }
+
+// Log is the structured log, for the lines that are not an observation of this package's (start, stop).
+func (o *Observer) Log() *slog.Logger { return o.log }
+
+// MustRegister adds collectors to the metrics (as prometheus.Registry.MustRegister).
+func (o *Observer) MustRegister(cs ...prometheus.Collector) { o.reg.MustRegister(cs...) }
+
+// RefusedUnreported counts a refused connection that is not reported as an event (the sidecar's bound on
+// the refusals it reports), which Event would have counted.
+func (o *Observer) RefusedUnreported() { o.peers.Inc() }
 
 func derefUID(u *uint32) int64 {
 	if u == nil {
