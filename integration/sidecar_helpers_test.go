@@ -27,6 +27,8 @@ type scProc struct {
 	log    *testutil.Buffer
 	client *http.Client
 	done   chan struct{}
+	how    scStart // how it was started and its flags after the env's: restart starts it so again
+	extra  []string
 }
 
 // scSocketDir is a short directory for sockets (sun_path is 108 bytes), removed at the end.
@@ -68,7 +70,8 @@ func startSidecarProcIn(t *testing.T, e *env, sock string, how scStart, extra ..
 	args := []string{"--root", e.Root, "--state-dir", e.State, "sidecar", "--socket", sock,
 		"--scope", "cgroup", "--cgroup-parent", e.Parent, "--poll-interval", "20ms"}
 	args = append(args, extra...)
-	p := &scProc{t: t, e: e, sock: sock, log: &testutil.Buffer{}, client: scUnixClient(sock), done: make(chan struct{})}
+	p := &scProc{t: t, e: e, sock: sock, log: &testutil.Buffer{}, client: scUnixClient(sock), done: make(chan struct{}),
+		how: how, extra: extra}
 	argv := append(append(append([]string{}, how.Prefix...), hlaunchBin), args...)
 	p.cmd = exec.Command(argv[0], argv[1:]...)
 	p.cmd.Dir = how.Dir
@@ -84,6 +87,13 @@ func startSidecarProcIn(t *testing.T, e *env, sock string, how scStart, extra ..
 	})
 	p.waitReady()
 	return p
+}
+
+// restart stops p if it still runs and starts a new sidecar on its socket, as p was started.
+func (p *scProc) restart() *scProc {
+	p.t.Helper()
+	p.stop()
+	return startSidecarProcIn(p.t, p.e, p.sock, p.how, p.extra...)
 }
 
 // waitReady waits until the sidecar answers /v1/health; it fails the test if it exits or takes 15 s.

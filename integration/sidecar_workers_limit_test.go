@@ -2,8 +2,6 @@ package integration
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,15 +22,9 @@ func TestSidecarWorkerLimits(t *testing.T) {
 	e := newEnv(t)
 	userA, agid := throwawayUser(t)
 	userB, _ := throwawayUser(t)
-	dir, err := os.MkdirTemp(tmpBase, "hlwl-")
-	must(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	must(t, os.Chmod(dir, 0o755))
-	sock := filepath.Join(dir, "s.sock")
-	limits := []string{"--socket-group", strconv.Itoa(agid), "--max-workers", "4", "--max-workers-per-uid", "2"}
-	p := startSidecarProc(t, e, sock, limits...)
-	a := startFlooder(t, sock, userA, agid)
-	b := startFlooder(t, sock, userB, agid)
+	p := startGroupSidecar(t, e, agid, scStart{}, "--max-workers", "4", "--max-workers-per-uid", "2")
+	a := startFlooder(t, p.sock, userA, agid)
+	b := startFlooder(t, p.sock, userB, agid)
 
 	ra := a.do("spawn 3")
 	if ra.Statuses["201"] != 2 || ra.Statuses["429 too_many"] != 1 || ra.Retry != "1" {
@@ -70,8 +62,7 @@ func TestSidecarWorkerLimits(t *testing.T) {
 
 	// A new sidecar adopts the 4 running workers, each into the share of the uid that spawned it: root
 	// holds its 2 again (429 too_many), and they fill --max-workers.
-	p.stop()
-	p2 := startSidecarProc(t, e, sock, limits...)
+	p2 := p.restart()
 	if st, body := p2.do("POST", "/v1/workers", scSpec("a", "/bin/sleep", "300")); st != 429 || scErrCode(body) != "too_many" {
 		t.Fatalf("root's spawn to a restarted sidecar that adopted 4 running workers, 2 of them root's: %d %s, want 429 too_many", st, body)
 	}
