@@ -72,13 +72,8 @@ func TestRedteam6IdemKeysArePerPeer(t *testing.T) {
 	requireCgroup2(t)
 	e := newEnv(t)
 	user, gid := throwawayUser(t)
-	dir, err := os.MkdirTemp(tmpBase, "hlr6-")
-	must(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	must(t, os.Chmod(dir, 0o755))
-	sock := filepath.Join(dir, "s.sock")
-	p := startSidecarProc(t, e, sock, "--socket-group", strconv.Itoa(gid))
-	u := startFlooder(t, sock, user, gid)
+	p := startGroupSidecar(t, e, gid, scStart{})
+	u := startFlooder(t, p.sock, user, gid)
 
 	// The user takes the gateway's key job-1 first, with another body than the gateway's.
 	if r := u.do("idem 1"); r.Statuses["201"] != 1 {
@@ -119,19 +114,12 @@ func TestRedteam6WorkerShareSurvivesRestart(t *testing.T) {
 	requireCgroup2(t)
 	e := newEnv(t)
 	user, gid := throwawayUser(t)
-	dir, err := os.MkdirTemp(tmpBase, "hlr6-")
-	must(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	must(t, os.Chmod(dir, 0o755))
-	sock := filepath.Join(dir, "s.sock")
-	limits := []string{"--socket-group", strconv.Itoa(gid), "--max-workers", "8", "--max-workers-per-uid", "2"}
-	p := startSidecarProc(t, e, sock, limits...)
-	u := startFlooder(t, sock, user, gid)
+	p := startGroupSidecar(t, e, gid, scStart{}, "--max-workers", "8", "--max-workers-per-uid", "2")
+	u := startFlooder(t, p.sock, user, gid)
 	if r := u.do("spawn 3"); r.Statuses["201"] != 2 || r.Statuses["429 too_many"] != 1 {
 		t.Fatalf("the user's 3 spawns with --max-workers-per-uid 2: %v, want 2 started, then 429 too_many", r.Statuses)
 	}
-	p.stop()
-	p2 := startSidecarProc(t, e, sock, limits...)
+	p2 := p.restart()
 	var h struct{ Running int }
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if p2.mustDo("GET", "/v1/health", "", 200, &h); h.Running == 2 {
@@ -173,12 +161,7 @@ func TestRedteam6ListHeldByUnreadAnswers(t *testing.T) {
 	requireCgroup2(t)
 	e := newEnv(t)
 	user, gid := throwawayUser(t)
-	dir, err := os.MkdirTemp(tmpBase, "hlr6-")
-	must(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	must(t, os.Chmod(dir, 0o755))
-	sock := filepath.Join(dir, "s.sock")
-	p := startSidecarProc(t, e, sock, "--socket-group", strconv.Itoa(gid))
+	p := startGroupSidecar(t, e, gid, scStart{})
 	var rc receipt
 	p.mustDo("POST", "/v1/workers", scSpec("a", "/bin/true", strings.Repeat("x", 4000)), 201, &rc)
 	p.mustDo("GET", "/v1/workers/"+rc.ID+"/wait?timeout=30s", "", 200, nil)
@@ -190,13 +173,13 @@ func TestRedteam6ListHeldByUnreadAnswers(t *testing.T) {
 		id := fmt.Sprintf("w-%012x", 0xa00000000000+i)
 		must(t, os.WriteFile(filepath.Join(e.State, "workers", id+".json"), []byte(strings.ReplaceAll(string(rec), rc.ID, id)), 0o600))
 	}
-	p = startSidecarProc(t, e, sock, "--socket-group", strconv.Itoa(gid))
+	p = p.restart()
 	if n := len(p.list()); n != copies+1 {
 		t.Fatalf("the sidecar lists %d records, want %d", n, copies+1)
 	}
 	listSize := len(rec) * copies
 	before := vmRSS(t, p.cmd.Process.Pid)
-	u := startFlooder(t, sock, user, gid)
+	u := startFlooder(t, p.sock, user, gid)
 	const conns = 48
 	if r := u.do(fmt.Sprint("list ", conns)); r.Opened != conns {
 		t.Fatalf("the user's unread lists: %+v, want %d sent", r, conns)

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -33,13 +32,8 @@ func TestSidecarFlood(t *testing.T) {
 	requireCgroup2(t)
 	e := newEnv(t)
 	attacker, agid := throwawayUser(t)
-	dir, err := os.MkdirTemp(tmpBase, "hlfl-")
-	must(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	must(t, os.Chmod(dir, 0o755)) // the attacker reaches the socket, whose group lets it in
-	sock := filepath.Join(dir, "s.sock")
-	p := startSidecarProcIn(t, e, sock, scStart{Prefix: []string{"prlimit", fmt.Sprintf("--nofile=%d:%d", floodFDLimit, floodFDLimit), "--"}},
-		"--socket-group", strconv.Itoa(agid))
+	p := startGroupSidecar(t, e, agid, scStart{Prefix: []string{"prlimit", fmt.Sprintf("--nofile=%d:%d", floodFDLimit, floodFDLimit), "--"}})
+	sock := p.sock
 	fl := startFlooder(t, sock, attacker, agid)
 
 	// The gateway's requests: each must answer within a few seconds, flood or not.
@@ -147,13 +141,9 @@ func TestSidecarFloodKeepsGatewayServed(t *testing.T) {
 	e := newEnv(t)
 	userA, agid := throwawayUser(t)
 	userB, _ := throwawayUser(t)
-	dir, err := os.MkdirTemp(tmpBase, "hlfl-")
-	must(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	must(t, os.Chmod(dir, 0o755))
-	sock := filepath.Join(dir, "s.sock")
-	p := startSidecarProc(t, e, sock, "--socket-group", strconv.Itoa(agid),
+	p := startGroupSidecar(t, e, agid, scStart{},
 		"--max-conns", "8", "--max-conns-per-uid", "4", "--max-streams", "4", "--max-streams-per-uid", "2")
+	sock := p.sock
 	a := startFlooder(t, sock, userA, agid)
 	b := startFlooder(t, sock, userB, agid) // in the socket group by its gid
 

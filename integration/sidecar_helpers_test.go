@@ -27,6 +27,8 @@ type scProc struct {
 	log    *testutil.Buffer
 	client *http.Client
 	done   chan struct{}
+	how    scStart // how it was started and its flags after the env's: restart starts it so again
+	extra  []string
 }
 
 // scSocketDir is a short directory for sockets (sun_path is 108 bytes), removed at the end.
@@ -68,7 +70,8 @@ func startSidecarProcIn(t *testing.T, e *env, sock string, how scStart, extra ..
 	args := []string{"--root", e.Root, "--state-dir", e.State, "sidecar", "--socket", sock,
 		"--scope", "cgroup", "--cgroup-parent", e.Parent, "--poll-interval", "20ms"}
 	args = append(args, extra...)
-	p := &scProc{t: t, e: e, sock: sock, log: &testutil.Buffer{}, client: scUnixClient(sock), done: make(chan struct{})}
+	p := &scProc{t: t, e: e, sock: sock, log: &testutil.Buffer{}, client: scUnixClient(sock), done: make(chan struct{}),
+		how: how, extra: extra}
 	argv := append(append(append([]string{}, how.Prefix...), hlaunchBin), args...)
 	p.cmd = exec.Command(argv[0], argv[1:]...)
 	p.cmd.Dir = how.Dir
@@ -84,6 +87,13 @@ func startSidecarProcIn(t *testing.T, e *env, sock string, how scStart, extra ..
 	})
 	p.waitReady()
 	return p
+}
+
+// restart stops p if it still runs and starts a new sidecar on its socket, as p was started.
+func (p *scProc) restart() *scProc {
+	p.t.Helper()
+	p.stop()
+	return startSidecarProcIn(p.t, p.e, p.sock, p.how, p.extra...)
 }
 
 // waitReady waits until the sidecar answers /v1/health; it fails the test if it exits or takes 15 s.
@@ -207,6 +217,31 @@ type scEvent struct {
 // failing after timeout.
 func (p *scProc) events(query string, n int, timeout time.Duration) []scEvent {
 	p.t.Helper()
+	out := p.readEvents(query, timeout, func(seen []scEvent) bool { return len(seen) == n })
+	if len(out) < n {
+		p.t.Fatalf("got %d of %d events within %s: %+v", len(out), n, timeout, out)
+	}
+	return out
+}
+
+// waitEvent reads /v1/events?since=0 (all the events the sidecar keeps, then each as it happens) until one
+// of type typ for worker id, and returns it; it fails the test if none comes within timeout.
+func (p *scProc) waitEvent(typ, id string, timeout time.Duration) scEvent {
+	p.t.Helper()
+	match := func(seen []scEvent) bool {
+		return len(seen) > 0 && seen[len(seen)-1].Type == typ && seen[len(seen)-1].ID == id
+	}
+	seen := p.readEvents("?since=0", timeout, match)
+	if !match(seen) {
+		p.t.Fatalf("no %s event of %s within %s; the events: %+v", typ, id, timeout, seen)
+	}
+	return seen[len(seen)-1]
+}
+
+// readEvents reads the events of /v1/events<query> until done says so of those read so far (none at first),
+// the stream ends or timeout passes, and returns them.
+func (p *scProc) readEvents(query string, timeout time.Duration, done func([]scEvent) bool) []scEvent {
+	p.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET", "http://sidecar/v1/events"+query, nil)
@@ -217,15 +252,12 @@ func (p *scProc) events(query string, n int, timeout time.Duration) []scEvent {
 	defer resp.Body.Close()
 	var out []scEvent
 	sc := bufio.NewScanner(resp.Body)
-	for len(out) < n && sc.Scan() {
+	for !done(out) && sc.Scan() {
 		var e scEvent
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			p.t.Fatalf("event line %q: %v", sc.Text(), err)
 		}
 		out = append(out, e)
-	}
-	if len(out) < n {
-		p.t.Fatalf("got %d of %d events within %s: %+v", len(out), n, timeout, out)
 	}
 	return out
 }

@@ -2,8 +2,6 @@ package integration
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,15 +22,9 @@ func TestSidecarWorkerLimits(t *testing.T) {
 	e := newEnv(t)
 	userA, agid := throwawayUser(t)
 	userB, _ := throwawayUser(t)
-	dir, err := os.MkdirTemp(tmpBase, "hlwl-")
-	must(t, err)
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	must(t, os.Chmod(dir, 0o755))
-	sock := filepath.Join(dir, "s.sock")
-	limits := []string{"--socket-group", strconv.Itoa(agid), "--max-workers", "4", "--max-workers-per-uid", "2"}
-	p := startSidecarProc(t, e, sock, limits...)
-	a := startFlooder(t, sock, userA, agid)
-	b := startFlooder(t, sock, userB, agid)
+	p := startGroupSidecar(t, e, agid, scStart{}, "--max-workers", "4", "--max-workers-per-uid", "2")
+	a := startFlooder(t, p.sock, userA, agid)
+	b := startFlooder(t, p.sock, userB, agid)
 
 	ra := a.do("spawn 3")
 	if ra.Statuses["201"] != 2 || ra.Statuses["429 too_many"] != 1 || ra.Retry != "1" {
@@ -59,10 +51,13 @@ func TestSidecarWorkerLimits(t *testing.T) {
 	spawn("root's second spawn from the reserve", 201)
 	spawn("root's third spawn, over its own share", 429)
 
-	// One of the first user's workers ends: its slot comes free when the sidecar sees the end.
+	// One of the first user's workers ends: its slot comes free when the sidecar's watcher sees the end,
+	// which gives the slot back before it publishes the worker's exited event. Then one spawn of the
+	// user's must be served.
 	p.mustDo("POST", "/v1/workers/"+ra.IDs[0]+"/stop", `{"grace":"1s"}`, 200, nil)
-	if r := a.do("spawn-retry 1"); r.Statuses["201"] != 1 {
-		t.Fatalf("the first user's spawn after one of its workers was stopped: %v, want 201 (its slot given back)", r.Statuses)
+	p.waitEvent("exited", ra.IDs[0], 30*time.Second)
+	if r := a.do("spawn 1"); r.Statuses["201"] != 1 {
+		t.Fatalf("the first user's spawn after the sidecar published the exit of one of its workers: %v, want 201 (its slot given back)", r.Statuses)
 	}
 	if !strings.Contains(p.log.String(), `msg="limit reached" limit=workers_per_uid uid=`+strconv.Itoa(userA)) {
 		t.Errorf("the sidecar's log does not name uid %d's refusal at workers_per_uid:\n%s", userA, p.log.String())
@@ -70,20 +65,15 @@ func TestSidecarWorkerLimits(t *testing.T) {
 
 	// A new sidecar adopts the 4 running workers, each into the share of the uid that spawned it: root
 	// holds its 2 again (429 too_many), and they fill --max-workers.
-	p.stop()
-	p2 := startSidecarProc(t, e, sock, limits...)
+	p2 := p.restart()
 	if st, body := p2.do("POST", "/v1/workers", scSpec("a", "/bin/sleep", "300")); st != 429 || scErrCode(body) != "too_many" {
 		t.Fatalf("root's spawn to a restarted sidecar that adopted 4 running workers, 2 of them root's: %d %s, want 429 too_many", st, body)
 	}
+	// The adopted worker's slot comes free when the new sidecar's watcher sees it end (its exited event):
+	// then one spawn of root's must be served.
 	p2.mustDo("POST", "/v1/workers/"+root1+"/stop", `{"grace":"1s"}`, 200, nil)
-	// The slot comes free once the sidecar's watcher sees the end: bounded, a spawn refused 429 meanwhile.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		st, body := p2.do("POST", "/v1/workers", scSpec("a", "/bin/true"))
-		if st == 201 {
-			break
-		}
-		if st != 429 || time.Now().After(deadline) {
-			t.Fatalf("root's spawn after an adopted worker was stopped: %d %s, want 201 within 10s", st, body)
-		}
+	p2.waitEvent("exited", root1, 30*time.Second)
+	if st, body := p2.do("POST", "/v1/workers", scSpec("a", "/bin/true")); st != 201 {
+		t.Fatalf("root's spawn after the restarted sidecar published the exit of an adopted worker of root's: %d %s, want 201", st, body)
 	}
 }

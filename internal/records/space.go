@@ -64,6 +64,16 @@ func CheckRecordSpace(what, dir string) error {
 // NoSpace reports whether err is a write that failed for want of space (ENOSPC, EDQUOT).
 func NoSpace(err error) bool { return errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) }
 
+// WriteError words err, a failed write of one of the sidecar's own files in dir beside the records (what
+// names it: "peer uid", "idempotency key"): one for want of space is worker.ErrNoSpace (503 no_space, the
+// spawn refused, nothing started), as a launch's records are; any other is what, then err.
+func WriteError(what, dir string, err error) error {
+	if NoSpace(err) {
+		return fmt.Errorf("%w: %s in %s: %w (free space there, or name another with --state-dir)", worker.ErrNoSpace, what, dir, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
 // SizeText words n bytes for a message: "512 KiB", "3 MiB".
 func SizeText(n uint64) string {
 	switch {

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/hlaunch/hlaunch/internal/records"
-	"github.com/hlaunch/hlaunch/internal/worker"
 )
 
 // Bounds of the idempotency keys a sidecar remembers (POST /v1/workers with Idempotency-Key). A key is
@@ -190,7 +189,7 @@ func (st *Store) Put(ent *Entry) error {
 	name := idemFile(ent.UID, ent.Key)
 	tmp, err := os.CreateTemp(st.dir, ".tmp-")
 	if err != nil {
-		return writeError("idempotency key", st.dir, err)
+		return records.WriteError("idempotency key", st.dir, err)
 	}
 	_, err = tmp.Write(b)
 	if err == nil {
@@ -204,7 +203,7 @@ func (st *Store) Put(ent *Entry) error {
 	}
 	if err != nil {
 		_ = os.Remove(tmp.Name())
-		return writeError("idempotency key", st.dir, err)
+		return records.WriteError("idempotency key", st.dir, err)
 	}
 	if d, err := os.Open(st.dir); err == nil {
 		_ = d.Sync()
@@ -260,13 +259,4 @@ func (st *Store) pruneLocked() {
 		delete(st.known, top[0])
 		byUID[most] = top[1:]
 	}
-}
-
-// writeError words a failed write of a key's file in dir as the sidecar words its other files': one for
-// want of space is worker.ErrNoSpace (503 no_space, the spawn refused, nothing started).
-func writeError(what, dir string, err error) error {
-	if records.NoSpace(err) {
-		return fmt.Errorf("%w: %s in %s: %w (free space there, or name another with --state-dir)", worker.ErrNoSpace, what, dir, err)
-	}
-	return fmt.Errorf("%s: %w", what, err)
 }

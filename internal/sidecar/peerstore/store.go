@@ -60,10 +60,7 @@ func (p *Store) Put(id string, uid uint32) error {
 // recordWriteError words a failed write of one of the sidecar's own files in dir: one for want of space
 // is worker.ErrNoSpace (503 no_space, the spawn refused, nothing started), as a launch's records are.
 func recordWriteError(what, dir string, err error) error {
-	if records.NoSpace(err) {
-		return fmt.Errorf("%w: %s in %s: %w (free space there, or name another with --state-dir)", worker.ErrNoSpace, what, dir, err)
-	}
-	return fmt.Errorf("%s: %w", what, err)
+	return records.WriteError(what, dir, err)
 }
 
 // Get returns the uid that asked for worker id, when one is remembered.
