@@ -41,7 +41,7 @@ func (p *Store) Put(id string, uid uint32) error {
 	}
 	tmp, err := os.CreateTemp(p.dir, ".tmp-")
 	if err != nil {
-		return recordWriteError("peer uid", p.dir, err)
+		return records.WriteError("peer uid", p.dir, err)
 	}
 	_, err = tmp.WriteString(strconv.FormatUint(uint64(uid), 10))
 	if cerr := tmp.Close(); err == nil {
@@ -52,15 +52,9 @@ func (p *Store) Put(id string, uid uint32) error {
 	}
 	if err != nil {
 		_ = os.Remove(tmp.Name())
-		return recordWriteError("peer uid", p.dir, err)
+		return records.WriteError("peer uid", p.dir, err)
 	}
 	return nil
-}
-
-// recordWriteError words a failed write of one of the sidecar's own files in dir: one for want of space
-// is worker.ErrNoSpace (503 no_space, the spawn refused, nothing started), as a launch's records are.
-func recordWriteError(what, dir string, err error) error {
-	return records.WriteError(what, dir, err)
 }
 
 // Get returns the uid that asked for worker id, when one is remembered.
