@@ -426,3 +426,30 @@ func TestHeldLaunchUnderStrace(t *testing.T) {
 		t.Fatalf("first cgroup read: v2 %q, pids %q; want the same worker cgroup under %s", v2, pids, e.Parent)
 	}
 }
+
+// waitCgroupEmpty waits until the cgroup rel (relative to the v2 mount v2) has no member in any hierarchy
+// it has a directory in: cgroup.events says "populated 0" in v2, and every v1 directory's cgroup.procs
+// is empty. A process whose leader has exited while its other threads are still exiting is a member yet.
+func waitCgroupEmpty(t *testing.T, v2, rel string) {
+	t.Helper()
+	dirs, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup", "*", rel))
+	dirs = append(dirs, filepath.Join(v2, rel))
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		busy := ""
+		for _, d := range dirs {
+			if b, err := os.ReadFile(filepath.Join(d, "cgroup.events")); err == nil {
+				if strings.Contains(string(b), "populated 1") {
+					busy = d
+				}
+			} else if b, err := os.ReadFile(filepath.Join(d, "cgroup.procs")); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+				busy = d
+			}
+		}
+		if busy == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cgroup %s still has members after 10 s", busy)
+		}
+	}
+}

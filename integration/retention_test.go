@@ -115,6 +115,9 @@ func TestCollectionRemovesCgroupOfKeptRecord(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(v2, rc.Cgroup)); err != nil {
 		t.Fatalf("the cgroup went with the shim already: %v", err)
 	}
+	// A killed multi-threaded shim's leader reads as a zombie while its other threads are still exiting,
+	// members of the cgroup yet: the worker has ended once the cgroup, in every hierarchy, has none.
+	waitCgroupEmpty(t, v2, rc.Cgroup)
 	if r := e.run("gc", "--cgroup-parent", e.Parent); r.Code != 0 {
 		t.Fatalf("gc: %d %s", r.Code, r.Stderr)
 	}
