@@ -50,7 +50,7 @@ func (l *Launcher) start(ctx context.Context, spec worker.Spec, id string, p pla
 		// The worker drops to its ids in the child, before its exec (and, held, before its traced exec);
 		// the stub a fallback starts drops the same way before it execs the target.
 		attr.Credential = c.cred
-		path, err := hproc.LookPath(c.argv[0], pathOf(c.env))
+		path, err := hproc.LookPathAs(c.argv[0], pathOf(c.env), c.cred)
 		if err != nil {
 			return nil, execError(err)
 		}

@@ -234,7 +234,7 @@ func startWorker(sc *WorkerConfig, files []*os.File) (proc *hproc.Proc, release 
 			// The worker drops, the shim stays root: it must supervise and record.
 			attr.Credential = &syscall.Credential{Uid: sc.Cred.UID, Gid: sc.Cred.GID, Groups: []uint32{}}
 		}
-		path, err := hproc.LookPath(cfg.Argv[0], worker.EnvLookup(cfg.Env)("PATH"))
+		path, err := hproc.LookPathAs(cfg.Argv[0], worker.EnvLookup(cfg.Env)("PATH"), attr.Credential)
 		if err != nil {
 			return nil, nil, err
 		}
