@@ -106,6 +106,10 @@ func TestSidecarSpecErrorsNameFields(t *testing.T) {
 	requireRoot(t)
 	requireCgroup2(t)
 	e := newEnv(t)
+	// Profile c's home is root's: a sandboxed worker of it is refused with a hint that names user twice,
+	// once in parentheses.
+	cHome := e.profile("c", "C=1\n")
+	must(t, exec.Command("chown", "-R", "0:0", cHome).Run())
 	p := startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s.sock"))
 	logDir := filepath.Join(t.TempDir(), "logs")
 	tests := []struct{ body, want string }{
@@ -119,6 +123,7 @@ func TestSidecarSpecErrorsNameFields(t *testing.T) {
 		{`{"profile":"b","argv":["true"],"cgroup_parent":"system.slice","log":"` + filepath.Join(logDir, "x.log") + `"}`, `spec field cgroup_parent "system.slice"`},
 		{`{"profile":"b","argv":["true"],"pass":["X"]}`, `spec field pass only makes sense with secrets none`},
 		{`{"profile":"b","argv":["true"],"user_manager":true,"scope":"cgroup","slice":"x.slice"}`, `spec field unit and slice need scope systemd or auto`},
+		{`{"profile":"c","argv":["true"],"sandbox":true}`, `spec field sandbox: the profile home ` + cHome + ` is owned by root, and a sandboxed worker does not run as host root unless asked: pass user UID:GID (user 0:0 for root)`},
 	}
 	for _, tc := range tests {
 		st, b := p.do("POST", "/v1/workers", tc.body)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // Setting is one launch setting under its two names: the exec flag and the --spec / sidecar JSON field
@@ -56,7 +57,9 @@ func specWords(msg string) string {
 	words := strings.Fields(msg)
 	first := true
 	for i, w := range words {
-		core := strings.TrimRight(w, ",;:.)")
+		// A flag may stand in punctuation: "(--as 0:0 for root)", "[--pids]", "`--key`", "--log,".
+		lead := len(w) - len(strings.TrimLeftFunc(w, notFlagRune))
+		core := strings.TrimRightFunc(w[lead:], notFlagRune)
 		for _, s := range Settings() {
 			if s.Flag == "" || core != s.Flag {
 				continue
@@ -66,7 +69,7 @@ func specWords(msg string) string {
 				name = "spec field " + name
 				first = false
 			}
-			words[i] = name + w[len(core):]
+			words[i] = w[:lead] + name + w[lead+len(core):]
 			break
 		}
 	}
@@ -75,6 +78,12 @@ func specWords(msg string) string {
 		return msg // names no flag: "no command given" reads the same for both
 	}
 	return out
+}
+
+// notFlagRune is punctuation around a flag word: anything but the letters, digits and dashes a flag is
+// made of.
+func notFlagRune(r rune) bool {
+	return r != '-' && !unicode.IsLetter(r) && !unicode.IsDigit(r)
 }
 
 // SpecMessage is err's message as the sidecar gives it for a JSON spec: a FieldError's sentence with spec

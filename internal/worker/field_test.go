@@ -90,3 +90,21 @@ func TestSchemaFlagsMatchSettings(t *testing.T) {
 		}
 	}
 }
+
+// specWords finds a flag in any punctuation around it and keeps the punctuation.
+func TestSpecWordsPunctuation(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`--sandbox: pass --as UID:GID (--as 0:0 for root)`, `spec field sandbox: pass user UID:GID (user 0:0 for root)`},
+		{`needs --sandbox.`, `needs spec field sandbox.`},
+		{`see [--pids], or "--key", or '--log'`, `see [spec field limits.pids], or "key", or 'log'`},
+		{"a `--memory` and (--cpus)", "a `spec field limits.memory` and (limits.cpus)"},
+		{`--timeout, --grace; --rw:`, `spec field timeout, grace; rw:`},
+		{`(--as)`, `(spec field user)`},
+		{`--as-user is no flag, nor is x--as`, `--as-user is no flag, nor is x--as`},
+		{`no command given`, `no command given`},
+	} {
+		if got := specWords(tc.in); got != tc.want {
+			t.Errorf("specWords(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
