@@ -102,3 +102,43 @@ func TestDocsCLIFlagsMatchCommands(t *testing.T) {
 		t.Errorf("docs/cli.md names a flag no hlaunch command has: %s", u)
 	}
 }
+
+// The help of the flags a new user reads first says what the code does, as docs/cli.md does: the cgroup
+// namespace a sandboxed worker gets (sandbox.Enter), the shim's rotation of a detached worker's log, the
+// last fallback of the state directory (launcher's defaultStateDir), and a policy format that is written
+// down where the help points.
+func TestExecHelpAgreesWithDocs(t *testing.T) {
+	root := newRootCmd(&app{})
+	exec, _, err := root.Find([]string{"exec"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	usage := func(name string) string {
+		f := exec.Flags().Lookup(name)
+		if f == nil {
+			f = root.PersistentFlags().Lookup(name)
+		}
+		if f == nil {
+			t.Fatalf("no flag --%s", name)
+		}
+		return f.Usage
+	}
+	b, err := os.ReadFile("../../docs/cli.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli := string(b)
+	for _, tc := range []struct{ flag, want, docs string }{
+		{"sandbox", "cgroup namespaces", "new mount, pid, ipc, uts and cgroup namespaces"},
+		{"log", "with --detach, while the worker runs", "with `--detach`, while the worker runs"},
+		{"state-dir", "else $TMPDIR/hlaunch-<uid>", "else\n  `$TMPDIR/hlaunch-<uid>`"},
+		{"policy", `share/doc/hlaunch/cli.md, "The policy file"`, "\n## The policy file"},
+	} {
+		if !strings.Contains(usage(tc.flag), tc.want) {
+			t.Errorf("--%s help %q, want it to say %q", tc.flag, usage(tc.flag), tc.want)
+		}
+		if !strings.Contains(cli, tc.docs) {
+			t.Errorf("docs/cli.md does not say %q (for --%s)", tc.docs, tc.flag)
+		}
+	}
+}

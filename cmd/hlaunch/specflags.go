@@ -70,7 +70,7 @@ func (f *specFlags) addExecFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.cpuWeight, "cpu-weight", "", fmt.Sprintf("relative CPU weight, 1..10000; max: none of its own (default %d)", worker.DefaultCPUWeight))
 	fs.Float64Var(&f.cpus, "cpus", 0, "CPU bandwidth in cores, e.g. 0.5")
 
-	fs.BoolVar(&f.sandbox, "sandbox", false, "new mount, pid, ipc and uts namespaces; only the target profile is visible")
+	fs.BoolVar(&f.sandbox, "sandbox", false, "new mount, pid, ipc, uts and cgroup namespaces; only the target profile is visible")
 	fs.StringVar(&f.seccomp, "seccomp", string(worker.SeccompDefault), "with --sandbox: default (the system-call filter: no mounts, namespaces, keyring, bpf, terminal injection, set-ID modes, ...) or off")
 	fs.StringArrayVar(&f.rw, "rw", nil, "with --sandbox: keep this host path writable (repeatable)")
 	fs.StringVar(&f.as, "as", "", "UID:GID to drop to before exec (empty capability sets)")
@@ -79,7 +79,7 @@ func (f *specFlags) addExecFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&f.key, "key", "", "refuse to start while another worker holding KEY verifies as running")
 	fs.StringVar(&f.timeout, "timeout", "", "wall-clock limit (e.g. 30s, 10m): SIGTERM, then the whole cgroup killed after --grace")
 	fs.StringVar(&f.grace, "grace", "5s", "time between SIGTERM and the whole-cgroup kill")
-	fs.StringVar(&f.log, "log", "", "append stdout and stderr to FILE (rotated by size when a launch opens it)")
+	fs.StringVar(&f.log, "log", "", "append stdout and stderr to FILE (rotated at --log-max when a launch opens it and, with --detach, while the worker runs)")
 	fs.StringVar(&f.logMax, "log-max", "", "rotate --log at this size, keeping one old file (default 2M)")
 	fs.StringVar(&f.stdio, "stdio", "", "with --detach: \"inherit\" gives the worker hlaunch's own stdin, stdout and stderr (default: /dev/null, or --log)")
 	fs.BoolVar(&f.detach, "detach", false, "start under a shim, print the receipt as JSON and return at once")

@@ -18,9 +18,9 @@ type Dirs struct {
 // AddDirs registers --root, --state-dir, --ledger-dir and --policy on fs into d.
 func AddDirs(fs *pflag.FlagSet, d *Dirs) {
 	fs.StringVar(&d.Root, "root", "", "hermes root (default: $HLAUNCH_ROOT, else derived from $HERMES_HOME, else ~/.hermes)")
-	fs.StringVar(&d.StateDir, "state-dir", "", "worker records (default: $HLAUNCH_STATE_DIR, else /run/hlaunch for root, else $XDG_RUNTIME_DIR/hlaunch)")
+	fs.StringVar(&d.StateDir, "state-dir", "", "worker records (default: $HLAUNCH_STATE_DIR, else /run/hlaunch for root, else $XDG_RUNTIME_DIR/hlaunch, else $TMPDIR/hlaunch-<uid>)")
 	fs.StringVar(&d.LedgerDir, "ledger-dir", "", "execution ledger, kept across reboots when on a persistent disk (default: $HLAUNCH_LEDGER_DIR, else <state-dir>/ledger)")
-	fs.StringVar(&d.Policy, "policy", "", "JSON policy file extending the built-in name lists (format: hlaunch-env(1))")
+	fs.StringVar(&d.Policy, "policy", "", "JSON policy file extending the built-in name lists (format: share/doc/hlaunch/cli.md, \"The policy file\")")
 }
 
 // Config is a launcher.Config with d's directories and policy file; the caller fills the rest.

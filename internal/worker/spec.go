@@ -48,7 +48,7 @@ type Spec struct {
 	// built in: tasks, memory and CPU weight, BuiltinLimits), cgroup.Unlimited (-1) is no limit; the
 	// receipt shows the limits applied. A worker without a cgroup (--scope none, degraded) has none.
 	Limits cgroup.Limits `json:"limits,omitempty"`
-	// Sandbox runs the child in new mount, pid, ipc and uts namespaces with the profile view.
+	// Sandbox runs the child in new mount, pid, ipc, uts and cgroup namespaces with the profile view.
 	Sandbox bool `json:"sandbox,omitempty"`
 	// Net is NetHost (the zero value means the same) or NetNone (a new, empty network namespace); sandbox only.
 	Net Net `json:"net,omitempty"`
