@@ -39,3 +39,13 @@ func TestDocsCLISidecarFlags(t *testing.T) {
 		}
 	}
 }
+
+// The examples start the sidecar at the default socket, whose directory it makes: an explicit --socket
+// must be in a directory that exists, and /run/hlaunch does not until a sidecar made it (exit 125).
+func TestExamplesUseTheDefaultSocket(t *testing.T) {
+	for _, line := range strings.Split(newSidecarCmd().Example, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "hlaunch sidecar ") && strings.Contains(line, "--socket ") {
+			t.Errorf("example gives --socket: %q", line)
+		}
+	}
+}

@@ -95,7 +95,7 @@ type sidecarLimits struct {
 func newSidecarCmd() *cobra.Command {
 	f := &sidecarFlags{}
 	cmd := &cobra.Command{
-		Use:           "hlaunch-sidecar --socket PATH",
+		Use:           "hlaunch-sidecar [--socket PATH] [flags]",
 		Version:       version.Version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -106,7 +106,8 @@ Every spawn is detached under a shim, so workers outlive the sidecar; on start i
 the state directory. Under systemd it supports Type=notify and socket activation (the units installed in
 share/hlaunch/systemd beside the binaries). The API, its error codes, /v1/metrics and the log lines are in
 share/doc/hlaunch/sidecar.md.`,
-		Example: `  hlaunch sidecar --socket /run/hlaunch/sidecar.sock --scope auto --warm 2
+		Example: `  # At the default socket, whose directory it makes: /run/hlaunch/sidecar.sock for root.
+  hlaunch sidecar --scope auto --warm 2
   hlaunch sidecar --socket-group hermes --scope systemd --require-scope
   curl --unix-socket /run/hlaunch/sidecar.sock http://sidecar/v1/health`,
 		Args: func(cmd *cobra.Command, args []string) error {

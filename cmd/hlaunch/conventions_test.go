@@ -131,3 +131,13 @@ func TestHlaunchDependencies(t *testing.T) {
 		}
 	}
 }
+
+// A sidecar example starts it at the default socket, whose directory it makes: an explicit --socket must
+// be in a directory that exists, and /run/hlaunch does not until a sidecar made it (exit 125).
+func TestSidecarExamplesUseTheDefaultSocket(t *testing.T) {
+	for _, line := range strings.Split(examples()["hlaunch sidecar"], "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "hlaunch sidecar ") && strings.Contains(line, "--socket ") {
+			t.Errorf("hlaunch sidecar example gives --socket: %q", line)
+		}
+	}
+}

@@ -44,8 +44,9 @@ func examples() map[string]string {
   hlaunch doctor --json`,
 		"hlaunch events": `  # Every event of the sidecar at the default socket, as NDJSON, from the oldest it still holds.
   hlaunch events --since 0
-  hlaunch events --socket /run/hlaunch/sidecar.sock | jq -r 'select(.type=="exited") | .id'`,
-		"hlaunch sidecar": `  hlaunch sidecar --socket /run/hlaunch/sidecar.sock --scope auto --warm 2
+  hlaunch events | jq -r 'select(.type=="exited") | .id'`,
+		"hlaunch sidecar": `  # At the default socket, whose directory it makes: /run/hlaunch/sidecar.sock for root.
+  hlaunch sidecar --scope auto --warm 2
   hlaunch sidecar --help`,
 		"hlaunch version": `  hlaunch version
   hlaunch version --json`,

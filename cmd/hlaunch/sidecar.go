@@ -22,7 +22,7 @@ import (
 // own.
 func newSidecarCmd(a *app) *cobra.Command {
 	return &cobra.Command{
-		Use:                "sidecar --socket PATH [flags]",
+		Use:                "sidecar [--socket PATH] [flags]",
 		Short:              "Serve the HTTP+JSON worker API on a Unix socket (spawn, track, re-adopt)",
 		Long:               "sidecar runs hlaunch-sidecar (installed beside hlaunch) with every argument; `hlaunch sidecar --help` shows\nits flags, man hlaunch-sidecar describes them.",
 		DisableFlagParsing: true,
