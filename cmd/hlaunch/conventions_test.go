@@ -141,3 +141,22 @@ func TestSidecarExamplesUseTheDefaultSocket(t *testing.T) {
 		}
 	}
 }
+
+// --json is refused by the commands whose output has no JSON form (events, completion), as one JSON error
+// naming the flag, exit 125, with nothing printed or run, rather than accepted and ignored.
+func TestJSONRefusedWithoutJSONForm(t *testing.T) {
+	for _, args := range [][]string{
+		{"events", "--json"},
+		{"--json", "events", "--since", "0"},
+		{"completion", "bash", "--json"},
+		{"--json", "completion", "zsh"},
+		{"completion", "--json"},
+	} {
+		code, out, errOut := runCLI(t, "", args...)
+		var e jsonError
+		if err := json.Unmarshal([]byte(out), &e); code != 125 || err != nil || strings.Count(out, "\n") != 1 ||
+			e.Error.Code != "invalid" || !strings.Contains(e.Error.Message, "--json") || errOut != "" {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 125 and one JSON error naming --json", args, code, out, errOut)
+		}
+	}
+}

@@ -43,10 +43,11 @@ func newRootCmd(a *app) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		// Only a foreground exec keeps the early signal subscription (see relay); exec decides in its RunE.
-		PersistentPreRun: func(cmd *cobra.Command, args []string) {
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
 			if cmd.Name() != "exec" {
 				a.settleRelay(false)
 			}
+			return refuseJSON(cmd, a.json)
 		},
 		// An unknown subcommand must be an error with exit 125, not cobra's help text and exit 0.
 		Args: func(cmd *cobra.Command, args []string) error {
@@ -105,6 +106,22 @@ func newRootCmd(a *app) *cobra.Command {
 	root.InitDefaultCompletionCmd()
 	finishCompletion(root)
 	return root
+}
+
+// refuseJSON refuses --json for a command whose output has no JSON form: events' is already a stream of
+// JSON lines and completion's a shell script (the daemon, sidecar, takes its arguments unparsed and has
+// no --json). A flag accepted and ignored would let a caller believe it got hlaunch's JSON answer.
+func refuseJSON(cmd *cobra.Command, json bool) error {
+	if !json {
+		return nil
+	}
+	switch {
+	case cmd.Name() == "events":
+		return invalidf("events: --json: events has no JSON answer, it prints the sidecar's events as JSON lines (leave --json out)")
+	case cmd.Name() == "completion" || cmd.HasParent() && cmd.Parent().Name() == "completion":
+		return invalidf("completion: --json: completion prints a shell script, not JSON (leave --json out)")
+	}
+	return nil
 }
 
 // cmdPrefix is "exec: " for a subcommand and "" for the root, for error lines that already start with
