@@ -187,7 +187,7 @@ func (f *sidecarFlags) run(cmd *cobra.Command) error {
 	if f.gcInterval < time.Millisecond {
 		return invalidf("sidecar: --gc-interval %s: want at least 1ms", f.gcInterval)
 	}
-	if err := f.limits.check(); err != nil {
+	if err := f.limits.check(cmd.Flags().Changed); err != nil {
 		return err
 	}
 	if f.pollInterval < time.Millisecond || f.slowPoll < f.pollInterval {

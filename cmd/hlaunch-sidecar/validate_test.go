@@ -72,3 +72,39 @@ func TestSidecarLimitFlagsChecked(t *testing.T) {
 		}
 	}
 }
+
+// A per-uid bound given larger than its total (set or default) is bad input: one line naming both flags,
+// exit 125, before the socket is made. A total set below the default per-uid bound, or equal bounds, start.
+func TestSidecarPerUIDAboveTotalRefused(t *testing.T) {
+	for _, args := range [][]string{
+		{"--max-conns", "1024", "--max-conns-per-uid", "2000"},
+		{"--max-conns-per-uid", "2000"},
+		{"--max-streams", "8", "--max-streams-per-uid", "9"},
+		{"--max-workers-per-uid", "5000"},
+		{"--max-workers", "4", "--max-workers-per-uid", "5"},
+	} {
+		cmd := newSidecarCmd()
+		cmd.SetArgs(append([]string{"--socket", t.TempDir() + "/missing/s.sock"}, args...))
+		err := cmd.Execute()
+		if !errors.Is(err, worker.ErrInvalid) || worker.ExitCode(err) != 125 {
+			t.Fatalf("%q: %v, want ErrInvalid (exit 125)", args, err)
+		}
+		msg := strings.TrimPrefix(err.Error(), worker.ErrInvalid.Error()+": ")
+		per := strings.TrimSuffix(strings.TrimPrefix(strings.Fields(msg)[1], "--"), "-per-uid")
+		if !strings.HasPrefix(msg, "sidecar: --"+per+"-per-uid ") || !strings.Contains(msg, "more than --"+per+" ") || strings.Contains(msg, "\n") {
+			t.Errorf("%q: %q, want one line naming the per-uid flag and its total", args, msg)
+		}
+	}
+	// Accepted bounds get as far as the socket: its missing directory is the refusal.
+	for _, args := range [][]string{
+		{"--max-conns", "2"},
+		{"--max-streams", "4", "--max-streams-per-uid", "4"},
+		{"--max-workers", "8", "--max-workers-per-uid", "2"},
+	} {
+		cmd := newSidecarCmd()
+		cmd.SetArgs(append([]string{"--socket", t.TempDir() + "/missing/s.sock"}, args...))
+		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), "--socket") {
+			t.Errorf("%q: %v, want the bounds accepted (and the missing socket directory refused)", args, err)
+		}
+	}
+}
