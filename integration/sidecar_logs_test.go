@@ -174,3 +174,39 @@ func TestSidecarWorkerLogs(t *testing.T) {
 		t.Fatalf("a worker without a log: %d %s, want 409 no_log", st, b)
 	}
 }
+
+// A worker's wait answers its final record, and the log it kept is whole by then: the record has its
+// ended_at (written by the shim once it has drained the worker's output into the log), and the log holds
+// every byte the worker wrote. A gateway reads the log right after the wait. On the old code the wait
+// answered as soon as the exit status was written, before the drain: half the answers for a quick worker
+// had no ended_at, and a log read then could be short.
+func TestSidecarWaitAnswersWithTheLogDrained(t *testing.T) {
+	requireRoot(t)
+	requireCgroup2(t)
+	for _, scope := range []string{"none", "cgroup"} {
+		t.Run(scope, func(t *testing.T) { waitAnswersDrained(t, scope) })
+	}
+}
+
+func waitAnswersDrained(t *testing.T, scope string) {
+	e := newEnv(t)
+	p := startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s.sock"), "--scope", scope)
+	const n = 3000 // lines of "line N\n", about 25 KB
+	var want strings.Builder
+	for i := range n {
+		fmt.Fprintf(&want, "line %d\n", i)
+	}
+	script := fmt.Sprintf(`i=0; while [ $i -lt %d ]; do echo "line $i"; i=$((i+1)); done`, n)
+	spec, _ := json.Marshal(map[string]any{"profile": "b", "argv": []string{"/bin/sh", "-c", script}})
+	for round := range 20 {
+		var rc, fin receipt
+		p.mustDo("POST", "/v1/workers", string(spec), 201, &rc)
+		p.mustDo("GET", "/v1/workers/"+rc.ID+"/wait?timeout=30s", "", 200, &fin)
+		if fin.EndedAt == "" || fin.ExitCode == nil || *fin.ExitCode != 0 {
+			t.Fatalf("round %d: the wait's final record: ended_at %q, exit %v; want ended_at set and exit 0", round, fin.EndedAt, fin.ExitCode)
+		}
+		if st, _, b := p.getLog(rc.ID, "", 30*time.Second); st != 200 || string(b) != want.String() {
+			t.Fatalf("round %d: the log read right after the wait: %d, %d bytes; want 200 and all %d", round, st, len(b), want.Len())
+		}
+	}
+}

@@ -68,9 +68,11 @@ func TestShimAlive(t *testing.T) {
 	}
 }
 
-// ExitSettled, the one rule for "an exit has settled" (Wait and the sidecar's watcher): the status
-// recorded settles it without asking about the shim; without a status it has settled only once the shim
-// is gone. Checked with this process as a live shim and a receipt without one, through ShimAlive.
+// ExitSettled, the one rule for "an exit has settled" (Wait and the sidecar's watcher): the worker's end
+// recorded (ended_at, written once the shim has drained the output into the log) settles it without
+// asking about the shim; the leader's status alone does not while the shim runs (the drain is still to
+// come); without either it has settled only once the shim is gone. Checked with this process as a live
+// shim and a receipt without one, through ShimAlive.
 func TestExitSettled(t *testing.T) {
 	b, err := os.ReadFile("/proc/self/stat")
 	if err != nil {
@@ -84,16 +86,20 @@ func TestExitSettled(t *testing.T) {
 	code := 3
 	asked := false
 	never := func(worker.Receipt) bool { asked = true; return true }
-	for _, r := range []worker.Record{{Receipt: live, ExitCode: &code}, {Receipt: live, Signal: "SIGKILL"}} {
+	for _, r := range []worker.Record{{Receipt: live, ExitCode: &code, EndedAt: "t"}, {Receipt: live, Signal: "SIGKILL", EndedAt: "t"}} {
 		if !r.ExitSettled(never) || asked {
-			t.Errorf("%+v: a recorded status must settle the exit without asking about the shim", r)
+			t.Errorf("%+v: a recorded end must settle the exit without asking about the shim", r)
 		}
 	}
-	if (worker.Record{Receipt: live}).ExitSettled(ShimAlive) {
-		t.Error("no status while the shim runs: the exit has not settled (its status is still to come)")
+	for _, r := range []worker.Record{{Receipt: live}, {Receipt: live, ExitCode: &code}, {Receipt: live, Signal: "SIGKILL"}} {
+		if r.ExitSettled(ShimAlive) {
+			t.Errorf("%+v: no ended_at while the shim runs: the exit has not settled (the drain is still to come)", r)
+		}
 	}
-	if !(worker.Record{Receipt: worker.Receipt{ShimPID: 0}}).ExitSettled(ShimAlive) {
-		t.Error("no status and no shim (a worker known by its token only): the exit has settled")
+	for _, r := range []worker.Record{{Receipt: worker.Receipt{ShimPID: 0}}, {Receipt: worker.Receipt{ShimPID: 0}, ExitCode: &code}} {
+		if !r.ExitSettled(ShimAlive) {
+			t.Errorf("%+v: no shim (a foreground worker, one known by its token only): the exit has settled", r)
+		}
 	}
 }
 

@@ -131,13 +131,14 @@ func (r Record) MarshalJSON() ([]byte, error) {
 	return json.Marshal(plain(r))
 }
 
-// ExitSettled reports whether an ended worker's exit is final: the one rule Wait and the sidecar's watcher
-// share. Its shim writes the exit status just after the leader ends, so the exit has settled once the
-// status is recorded (an exit code or a signal) or once the shim is gone (shimAlive false: the status will
-// never come, e.g. the shim was killed; a worker known only by its token has no shim). shimAlive, a
-// /proc read, is asked only while the status is missing.
+// ExitSettled reports whether an ended worker's end is final: the one rule Wait and the sidecar's watcher
+// share. Its shim records the leader's exit status as the leader ends, and the worker's end (EndedAt)
+// once the tree has ended and it has drained the worker's output into the log, so the end has settled
+// once EndedAt is recorded, and a log read after it is whole; or once the shim is gone (shimAlive false:
+// nothing more will come, e.g. the shim was killed; a worker known only by its token has no shim).
+// shimAlive, a /proc read, is asked only while EndedAt is missing.
 func (r Record) ExitSettled(shimAlive func(Receipt) bool) bool {
-	return r.ExitCode != nil || r.Signal != "" || !shimAlive(r.Receipt)
+	return r.EndedAt != "" || !shimAlive(r.Receipt)
 }
 
 // SetIdentity fills in who the worker is.
