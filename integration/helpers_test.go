@@ -195,6 +195,9 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	dir := t.TempDir()
+	// Before t.TempDir's own removal (cleanups run last first): after the cgroups' cleanup below, a shim
+	// that had recorded its worker's end may still be writing its last files for a moment.
+	t.Cleanup(func() { removeAllSettled(t, dir) })
 	e := &env{t: t, Root: filepath.Join(dir, "hermes"), State: filepath.Join(dir, "state"), Parent: ownedParent(t)}
 	// The path down to the homes is root's and searchable by all, as a hermes root is: an unsandboxed
 	// worker runs as its home's owner and must reach its home (t.TempDir's directories are 0700).
@@ -361,6 +364,18 @@ func cgroupRoots() []string { return testutil.CgroupRoots() }
 
 // cleanupCgroups kills everything under parent in every hierarchy and removes it bottom-up. It touches
 // nothing outside parent, which the test created.
+// removeAllSettled removes dir, again while something still writes into it (a shim ending just now),
+// for at most 10 s; what is still there then fails the test.
+func removeAllSettled(t testing.TB, dir string) {
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if err = os.RemoveAll(dir); err == nil {
+			return
+		}
+	}
+	t.Errorf("cleanup: %v", err)
+}
+
 func cleanupCgroups(t testing.TB, parent string) {
 	if err := testutil.RemoveCgroups(parent); err != nil {
 		t.Errorf("cleanup: %v", err)
