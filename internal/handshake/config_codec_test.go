@@ -151,7 +151,7 @@ func BenchmarkConfigJSON(b *testing.B) {
 		Sandbox   *sandbox.Spec
 	}
 	c := fullConfig(b)
-	in := wire{c.Argv, c.Env, c.Cwd, c.Sandbox}
+	in := wire(c)
 	b.ReportAllocs()
 	for b.Loop() {
 		buf, err := json.Marshal(in)
