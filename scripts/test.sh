@@ -52,7 +52,8 @@ gotest() { # gotest LOGNAME go-test-args...
 	go test -json "$@" 2>&1 | tee "$LOGDIR/$log.json" | "$PYTHON" scripts/gotest-report.py stream
 }
 
-# vet: gofmt (an unformatted file fails the run, as in make lint) and go vet.
+# vet: gofmt (an unformatted file fails the run), go vet and staticcheck, as make lint and make check run
+# them (staticcheck is installed into bin/ at its pinned version by make).
 vet() {
 	local out
 	out=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './bin/*'))
@@ -61,7 +62,9 @@ vet() {
 		echo "$out" >&2
 		return 1
 	fi
-	go vet ./...
+	go vet ./... || return 1
+	make -s "$(pwd)/bin/staticcheck" || return 1
+	bin/staticcheck ./...
 }
 
 unit() {
