@@ -163,7 +163,7 @@ func TestRedteam2ForeignReaderOfLostShim(t *testing.T) {
 	// The launcher's own reader ends it now.
 	e.statusOf(t, rc.ID)
 	waitPIDGone(t, pid, "root's status past the deadline")
-	checkLostEnd(t, e.statusOf(t, rc.ID), pid)
+	checkLostEnd(t, e.finalRecord(t, rc.ID), pid)
 }
 
 // statusOf is the worker id's record as `hlaunch status --json` answers it.

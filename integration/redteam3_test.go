@@ -473,7 +473,5 @@ func TestRedteam3SidecarWorkerStopsItsShim(t *testing.T) {
 	p := startSidecarProc(t, e, filepath.Join(scSocketDir(t), "s.sock"))
 	rc, pid := shimStopped(t, sidecarLaunch(p))
 	waitPIDGone(t, pid, "sidecar, its worker's shim stopped")
-	var rec lostRecord
-	p.mustDo("GET", "/v1/workers/"+rc.ID, "", 200, &rec)
-	checkLostEnd(t, rec, pid)
+	checkLostEnd(t, p.finalRecord(rc.ID), pid)
 }

@@ -106,6 +106,28 @@ func sidecarLaunch(p *scProc) func(argv []string) lostRecord {
 
 // checkLostEnd checks the final record of a worker that killed its shim: exited, the end recorded by
 // hlaunch with reason shim-lost, and nothing of it left running.
+// finalRecord is worker id's record once its end has settled, as the sidecar's wait answers it. The
+// worker's PID reads as gone (waitPIDGone) while it is a zombie whose parent, the shim it stopped or
+// killed, is still being ended: its cgroup has members for that moment, and a plain read says running.
+func (p *scProc) finalRecord(id string) lostRecord {
+	p.t.Helper()
+	var rec lostRecord
+	p.mustDo("GET", "/v1/workers/"+id+"/wait?timeout=30s", "", 200, &rec)
+	return rec
+}
+
+// finalRecord is worker id's record once its end has settled, as `hlaunch wait --json` answers it (the
+// sidecar's finalRecord says why a plain read is not).
+func (e *env) finalRecord(t *testing.T, id string) lostRecord {
+	t.Helper()
+	var rec lostRecord
+	s := e.run("wait", "--json", "--timeout", "30s", id)
+	if err := json.Unmarshal([]byte(s.Stdout), &rec); err != nil {
+		t.Fatalf("wait %s: exit %d, %v: %q %s", id, s.Code, err, s.Stdout, s.Stderr)
+	}
+	return rec
+}
+
 func checkLostEnd(t *testing.T, rec lostRecord, pid int) {
 	t.Helper()
 	if rec.State != "exited" || !rec.ShimLost || !strings.HasPrefix(rec.Reason, "shim-lost") || rec.EndedAt == "" {
@@ -237,9 +259,7 @@ func sidecarShimKill(t *testing.T, p *scProc) {
 	t.Helper()
 	rc, pid := shimKilled(t, sidecarLaunch(p))
 	waitPIDGone(t, pid, "sidecar")
-	var rec lostRecord
-	p.mustDo("GET", "/v1/workers/"+rc.ID, "", 200, &rec)
-	checkLostEnd(t, rec, pid)
+	checkLostEnd(t, p.finalRecord(rc.ID), pid)
 }
 
 // In systemd mode the manager is the backstop: with nothing of hlaunch's running after the launch (the
