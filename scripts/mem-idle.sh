@@ -11,7 +11,7 @@ export HLAUNCH_ROOT=$t/root HLAUNCH_STATE_DIR=$t/state
 cleanup() {
 	for id in $(cat "$t/ids" 2>/dev/null); do "$bin" stop "$id" >/dev/null 2>&1 || true; done
 	sleep 1
-	for c in /sys/fs/cgroup/unified/$parent /sys/fs/cgroup/$parent; do
+	for c in /sys/fs/cgroup/$parent /sys/fs/cgroup/*/$parent; do
 		[ -d "$c" ] || continue
 		find "$c" -depth -type d -exec rmdir {} \; 2>/dev/null || true
 	done
