@@ -1,7 +1,8 @@
 #!/bin/sh
-# mem-idle.sh BIN N [--sandbox]: start N detached idle `sleep 600` workers with BIN on a private root,
-# state directory and cgroup parent; print the mean Pss, Anonymous and threads of the shims and the stubs
-# (every process in a worker's cgroup but the sleep); then stop them all and remove what was made.
+# mem-idle.sh BIN N [EXEC FLAGS...]: start N detached idle `sleep 600` workers with BIN on a private root,
+# state directory and cgroup parent; print the mean Pss, Anonymous, Rss and threads of the shims, the init
+# stubs and the workers; then stop them all and remove what was made, in every cgroup hierarchy. EXEC FLAGS
+# go to `hlaunch exec` (a sandboxed run: --sandbox --as 0:0, the private root's profile being root's).
 set -eu
 bin=$1 n=$2; shift 2
 t=$(mktemp -d /tmp/mem-idle.XXXXXX)
@@ -14,6 +15,7 @@ cleanup() {
 	for c in /sys/fs/cgroup/$parent /sys/fs/cgroup/*/$parent; do
 		[ -d "$c" ] || continue
 		find "$c" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+		[ ! -d "$c" ] || echo "mem-idle: warning: could not remove $c" >&2
 	done
 	rm -rf "$t"
 }
@@ -25,26 +27,25 @@ while [ $i -lt "$n" ]; do
 	i=$((i + 1))
 done
 sleep 3
-python3 - "$t/ids" "$bin" <<'PY'
-import json, subprocess, sys, os, glob
-ids = open(sys.argv[1]).read().split()
+python3 - "$parent" <<'PY'
+import os, sys
+parent = "/" + sys.argv[1] + "/"
 rows = {"shim": [], "stub": [], "sleep": []}
 for pid in os.listdir("/proc"):
     if not pid.isdigit(): continue
     try:
         cmd = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
-        cg = open(f"/proc/{pid}/cgroup").read()
-    except OSError: continue
-    if "memidle-" not in cg: continue
-    arg = cmd[1].decode() if len(cmd) > 1 else ""
-    role = "shim" if arg == "__shim" else "stub" if arg == "__init" else "sleep" if cmd[0].endswith(b"sleep") else None
-    if role is None: continue
-    r = {}
-    for l in open(f"/proc/{pid}/smaps_rollup"):
-        p = l.split()
-        if p[0] in ("Pss:", "Anonymous:", "Rss:"): r[p[0][:-1]] = int(p[1])
-    for l in open(f"/proc/{pid}/status"):
-        if l.startswith("Threads:"): r["Threads"] = int(l.split()[1])
+        if parent not in open(f"/proc/{pid}/cgroup").read(): continue
+        arg = cmd[1].decode() if len(cmd) > 1 else ""
+        role = "shim" if arg == "__shim" else "stub" if arg == "__init" else "sleep" if cmd[0].endswith(b"sleep") else None
+        if role is None: continue
+        r = {}
+        for l in open(f"/proc/{pid}/smaps_rollup"):
+            p = l.split()
+            if p[0] in ("Pss:", "Anonymous:", "Rss:"): r[p[0][:-1]] = int(p[1])
+        for l in open(f"/proc/{pid}/status"):
+            if l.startswith("Threads:"): r["Threads"] = int(l.split()[1])
+    except OSError: continue  # gone while read
     rows[role].append(r)
 for role, rs in rows.items():
     if not rs: continue
